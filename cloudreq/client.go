@@ -1,0 +1,454 @@
+package cloudreq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptrace"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+// Client sends CloudRequests through hooks, the adapter of their
+// Provider/Service and the retry loop, and times every call. It is safe for
+// concurrent use; create one per process and reuse it.
+type Client struct {
+	opts       Options
+	adapters   map[string]Adapter
+	classifier *latency.Classifier
+}
+
+// New returns a Client. Option functions are applied to a copy of opts.
+func New(opts Options, optFns ...func(*Options)) (*Client, error) {
+	for _, f := range optFns {
+		f(&opts)
+	}
+	opts.Retry.setDefaults()
+	if opts.Retry.Budget == nil && !opts.Retry.NoBudget {
+		opts.Retry.Budget = NewRetryBudget(DefaultBudgetTokens)
+	}
+	c := &Client{
+		opts:       opts,
+		adapters:   map[string]Adapter{},
+		classifier: latency.NewClassifier(opts.ScaleToZeroWindow, opts.ScaleToZeroWindow > 0),
+	}
+	for _, a := range opts.Adapters {
+		if a == nil {
+			return nil, errcodes.New(errcodes.InvalidParam, "cloudreq: nil adapter")
+		}
+		d := a.Describe()
+		k := adapterKey(d.Provider, d.Service)
+		if _, dup := c.adapters[k]; dup {
+			return nil, errcodes.Errorf(errcodes.InvalidParam, "cloudreq: two adapters for %s", k)
+		}
+		c.adapters[k] = a
+	}
+	return c, nil
+}
+
+// Close closes the adapters that hold resources (io.Closer).
+func (c *Client) Close() error {
+	var errs []error
+	for _, a := range c.adapters {
+		if cl, ok := a.(io.Closer); ok {
+			errs = append(errs, cl.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Supported lists the Provider/Service/Action combinations the client
+// serves, as "provider/service: action, action (stream)" lines.
+func (c *Client) Supported() []string {
+	var out []string
+	for k, a := range c.adapters {
+		s := k + ": " + strings.Join(a.Describe().Actions, ", ")
+		if _, ok := a.(Streamer); ok {
+			s += " (stream)"
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func adapterKey(provider, service string) string { return provider + "/" + service }
+
+// Invoke sends req and returns its response once the whole body arrived.
+// On failure the error is an *errcodes.Error and the response is nil.
+func (c *Client) Invoke(ctx context.Context, req *CloudRequest, optFns ...func(*Options)) (*CloudResponse, error) {
+	cl, ctx, cancel, err := c.prepare(ctx, req, false, optFns)
+	defer cancel()
+	if err != nil {
+		return nil, cl.fail(err)
+	}
+	for n := 1; ; n++ {
+		resp, e := cl.attemptInvoke(ctx, n)
+		if e == nil {
+			return cl.succeed(resp), nil
+		}
+		if err := cl.backoff(ctx, n, e); err != nil {
+			return nil, cl.fail(err)
+		}
+	}
+}
+
+// call is the state of one Invoke or Stream call.
+type call struct {
+	o        Options
+	c        *Client
+	req      *CloudRequest // the working copy hooks may rewrite
+	ad       Adapter
+	payload  Payload
+	tl       *latency.Timeline
+	bo       *fullJitter
+	wait     time.Duration // backoff before the next attempt
+	errs     []*errcodes.Error
+	spent    int // retry-budget tokens taken by this call
+	notReady bool
+	obs      []CallObserver
+}
+
+// prepare resolves options, starts observers, validates, runs the
+// PreValidate and PreSerialize hooks and encodes the payload. The returned
+// call is usable (for fail) even when err is set.
+func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, optFns []func(*Options)) (*call, context.Context, context.CancelFunc, *errcodes.Error) {
+	cl := &call{o: c.opts, c: c}
+	if len(optFns) > 0 {
+		cl.o.Adapters = slices.Clone(cl.o.Adapters)
+		cl.o.Observers = slices.Clone(cl.o.Observers)
+		for _, f := range optFns {
+			f(&cl.o)
+		}
+		cl.o.Retry.setDefaults()
+	}
+	if req == nil {
+		cl.tl = latency.NewTimeline(time.Time{})
+		return cl, ctx, func() {}, errcodes.New(errcodes.InvalidParam, "cloudreq: nil request")
+	}
+	cl.tl = latency.NewTimeline(req.IntendedSend)
+	cl.tl.Streamed = stream
+	cl.req = req.clone()
+	for _, ob := range cl.o.Observers {
+		var co CallObserver
+		ctx, co = ob.StartCall(ctx, cl.req, stream)
+		if co != nil {
+			cl.obs = append(cl.obs, co)
+		}
+	}
+	cancel := context.CancelFunc(func() {})
+	if cl.o.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, cl.o.Timeout)
+	}
+	cl.bo = cl.o.Retry.newBackOff()
+
+	ad, err := c.route(cl.req, stream)
+	if err != nil {
+		return cl, ctx, cancel, err
+	}
+	cl.ad = ad
+	if err := validate(cl.req); err != nil {
+		return cl, ctx, cancel, err
+	}
+	if h := cl.o.Hooks; h != nil {
+		if err := safely(func() error { return h.PreValidate(ctx, cl.req) }); err != nil {
+			return cl, ctx, cancel, finalHookError("PreValidate", err)
+		}
+		if err := safely(func() error { return h.PreSerialize(ctx, cl.req) }); err != nil {
+			return cl, ctx, cancel, finalHookError("PreSerialize", err)
+		}
+	}
+	cl.payload = cl.req.Payload
+	if cl.req.Action == ActionGenerate {
+		enc, ok := ad.(Encoder)
+		if !ok {
+			return cl, ctx, cancel, errcodes.Errorf(errcodes.InvalidParam, "cloudreq: %s adapter cannot encode generate requests", adapterKey(cl.req.Provider, cl.req.Service))
+		}
+		var p Payload
+		if err := safely(func() (err error) { p, err = enc.Encode(cl.req, stream); return err }); err != nil {
+			return cl, ctx, cancel, normalizeWith(err, errcodes.InvalidParam, cl.req.Provider)
+		}
+		cl.payload = p
+	}
+	return cl, ctx, cancel, nil
+}
+
+// route finds the adapter for req, or explains what is supported.
+func (c *Client) route(req *CloudRequest, stream bool) (Adapter, *errcodes.Error) {
+	unsupported := func(what string) *errcodes.Error {
+		sup := c.Supported()
+		list := "none (no adapters registered)"
+		if len(sup) > 0 {
+			list = strings.Join(sup, "; ")
+		}
+		return errcodes.Errorf(errcodes.InvalidParam, "cloudreq: unsupported %s; supported: %s", what, list)
+	}
+	ad, ok := c.adapters[adapterKey(req.Provider, req.Service)]
+	if !ok {
+		return nil, unsupported(fmt.Sprintf("provider/service %q/%q", req.Provider, req.Service))
+	}
+	if !slices.Contains(ad.Describe().Actions, req.Action) {
+		return nil, unsupported(fmt.Sprintf("action %q for %s/%s", req.Action, req.Provider, req.Service))
+	}
+	if _, ok := ad.(Streamer); stream && !ok {
+		return nil, unsupported(fmt.Sprintf("streaming for %s/%s", req.Provider, req.Service))
+	}
+	return ad, nil
+}
+
+// validate holds the checks every request must pass whatever the hooks.
+func validate(r *CloudRequest) *errcodes.Error {
+	bad := func(format string, args ...any) *errcodes.Error {
+		return errcodes.Errorf(errcodes.InvalidParam, "cloudreq: "+format, args...)
+	}
+	if r.Target.Endpoint == "" && r.Target.Model == "" {
+		return bad("Target.Endpoint or Target.Model is required")
+	}
+	switch r.Action {
+	case ActionInvoke:
+		if len(r.Payload.Body) == 0 && r.Payload.Reader == nil {
+			return bad("action invoke needs Payload.Body")
+		}
+	case ActionGenerate:
+		g := r.Generate
+		if g == nil || len(g.Messages) == 0 {
+			return bad("action generate needs Generate.Messages")
+		}
+		if g.MaxTokens < 0 {
+			return bad("Generate.MaxTokens is negative (%d)", g.MaxTokens)
+		}
+		if g.Temperature != nil && (*g.Temperature < 0 || *g.Temperature > 2) {
+			return bad("Generate.Temperature %g is outside [0, 2]", *g.Temperature)
+		}
+		if g.TopP != nil && (*g.TopP <= 0 || *g.TopP > 1) {
+			return bad("Generate.TopP %g is outside (0, 1]", *g.TopP)
+		}
+	}
+	return nil
+}
+
+// safely runs f, turning a panic into an ERR_INTERNAL error so that no panic
+// from a hook or adapter crosses the API.
+func safely(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errcodes.Errorf(errcodes.Internal, "cloudreq: panic in hook or adapter: %v", r)
+			err.(*errcodes.Error).Retryable = false
+		}
+	}()
+	return f()
+}
+
+func finalHookError(phase string, err error) *errcodes.Error {
+	e := normalizeWith(err, errcodes.InvalidParam, "")
+	if e.Message == "" {
+		e.Message = phase + " hook refused the request"
+	}
+	e.Retryable = false
+	return e
+}
+
+// normalizeWith returns err as an *errcodes.Error, using code for errors
+// that carry none.
+func normalizeWith(err error, code errcodes.Code, provider string) *errcodes.Error {
+	var e *errcodes.Error
+	if !errors.As(err, &e) {
+		e = errcodes.Wrap(err, code, err.Error())
+	}
+	if e.Provider == "" {
+		e.Provider = provider
+	}
+	return e
+}
+
+// attemptCause marks an attempt's own deadline, as opposed to the call's.
+var attemptCause = errors.New("attempt timeout")
+
+// attemptInvoke makes attempt n of a non-streaming call.
+func (cl *call) attemptInvoke(ctx context.Context, n int) (*CloudResponse, *errcodes.Error) {
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if cl.o.AttemptTimeout > 0 {
+		actx, cancel = context.WithTimeoutCause(ctx, cl.o.AttemptTimeout, attemptCause)
+	}
+	defer cancel()
+	tr := latency.NewAttemptTrace(n, cl.wait)
+	actx = httptrace.WithClientTrace(actx, tr.ClientTrace())
+	callv := &Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
+	var resp *CloudResponse
+	err := safely(func() (err error) { resp, err = cl.ad.Invoke(actx, callv); return err })
+	if err == nil && resp == nil {
+		err = errcodes.New(errcodes.Internal, "cloudreq: adapter returned neither response nor error")
+	}
+	e := cl.normalize(ctx, actx, err)
+	e = cl.postDeserialize(ctx, resp, e)
+	cl.endAttempt(tr, resp, e)
+	if e != nil {
+		return nil, e
+	}
+	return resp, nil
+}
+
+// normalize maps an attempt's error: the call's own context first (final),
+// then the attempt deadline (retryable), then the adapter's *errcodes.Error
+// or a transport error.
+func (cl *call) normalize(ctx, actx context.Context, err error) *errcodes.Error {
+	if err == nil {
+		return nil
+	}
+	if e := errcodes.FromContext(ctx); e != nil {
+		e.Provider = cl.req.Provider
+		return e
+	}
+	if actx.Err() != nil && context.Cause(actx) == attemptCause {
+		e := errcodes.Wrap(err, errcodes.Timeout, "attempt timed out")
+		e.Retryable = true
+		e.Provider = cl.req.Provider
+		return e
+	}
+	e := errcodes.FromTransport(err)
+	if e.Provider == "" {
+		e.Provider = cl.req.Provider
+	}
+	return e
+}
+
+func (cl *call) postDeserialize(ctx context.Context, resp *CloudResponse, e *errcodes.Error) *errcodes.Error {
+	h := cl.o.Hooks
+	if h == nil {
+		return e
+	}
+	var in error
+	if e != nil {
+		in = e
+	}
+	var out error
+	if err := safely(func() error { out = h.PostDeserialize(ctx, cl.req, resp, in); return nil }); err != nil {
+		out = err
+	}
+	if out == nil {
+		return e
+	}
+	return normalizeWith(out, errcodes.Unknown, cl.req.Provider)
+}
+
+func (cl *call) endAttempt(tr *latency.AttemptTrace, resp *CloudResponse, e *errcodes.Error) {
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	code := ""
+	if e != nil {
+		status = e.HTTPStatus
+		code = string(e.Code)
+		if e.Code == errcodes.ModelNotReady {
+			cl.notReady = true
+		}
+	}
+	a := tr.Finish(status, code)
+	cl.tl.Attempts = append(cl.tl.Attempts, a)
+	for _, o := range cl.obs {
+		o.EndAttempt(a, e)
+	}
+}
+
+// backoff decides whether attempt n's error e is retried, waits, and returns
+// nil to go on or the error that ends the call.
+func (cl *call) backoff(ctx context.Context, n int, e *errcodes.Error) *errcodes.Error {
+	wait, ok := cl.retryDelay(ctx, n, e)
+	if !ok {
+		return e
+	}
+	cl.errs = append(cl.errs, e)
+	if l := cl.o.Logger; l != nil {
+		l.DebugContext(ctx, "cloudinfer retry", "provider", cl.req.Provider, "code", string(e.Code),
+			"attempt", n, "wait", wait)
+	}
+	cl.wait = wait
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		ce := errcodes.FromContext(ctx)
+		ce.Provider = cl.req.Provider
+		return ce
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryDelay returns how long to wait before retrying after attempt n, or
+// false when the call must end with e.
+func (cl *call) retryDelay(ctx context.Context, n int, e *errcodes.Error) (time.Duration, bool) {
+	r := &cl.o.Retry
+	if !e.Retryable || n >= r.MaxAttempts {
+		return 0, false
+	}
+	if cl.payload.Body == nil && cl.payload.Reader != nil {
+		return 0, false // a one-shot body cannot be replayed
+	}
+	wait := cl.bo.NextBackOff()
+	if e.RetryAfter > 0 {
+		if e.RetryAfter > r.MaxRetryAfter {
+			return 0, false
+		}
+		wait = max(wait, e.RetryAfter)
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(dl) {
+		return 0, false // never sleep past the call's deadline
+	}
+	if b := r.Budget; b != nil && !r.NoBudget {
+		cost := retryCost(e)
+		if !b.take(cost) {
+			return 0, false
+		}
+		cl.spent += cost
+	}
+	return wait, true
+}
+
+// succeed completes a successful call.
+func (cl *call) succeed(resp *CloudResponse) *CloudResponse {
+	if b := cl.o.Retry.Budget; b != nil && !cl.o.Retry.NoBudget {
+		b.give(max(cl.spent, 1))
+	}
+	tl := cl.tl
+	last := tl.LastAttempt()
+	if !tl.Streamed {
+		tl.End = last.End
+		tl.AddChunk(last.End, resp.Usage.OutputTokens, true)
+	} else if tl.End.IsZero() {
+		tl.End = time.Now()
+	}
+	resp.Timing = tl
+	resp.Errors = append(cl.errs, resp.Errors...)
+	ev := latency.Evidence{Endpoint: cl.req.EndpointKey(), NotReadyThenReady: cl.notReady, Timeline: tl}
+	if ss := resp.ServerStart; ss != nil {
+		cold := ss.Cold
+		ev.ServerCold, ev.ServerSetup = &cold, ss.Setup
+	}
+	resp.Start = cl.c.classifier.Classify(ev)
+	for _, o := range cl.obs {
+		o.EndCall(resp, tl, nil)
+	}
+	return resp
+}
+
+// fail completes a failed call and returns its error.
+func (cl *call) fail(e *errcodes.Error) error {
+	if cl.tl.End.IsZero() {
+		cl.tl.End = time.Now()
+	}
+	for _, o := range cl.obs {
+		o.EndCall(nil, cl.tl, e)
+	}
+	return e
+}

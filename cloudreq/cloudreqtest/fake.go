@@ -1,0 +1,200 @@
+// Package cloudreqtest provides a scriptable fake adapter, for testing code
+// that uses a cloudreq.Client without a network or a cloud account.
+//
+//	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
+//		{Err: errcodes.New(errcodes.Throttled, "slow down")},
+//		{Response: &cloudreq.CloudResponse{StatusCode: 200, Data: []byte("ok")}},
+//	}}
+//	client, _ := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}})
+package cloudreqtest
+
+import (
+	"context"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// Outcome is what one attempt yields. For Invoke: Response or Err. For
+// Stream: Err fails the open; otherwise Chunks are yielded in order, then
+// StreamErr (or a clean end when it is nil).
+type Outcome struct {
+	Response  *cloudreq.CloudResponse
+	Err       error
+	Chunks    []cloudreq.StreamChunk
+	StreamErr error
+	// Delay is how long the attempt takes before answering (it returns
+	// early with the context's error if the context ends first).
+	Delay time.Duration
+	// ChunkDelay is the pause before each chunk.
+	ChunkDelay time.Duration
+	// Block makes an Invoke attempt, or a stream's read after its Chunks,
+	// wait until its context ends.
+	Block bool
+	// BlockOpen makes a Stream attempt wait, before it opens, until its
+	// context ends.
+	BlockOpen bool
+}
+
+// Adapter is a fake cloudreq.Adapter, Streamer and Encoder. It plays
+// Outcomes in order, one per attempt; after the last, it repeats the last.
+// With no Outcomes every attempt succeeds with status 200 and the request
+// body echoed. It records every attempt. Safe for concurrent use.
+type Adapter struct {
+	// Provider and Service default to "openai" / "openai-compatible".
+	Provider, Service string
+	// Actions defaults to invoke and generate.
+	Actions  []string
+	Outcomes []Outcome
+
+	mu    sync.Mutex
+	calls []Recorded
+}
+
+// Recorded is one attempt the fake saw.
+type Recorded struct {
+	Request *cloudreq.CloudRequest
+	Body    []byte
+	Attempt int
+}
+
+// Describe implements cloudreq.Adapter.
+func (a *Adapter) Describe() cloudreq.Description {
+	d := cloudreq.Description{Provider: a.Provider, Service: a.Service, Actions: a.Actions}
+	if d.Provider == "" {
+		d.Provider = cloudreq.ProviderOpenAI
+	}
+	if d.Service == "" {
+		d.Service = cloudreq.ServiceOpenAICompatible
+	}
+	if d.Actions == nil {
+		d.Actions = []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate}
+	}
+	return d
+}
+
+// Encode implements cloudreq.Encoder: the messages' contents, one per line.
+func (a *Adapter) Encode(req *cloudreq.CloudRequest, _ bool) (cloudreq.Payload, error) {
+	var b []byte
+	for _, m := range req.Generate.Messages {
+		b = append(b, m.Content...)
+		b = append(b, '\n')
+	}
+	return cloudreq.Payload{Body: b, ContentType: "text/plain"}, nil
+}
+
+// Calls returns the attempts seen so far.
+func (a *Adapter) Calls() []Recorded {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Recorded(nil), a.calls...)
+}
+
+func (a *Adapter) next(call *cloudreq.Call) (Outcome, error) {
+	body, err := io.ReadAll(call.Body())
+	if err != nil {
+		return Outcome{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, Recorded{Request: call.Request, Body: body, Attempt: call.Attempt})
+	if len(a.Outcomes) == 0 {
+		return Outcome{Response: &cloudreq.CloudResponse{StatusCode: 200, Data: body}}, nil
+	}
+	i := min(len(a.calls), len(a.Outcomes)) - 1
+	return a.Outcomes[i], nil
+}
+
+func wait(ctx context.Context, d time.Duration, block bool) error {
+	if block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Invoke implements cloudreq.Adapter.
+func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	o, err := a.next(call)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(ctx, o.Delay, o.Block); err != nil {
+		return nil, err
+	}
+	if o.Err != nil {
+		return nil, o.Err
+	}
+	if o.Response == nil {
+		return &cloudreq.CloudResponse{StatusCode: 200}, nil
+	}
+	r := *o.Response
+	return &r, nil
+}
+
+// Stream implements cloudreq.Streamer.
+func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.ChunkStream, error) {
+	o, err := a.next(call)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(ctx, o.Delay, o.BlockOpen); err != nil {
+		return nil, err
+	}
+	if o.Err != nil {
+		return nil, o.Err
+	}
+	head := &cloudreq.CloudResponse{StatusCode: 200}
+	if o.Response != nil {
+		r := *o.Response
+		head = &r
+	}
+	return &stream{ctx: ctx, o: o, head: head}, nil
+}
+
+type stream struct {
+	ctx    context.Context
+	o      Outcome
+	head   *cloudreq.CloudResponse
+	i      int
+	closed bool
+}
+
+func (s *stream) Response() *cloudreq.CloudResponse { return s.head }
+
+func (s *stream) Next() (cloudreq.StreamChunk, error) {
+	if s.closed {
+		return cloudreq.StreamChunk{}, errcodes.New(errcodes.Canceled, "closed")
+	}
+	if s.i < len(s.o.Chunks) {
+		if err := wait(s.ctx, s.o.ChunkDelay, false); err != nil {
+			return cloudreq.StreamChunk{}, err
+		}
+		c := s.o.Chunks[s.i]
+		s.i++
+		return c, nil
+	}
+	if s.o.Block {
+		<-s.ctx.Done()
+		return cloudreq.StreamChunk{}, s.ctx.Err()
+	}
+	if s.o.StreamErr != nil {
+		return cloudreq.StreamChunk{}, s.o.StreamErr
+	}
+	return cloudreq.StreamChunk{}, io.EOF
+}
+
+func (s *stream) Close() error { s.closed = true; return nil }

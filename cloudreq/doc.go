@@ -1,0 +1,37 @@
+// Package cloudreq is cloudinfer's portable inference API: CloudRequest in,
+// CloudResponse (or a Stream) out, on any registered provider adapter.
+//
+// Every call takes the same path:
+//
+//	Client.Invoke / Client.Stream
+//	  validation + PreValidate hooks   read-only; an error is final, never retried
+//	  PreSerialize hooks               may rewrite (a copy of) the request; runs once
+//	  adapter Encode                   the provider's LLM dialect, for ActionGenerate
+//	  retry loop                       backoff with full jitter, Retry-After, budget, deadlines
+//	    adapter Invoke / Stream        one attempt, timed through httptrace
+//	    PostDeserialize hooks          see the normalized outcome; may enrich or veto
+//	  CloudResponse                    Data, Usage, Timing (latency.Timeline), Start (cold|warm)
+//
+// Requests speak in Provider / Service / Action:
+//
+//	Provider  Service            Actions
+//	aws       sagemaker          invoke, generate
+//	azure     azureml            invoke, generate
+//	gcp       vertex             invoke (predict/rawPredict), generate (generateContent)
+//	alibaba   pai-eas            invoke, generate
+//	openai    openai-compatible  invoke, generate
+//
+// Whether a call streams is the method (Invoke or Stream), not the action. A
+// combination no registered adapter supports fails with ERR_INVALID_PARAM and
+// a message listing what is supported.
+//
+// Every error is an *errcodes.Error. Retries follow RetryOptions: by default
+// 3 attempts, full-jitter exponential backoff from 100 ms capped at 20 s,
+// server Retry-After honoured up to 20 s (and never past the call's
+// deadline), and a client-wide 500-token retry budget. A Stream is retried
+// only until its first chunk reached the caller. Cancellation during a
+// backoff returns at once with ERR_CANCELED.
+//
+// Options follow the aws-sdk-go-v2 shape: New(Options, ...func(*Options)),
+// and per-call ...func(*Options) applied to a copy.
+package cloudreq

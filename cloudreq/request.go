@@ -1,0 +1,206 @@
+package cloudreq
+
+import (
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+// Providers, services and actions of a CloudRequest, in the vocabulary of the
+// product (see the table in the package doc).
+const (
+	ProviderAWS     = "aws"
+	ProviderAzure   = "azure"
+	ProviderGCP     = "gcp"
+	ProviderAlibaba = "alibaba"
+	ProviderOpenAI  = "openai"
+
+	ServiceSageMaker        = "sagemaker"
+	ServiceAzureML          = "azureml"
+	ServiceVertex           = "vertex"
+	ServicePAIEAS           = "pai-eas"
+	ServiceOpenAICompatible = "openai-compatible"
+
+	// ActionInvoke sends the caller's Payload bytes as they are.
+	ActionInvoke = "invoke"
+	// ActionGenerate is portable text generation from Generate; the adapter
+	// writes its provider's LLM dialect.
+	ActionGenerate = "generate"
+)
+
+// CloudRequest is one inference call, in portable terms. The client never
+// modifies the caller's CloudRequest: hooks work on a copy.
+type CloudRequest struct {
+	// Provider, Service and Action select the adapter and what it does.
+	Provider string
+	Service  string
+	Action   string
+	// Target says where the request goes.
+	Target Target
+	// Payload is the request body for ActionInvoke.
+	Payload Payload
+	// Generate is the portable generation input for ActionGenerate.
+	Generate *GenerateInput
+	// Attributes are provider-specific request attributes.
+	Attributes Attributes
+	// Header holds extra HTTP headers (or gRPC metadata) to send.
+	Header http.Header
+	// RequestID is a client request id sent to the provider where it takes
+	// one (x-ms-client-request-id, X-Amzn-SageMaker-Inference-Id, …). The
+	// hooks.RequestID built-in fills it when empty.
+	RequestID string
+	// Class names the request's class (for weighted mixes and per-class SLAs).
+	Class string
+	// Tags are free-form dimensions (region, device, …) carried to reports.
+	Tags map[string]string
+	// IntendedSend is when a load schedule wanted this request sent; zero
+	// means "now". Measurements corrected for coordinated omission start here.
+	IntendedSend time.Time
+}
+
+// Target says where a request goes.
+type Target struct {
+	// Endpoint is the endpoint's name (SageMaker endpoint, Azure ML endpoint,
+	// Vertex endpoint id or resource name, EAS service) or its full URL.
+	Endpoint string
+	// Variant is the SageMaker production variant or Azure ML deployment.
+	Variant string
+	// Model is the model name (OpenAI-compatible "model", SageMaker target
+	// model, Vertex publisher model).
+	Model string
+	// Path is an optional sub-path under the endpoint (PAI-EAS
+	// "/v1/chat/completions", for instance).
+	Path string
+}
+
+// Payload is a request body.
+type Payload struct {
+	// Body is the bytes to send. It is replayed byte-identical on each attempt.
+	Body []byte
+	// Reader is a one-shot body, used when Body is nil (a large upload that
+	// should not be held in memory). It cannot be replayed, so a call whose
+	// body is a Reader makes exactly one attempt.
+	Reader io.Reader
+	// ContentType is the body's media type (default application/json).
+	ContentType string
+	// Accept is the media type asked for in the response, if any.
+	Accept string
+}
+
+// GenerateInput is portable text-generation input.
+type GenerateInput struct {
+	Messages []Message
+	// MaxTokens caps the output tokens (0: the provider's default).
+	MaxTokens int
+	// Temperature and TopP are sampling parameters (nil: provider default).
+	Temperature *float64
+	TopP        *float64
+	// Stop holds stop sequences.
+	Stop []string
+}
+
+// Message is one chat message.
+type Message struct {
+	// Role is "system", "user" or "assistant".
+	Role    string
+	Content string
+}
+
+// Attributes are provider request attributes. Each adapter documents which
+// it honours; others are ignored.
+type Attributes struct {
+	// CustomAttributes is SageMaker's X-Amzn-SageMaker-Custom-Attributes.
+	CustomAttributes string
+	// InferenceComponent is the SageMaker inference component name.
+	InferenceComponent string
+	// SessionID is a SageMaker stateful session id.
+	SessionID string
+	// InferenceID is a SageMaker inference id.
+	InferenceID string
+	// TargetContainerHostname is SageMaker's multi-container target.
+	TargetContainerHostname string
+	// Extra holds any other provider-specific attribute by name.
+	Extra map[string]string
+}
+
+// clone returns a copy that shares no maps or slices with r, so that hooks
+// may rewrite it freely.
+func (r *CloudRequest) clone() *CloudRequest {
+	c := *r
+	c.Header = r.Header.Clone()
+	c.Tags = maps.Clone(r.Tags)
+	c.Attributes.Extra = maps.Clone(r.Attributes.Extra)
+	c.Payload.Body = slices.Clone(r.Payload.Body)
+	if r.Generate != nil {
+		g := *r.Generate
+		g.Messages = slices.Clone(g.Messages)
+		g.Stop = slices.Clone(g.Stop)
+		c.Generate = &g
+	}
+	return &c
+}
+
+// EndpointKey identifies the request's endpoint for per-endpoint state
+// (cold-start classification, reports).
+func (r *CloudRequest) EndpointKey() string {
+	k := r.Provider + "/" + r.Service + "/" + r.Target.Endpoint
+	if r.Target.Variant != "" {
+		k += "/" + r.Target.Variant
+	}
+	if r.Target.Model != "" {
+		k += "#" + r.Target.Model
+	}
+	return k
+}
+
+// CloudResponse is the outcome of a successful call.
+type CloudResponse struct {
+	// StatusCode is the HTTP status (or the HTTP equivalent of a gRPC code).
+	StatusCode int
+	// Data is the response body (nil for streams: read the chunks).
+	Data []byte
+	// ContentType is the body's media type, if known.
+	ContentType string
+	// Text is the generated text of a non-streaming generate call.
+	Text string
+	// FinishReason is why generation stopped ("stop", "length", …), if known.
+	FinishReason string
+	// Errors holds the errors of the attempts that failed before the one
+	// that succeeded, and any in-band errors the provider reported.
+	Errors []*errcodes.Error
+	// Metadata holds provider response metadata worth keeping (invoked
+	// variant, deployed model id, …), keyed by the provider's header name.
+	Metadata map[string]string
+	// RequestID is the provider's request id.
+	RequestID string
+	// Usage is the token usage, when known.
+	Usage Usage
+	// Timing is the call's latency timeline.
+	Timing *latency.Timeline
+	// Start is the cold/warm verdict.
+	Start latency.Start
+	// ServerStart is set by adapters when the server reported whether it
+	// cold-started (the strongest evidence); nil when it said nothing.
+	ServerStart *ServerStart
+}
+
+// ServerStart is a server's own report of a cold start.
+type ServerStart struct {
+	Cold bool
+	// Setup is the model setup time the server reported, if any.
+	Setup time.Duration
+}
+
+// Usage is token usage.
+type Usage struct {
+	InputTokens  int
+	OutputTokens int
+	// Source says where OutputTokens came from: "server" (the provider's
+	// usage) or "counted" (counted from the stream's chunks).
+	Source string
+}

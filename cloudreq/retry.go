@@ -1,0 +1,176 @@
+package cloudreq
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// Retry defaults. They follow the AWS standard retryer: three attempts,
+// exponential backoff with full jitter from a 100 ms base, capped at 20 s,
+// and a 500-token retry budget.
+const (
+	DefaultMaxAttempts   = 3
+	DefaultBaseDelay     = 100 * time.Millisecond
+	DefaultMaxDelay      = 20 * time.Second
+	DefaultMaxRetryAfter = 20 * time.Second
+	DefaultBudgetTokens  = 500
+	// RetryCost is what one retry takes from the budget; TimeoutRetryCost
+	// is what a retry after a timeout takes. A successful call gives back
+	// what its retries took, or one token when it needed none.
+	RetryCost        = 5
+	TimeoutRetryCost = 10
+)
+
+// RetryOptions configures the retry loop.
+type RetryOptions struct {
+	// MaxAttempts is the most attempts per call, first included (default 3;
+	// 1 disables retries).
+	MaxAttempts int
+	// BaseDelay and MaxDelay shape the exponential backoff: before retry n
+	// the client waits a uniformly random time in [0, min(MaxDelay,
+	// BaseDelay·2^(n-1))] ("full jitter"). Defaults 100 ms and 20 s.
+	BaseDelay time.Duration
+	MaxDelay  time.Duration
+	// MaxRetryAfter is the longest server-requested delay (Retry-After and
+	// its variants) the client will wait. A longer request ends the retries
+	// and the error keeps the RetryAfter the server asked for. Default 20 s.
+	MaxRetryAfter time.Duration
+	// Budget is the client-wide retry budget. New creates one with
+	// DefaultBudgetTokens when nil; set NoBudget to retry without one.
+	Budget   *RetryBudget
+	NoBudget bool
+}
+
+func (o *RetryOptions) setDefaults() {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.BaseDelay <= 0 {
+		o.BaseDelay = DefaultBaseDelay
+	}
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = DefaultMaxDelay
+	}
+	if o.MaxRetryAfter <= 0 {
+		o.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+}
+
+// newBackOff returns the backoff policy of one call: backoff/v4's
+// exponential schedule (no randomization, no elapsed-time limit) as the
+// ceiling, with full jitter applied on top.
+func (o *RetryOptions) newBackOff() *fullJitter {
+	exp := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(o.BaseDelay),
+		backoff.WithMaxInterval(o.MaxDelay),
+		backoff.WithMultiplier(2),
+		backoff.WithRandomizationFactor(0),
+		backoff.WithMaxElapsedTime(0),
+	)
+	return &fullJitter{exp: exp}
+}
+
+// fullJitter is a backoff.BackOff that draws each delay uniformly from
+// [0, ceiling], the ceiling growing exponentially.
+type fullJitter struct{ exp *backoff.ExponentialBackOff }
+
+// NextBackOff returns the next delay.
+func (f *fullJitter) NextBackOff() time.Duration {
+	ceil := f.exp.NextBackOff()
+	if ceil <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(ceil) + 1))
+}
+
+// Reset restarts the schedule.
+func (f *fullJitter) Reset() { f.exp.Reset() }
+
+var _ backoff.BackOff = (*fullJitter)(nil)
+
+// RetryBudget is a client-wide token bucket that bounds retries, so that a
+// failure storm does not multiply the load on a struggling endpoint: each
+// retry takes tokens, each success gives some back, and when the bucket is
+// empty calls fail fast after their first attempt. Safe for concurrent use.
+type RetryBudget struct {
+	mu     sync.Mutex
+	tokens int
+	max    int
+}
+
+// NewRetryBudget returns a full budget of n tokens.
+func NewRetryBudget(n int) *RetryBudget { return &RetryBudget{tokens: n, max: n} }
+
+// Tokens returns the tokens left.
+func (b *RetryBudget) Tokens() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tokens
+}
+
+// take removes cost tokens and reports whether there were enough.
+func (b *RetryBudget) take(cost int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tokens < cost {
+		return false
+	}
+	b.tokens -= cost
+	return true
+}
+
+// give returns n tokens, up to the capacity.
+func (b *RetryBudget) give(n int) {
+	b.mu.Lock()
+	b.tokens = min(b.max, b.tokens+n)
+	b.mu.Unlock()
+}
+
+// RetryAfter reads a server-requested retry delay from response headers, in
+// order of precision: retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after
+// (all milliseconds), then Retry-After (seconds or an HTTP date). Invalid
+// and negative values are ignored. It returns 0, false when none is usable.
+func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	for _, k := range []string{"Retry-After-Ms", "X-Ms-Retry-After-Ms", "X-Amz-Retry-After"} {
+		if v := strings.TrimSpace(h.Get(k)); v != "" {
+			ms, err := strconv.ParseFloat(v, 64)
+			if err == nil && ms >= 0 && ms < float64(1<<62)/1e6 {
+				return time.Duration(ms * float64(time.Millisecond)), true
+			}
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 || secs > int64(1<<62)/int64(time.Second) {
+			return 0, false
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		d := t.Sub(now)
+		if d < 0 {
+			d = 0
+		}
+		return d, true
+	}
+	return 0, false
+}
+
+// retryCost is what retrying after err takes from the budget.
+func retryCost(e *errcodes.Error) int {
+	if e.Code == errcodes.Timeout {
+		return TimeoutRetryCost
+	}
+	return RetryCost
+}

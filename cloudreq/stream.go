@@ -1,0 +1,372 @@
+package cloudreq
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http/httptrace"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+// Stream is a streamed response. Read it with Next and Chunk, then check Err:
+//
+//	s, err := client.Stream(ctx, req)
+//	if err != nil { return err }
+//	defer s.Close()
+//	for s.Next() {
+//		fmt.Print(s.Chunk().Text)
+//	}
+//	if err := s.Err(); err != nil { return err }
+//	usage := s.Response().Usage
+//
+// A Stream is retried transparently only until its first chunk reaches the
+// caller; after that a broken stream ends with ERR_STREAM_INTERRUPTED and
+// the chunks already read stay valid. Next and Chunk must be called from one
+// goroutine; Close may be called from any goroutine, at any point, and
+// releases the connection.
+type Stream struct {
+	cl *call
+	// ctx is the call's context, kept (like an http.Response body keeps
+	// its request's) to reopen the stream before the first chunk.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   context.CancelFunc // releases the call's own timeout
+
+	mu         sync.Mutex
+	cs         ChunkStream
+	tr         *latency.AttemptTrace // the open attempt, until it ends
+	actx       context.Context       // the open attempt's context
+	acancel    context.CancelCauseFunc
+	firstTimer *time.Timer
+	idleTimer  *time.Timer
+	n          int // the open attempt's number
+	reading    bool
+	closed     bool
+	done       bool
+	delivered  bool
+	cur        StreamChunk
+	err        *errcodes.Error
+	resp       *CloudResponse
+	usage      *Usage
+	counted    int
+	finish     string
+}
+
+// Causes that end a stream attempt from the client side.
+var (
+	errFirstChunkTimeout = errors.New("no first chunk within FirstChunkTimeout")
+	errIdleTimeout       = errors.New("no chunk within StreamIdleTimeout")
+	errClosed            = errors.New("stream closed")
+)
+
+// Stream sends req and returns once the response stream is open. The caller
+// must read it to the end or Close it. On failure the error is an
+// *errcodes.Error and the Stream is nil.
+func (c *Client) Stream(ctx context.Context, req *CloudRequest, optFns ...func(*Options)) (*Stream, error) {
+	cl, ctx, stop, err := c.prepare(ctx, req, true, optFns)
+	if err != nil {
+		stop()
+		return nil, cl.fail(err)
+	}
+	s := &Stream{cl: cl, stop: stop}
+	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	if e := s.open(1); e != nil {
+		if e = s.reopen(1, e); e != nil {
+			s.cancel(errClosed)
+			stop()
+			return nil, cl.fail(e)
+		}
+	}
+	return s, nil
+}
+
+// reopen retries after attempt n failed with e, until an attempt opens
+// (nil) or the retry loop gives up (the final error).
+func (s *Stream) reopen(n int, e *errcodes.Error) *errcodes.Error {
+	for ; ; n++ {
+		if e = s.cl.backoff(s.ctx, n, e); e != nil {
+			return e
+		}
+		if e = s.open(n + 1); e == nil {
+			return nil
+		}
+	}
+}
+
+// open makes attempt n: it sends the request and waits for the headers.
+func (s *Stream) open(n int) *errcodes.Error {
+	cl := s.cl
+	actx, acancel := context.WithCancelCause(s.ctx)
+	var attemptTimer *time.Timer
+	if d := cl.o.AttemptTimeout; d > 0 {
+		attemptTimer = time.AfterFunc(d, func() { acancel(attemptCause) })
+	}
+	tr := latency.NewAttemptTrace(n, cl.wait)
+	tctx := httptrace.WithClientTrace(actx, tr.ClientTrace())
+	callv := &Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
+	var cs ChunkStream
+	err := safely(func() (err error) { cs, err = cl.ad.(Streamer).Stream(tctx, callv); return err })
+	if attemptTimer != nil {
+		attemptTimer.Stop()
+	}
+	if err == nil && cs == nil {
+		err = errcodes.New(errcodes.Internal, "cloudreq: adapter returned neither stream nor error")
+	}
+	e := cl.normalize(s.ctx, actx, err)
+	var head *CloudResponse
+	if e == nil {
+		head = cs.Response()
+		if head == nil {
+			head = &CloudResponse{}
+		}
+		if e = cl.postDeserialize(s.ctx, head, nil); e != nil {
+			_ = cs.Close()
+		}
+	}
+	if e != nil {
+		acancel(errClosed)
+		cl.endAttempt(tr, nil, e)
+		return e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cs, s.tr, s.resp, s.n = cs, tr, head, n
+	s.actx, s.acancel = actx, acancel
+	if d := cl.o.FirstChunkTimeout; d > 0 {
+		s.firstTimer = time.AfterFunc(d-time.Since(tr.Send()), func() { acancel(errFirstChunkTimeout) })
+	}
+	return nil
+}
+
+// Next advances to the next chunk. It returns false at the end of the
+// stream, on error (see Err) and after Close.
+func (s *Stream) Next() bool {
+	for {
+		s.mu.Lock()
+		if s.done || s.closed {
+			s.finishLocked(nil)
+			s.mu.Unlock()
+			return false
+		}
+		s.reading = true
+		cs := s.cs
+		s.mu.Unlock()
+
+		var ch StreamChunk
+		err := safely(func() (err error) { ch, err = cs.Next(); return err })
+
+		s.mu.Lock()
+		s.reading = false
+		switch {
+		case s.closed:
+			s.finishLocked(nil)
+		case err == nil:
+			s.record(ch)
+			s.mu.Unlock()
+			return true
+		case errors.Is(err, io.EOF):
+			s.finishLocked(nil)
+		default:
+			e := s.streamError(err)
+			if s.delivered || !e.Retryable {
+				s.finishLocked(e)
+				break
+			}
+			// Nothing reached the caller yet: this attempt may be retried.
+			s.endOpenAttemptLocked(e)
+			n := s.n
+			s.mu.Unlock()
+			if e = s.reopen(n, e); e == nil {
+				continue
+			}
+			s.mu.Lock()
+			s.finishLocked(e)
+		}
+		s.mu.Unlock()
+		return false
+	}
+}
+
+// record stamps and keeps a chunk; s.mu is held.
+func (s *Stream) record(ch StreamChunk) {
+	now := time.Now()
+	ch.At = now
+	if ch.Text != "" {
+		ch.Content = true
+	}
+	tokens := ch.Tokens
+	if ch.Content {
+		if tokens <= 0 {
+			tokens = 1
+		}
+		s.counted += tokens
+	}
+	s.cl.tl.AddChunk(now, tokens, ch.Content)
+	if ch.Usage != nil {
+		u := *ch.Usage
+		s.usage = &u
+	}
+	if ch.FinishReason != "" {
+		s.finish = ch.FinishReason
+	}
+	if !s.delivered {
+		s.delivered = true
+		if s.firstTimer != nil {
+			s.firstTimer.Stop()
+		}
+	}
+	if d := s.cl.o.StreamIdleTimeout; d > 0 {
+		if s.idleTimer == nil {
+			acancel := s.acancel
+			s.idleTimer = time.AfterFunc(d, func() { acancel(errIdleTimeout) })
+		} else {
+			s.idleTimer.Reset(d)
+		}
+	}
+	s.cur = ch
+}
+
+// streamError normalizes a read error; s.mu is held.
+func (s *Stream) streamError(err error) *errcodes.Error {
+	provider := s.cl.req.Provider
+	var e *errcodes.Error
+	switch cause := context.Cause(s.actx); {
+	case s.ctx.Err() != nil:
+		e = errcodes.FromContext(s.ctx)
+	case s.actx.Err() != nil && (cause == errFirstChunkTimeout || cause == errIdleTimeout):
+		e = errcodes.Wrap(err, errcodes.Timeout, cause.Error())
+		e.Retryable = !s.delivered
+	default:
+		e = errcodes.FromTransport(err)
+		if s.delivered && (e.Code == errcodes.Unavailable || e.Code == errcodes.Unknown) {
+			e = errcodes.Wrap(e, errcodes.StreamInterrupted, "stream broke after "+strconv.Itoa(s.counted)+" content tokens: "+e.Message)
+		}
+	}
+	if s.delivered && e.Code == errcodes.StreamInterrupted {
+		e.Retryable = false
+	}
+	if e.Provider == "" {
+		e.Provider = provider
+	}
+	return e
+}
+
+// endOpenAttemptLocked closes the open attempt after it failed with e.
+func (s *Stream) endOpenAttemptLocked(e *errcodes.Error) {
+	s.stopTimersLocked()
+	if s.cs != nil {
+		_ = s.cs.Close()
+	}
+	if s.acancel != nil {
+		s.acancel(errClosed)
+	}
+	if s.tr != nil {
+		var resp *CloudResponse
+		if e == nil {
+			resp = s.resp
+		}
+		s.cl.endAttempt(s.tr, resp, e)
+		s.tr = nil
+	}
+}
+
+func (s *Stream) stopTimersLocked() {
+	if s.firstTimer != nil {
+		s.firstTimer.Stop()
+	}
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
+}
+
+// finishLocked ends the stream once, with e (nil for a clean end or a
+// Close); s.mu is held.
+func (s *Stream) finishLocked(e *errcodes.Error) {
+	if s.done {
+		return
+	}
+	s.done = true
+	cl := s.cl
+	cl.tl.End = time.Now()
+	s.endOpenAttemptLocked(e)
+	s.cancel(errClosed)
+	s.stop()
+	resp := s.resp
+	if resp == nil {
+		resp = &CloudResponse{}
+		s.resp = resp
+	}
+	if u := s.usage; u != nil && u.OutputTokens > 0 {
+		resp.Usage = *u
+		resp.Usage.Source = "server"
+	} else {
+		if u != nil {
+			resp.Usage.InputTokens = u.InputTokens
+		}
+		resp.Usage.OutputTokens = s.counted
+		resp.Usage.Source = "counted"
+	}
+	resp.FinishReason = s.finish
+	switch {
+	case e != nil:
+		s.err = e
+		resp.Timing = cl.tl
+		_ = cl.fail(e)
+	case s.closed:
+		resp.Timing = cl.tl
+		ce := errcodes.New(errcodes.Canceled, "stream closed by caller before its end")
+		ce.Provider = cl.req.Provider
+		_ = cl.fail(ce)
+	default:
+		cl.succeed(resp)
+	}
+}
+
+// Chunk returns the chunk Next advanced to. Its Data is valid until the
+// next call to Next.
+func (s *Stream) Chunk() StreamChunk { return s.cur }
+
+// Err returns the error that ended the stream, nil after a clean end or a
+// Close.
+func (s *Stream) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		return nil
+	}
+	return s.err
+}
+
+// Response returns the final response (usage, finish reason, timing, start
+// verdict) once the stream ended or was closed, and nil before.
+func (s *Stream) Response() *CloudResponse {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done {
+		return nil
+	}
+	return s.resp
+}
+
+// Close ends the stream and releases its connection. It is safe to call at
+// any point, from any goroutine, more than once.
+func (s *Stream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.acancel != nil {
+		s.acancel(errClosed) // unblocks a read in progress
+	}
+	if !s.reading {
+		s.finishLocked(nil)
+	}
+	return nil
+}

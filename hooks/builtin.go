@@ -1,0 +1,187 @@
+package hooks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// Names of the built-in hooks in the chains Default returns.
+const (
+	NameRequiredFields = "required-fields"
+	NamePayloadLimit   = "payload-limit"
+	NameRequestID      = "request-id"
+)
+
+// DefaultMaxPayload is the payload limit Default applies: 6 MB, SageMaker's
+// real-time invocation limit and the smallest of the providers'.
+const DefaultMaxPayload = 6 << 20
+
+// Default returns a Set with the built-ins: RequiredFields with
+// DefaultRequired, PayloadLimit(DefaultMaxPayload) and RequestID.
+func Default() *Set {
+	s := &Set{}
+	_ = s.Validate.Add(NameRequiredFields, RequiredFields(DefaultRequired))
+	_ = s.Validate.Add(NamePayloadLimit, PayloadLimit(DefaultMaxPayload))
+	_ = s.Serialize.Add(NameRequestID, RequestID())
+	return s
+}
+
+// Field names a CloudRequest field that RequiredFields can demand.
+type Field string
+
+// Fields RequiredFields knows.
+const (
+	FieldEndpoint    Field = "Target.Endpoint"
+	FieldModel       Field = "Target.Model"
+	FieldVariant     Field = "Target.Variant"
+	FieldBody        Field = "Payload.Body"
+	FieldContentType Field = "Payload.ContentType"
+	FieldMessages    Field = "Generate.Messages"
+	FieldMaxTokens   Field = "Generate.MaxTokens"
+)
+
+// DefaultRequired lists required fields by "provider/service/action".
+var DefaultRequired = map[string][]Field{
+	"aws/sagemaker/invoke":              {FieldEndpoint, FieldBody},
+	"aws/sagemaker/generate":            {FieldEndpoint, FieldMessages},
+	"azure/azureml/invoke":              {FieldEndpoint, FieldBody},
+	"azure/azureml/generate":            {FieldEndpoint, FieldMessages},
+	"gcp/vertex/invoke":                 {FieldEndpoint, FieldBody},
+	"gcp/vertex/generate":               {FieldEndpoint, FieldMessages},
+	"alibaba/pai-eas/invoke":            {FieldEndpoint, FieldBody},
+	"alibaba/pai-eas/generate":          {FieldEndpoint, FieldMessages},
+	"openai/openai-compatible/invoke":   {FieldModel, FieldBody},
+	"openai/openai-compatible/generate": {FieldModel, FieldMessages},
+}
+
+// RequiredFields returns a PreValidator that refuses a request missing any
+// field the table lists for its provider/service/action.
+func RequiredFields(table map[string][]Field) PreValidator {
+	return PreValidateFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
+		var missing []string
+		for _, f := range table[r.Provider+"/"+r.Service+"/"+r.Action] {
+			if !present(r, f) {
+				missing = append(missing, string(f))
+			}
+		}
+		if len(missing) > 0 {
+			return errcodes.Errorf(errcodes.InvalidParam, "%s %s needs %s", r.Provider+"/"+r.Service, r.Action, strings.Join(missing, ", "))
+		}
+		return nil
+	})
+}
+
+func present(r *cloudreq.CloudRequest, f Field) bool {
+	switch f {
+	case FieldEndpoint:
+		return r.Target.Endpoint != ""
+	case FieldModel:
+		return r.Target.Model != ""
+	case FieldVariant:
+		return r.Target.Variant != ""
+	case FieldBody:
+		return len(r.Payload.Body) > 0 || r.Payload.Reader != nil
+	case FieldContentType:
+		return r.Payload.ContentType != ""
+	case FieldMessages:
+		return r.Generate != nil && len(r.Generate.Messages) > 0
+	case FieldMaxTokens:
+		return r.Generate != nil && r.Generate.MaxTokens > 0
+	}
+	return true
+}
+
+// PayloadLimit returns a PreValidator that refuses a request whose payload,
+// or generate messages, exceed max bytes, with ERR_PAYLOAD_TOO_LARGE.
+func PayloadLimit(max int) PreValidator {
+	return PreValidateFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
+		n := len(r.Payload.Body)
+		if g := r.Generate; g != nil {
+			for _, m := range g.Messages {
+				n += len(m.Content)
+			}
+		}
+		if n > max {
+			e := errcodes.Errorf(errcodes.PayloadTooLarge, "payload of %d bytes exceeds the %d-byte limit", n, max)
+			e.Retryable = false
+			return e
+		}
+		return nil
+	})
+}
+
+// RequestID returns a PreSerializer that gives a request without a
+// RequestID a random one (32 hex digits), so that client and provider logs
+// can be joined.
+func RequestID() PreSerializer {
+	return PreSerializeFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
+		if r.RequestID == "" {
+			var b [16]byte
+			_, _ = rand.Read(b[:])
+			r.RequestID = hex.EncodeToString(b[:])
+		}
+		return nil
+	})
+}
+
+// Redacted is what RedactHeaders and RedactURL put in place of a secret.
+const Redacted = "[REDACTED]"
+
+// SensitiveHeaders are the headers RedactHeaders hides: every credential
+// header the providers use.
+var SensitiveHeaders = []string{
+	"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key",
+	"X-Amz-Security-Token", "X-Amz-Content-Sha256", "Ocp-Apim-Subscription-Key",
+	"Cookie", "Set-Cookie", "X-Goog-Api-Key",
+}
+
+// sensitiveQuery are URL query parameters that carry credentials.
+var sensitiveQuery = []string{
+	"key", "api-key", "api_key", "apikey", "token", "access_token", "sig", "signature",
+	"x-amz-signature", "x-amz-credential", "x-amz-security-token", "code",
+}
+
+// RedactHeaders returns a copy of h with every sensitive header's values
+// replaced by Redacted (EAS signatures ride in Authorization and are covered).
+func RedactHeaders(h http.Header) http.Header {
+	out := h.Clone()
+	for _, k := range SensitiveHeaders {
+		if vs := out.Values(k); len(vs) > 0 {
+			out.Set(k, Redacted)
+		}
+	}
+	return out
+}
+
+// RedactURL returns u with user info and credential query parameters
+// replaced by Redacted. An unparsable URL is redacted whole.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return Redacted
+	}
+	if p.User != nil {
+		p.User = url.User(Redacted)
+	}
+	q := p.Query()
+	changed := false
+	for k := range q {
+		for _, s := range sensitiveQuery {
+			if strings.EqualFold(k, s) {
+				q.Set(k, Redacted)
+				changed = true
+			}
+		}
+	}
+	if changed {
+		p.RawQuery = q.Encode()
+	}
+	return p.String()
+}

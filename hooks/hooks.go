@@ -1,0 +1,216 @@
+// Package hooks holds cloudinfer's hook phases, their named and ordered
+// chains, and the built-in hooks.
+//
+// A call passes three phases (see cloudreq.Hooks):
+//
+//   - PreValidate: read-only checks before anything is sent. An error is
+//     final (never retried) and normalized to ERR_INVALID_PARAM unless it is
+//     already an *errcodes.Error.
+//   - PreSerialize: runs once, before the adapter writes the wire form; it
+//     may rewrite the request (defaults, headers, ids). An error is final, as
+//     for PreValidate.
+//   - PostDeserialize: runs after every attempt with the normalized response
+//     or error. It may enrich the response; returning an error replaces the
+//     outcome (a veto), and the retry loop retries it if it is retryable.
+//
+// Each phase is a one-method interface with a func adapter. A Chain keeps
+// named entries in order — the first registered runs first — and supports
+// Add, InsertBefore, InsertAfter, Remove and Names. A Set holds one chain
+// per phase and is what cloudreq.Options.Hooks takes.
+package hooks
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// PreValidator checks a request before anything is sent. It must not modify
+// req. Its error is final and normalized to ERR_INVALID_PARAM unless it is an
+// *errcodes.Error.
+type PreValidator interface {
+	PreValidate(ctx context.Context, req *cloudreq.CloudRequest) error
+}
+
+// PreSerializer may rewrite a request (a copy of the caller's) once, before
+// the adapter serializes it. Its error is final, as PreValidator's.
+type PreSerializer interface {
+	PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) error
+}
+
+// PostDeserializer sees each attempt's normalized outcome: resp on success
+// (err nil), err on failure (resp nil or partial). It may enrich resp. A
+// non-nil return replaces the outcome with that error; returning nil keeps
+// the outcome as it is (a PostDeserializer cannot turn a failure into a
+// success).
+type PostDeserializer interface {
+	PostDeserialize(ctx context.Context, req *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error
+}
+
+// PreValidateFunc adapts a function to PreValidator.
+type PreValidateFunc func(ctx context.Context, req *cloudreq.CloudRequest) error
+
+// PreValidate calls f.
+func (f PreValidateFunc) PreValidate(ctx context.Context, req *cloudreq.CloudRequest) error {
+	return f(ctx, req)
+}
+
+// PreSerializeFunc adapts a function to PreSerializer.
+type PreSerializeFunc func(ctx context.Context, req *cloudreq.CloudRequest) error
+
+// PreSerialize calls f.
+func (f PreSerializeFunc) PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) error {
+	return f(ctx, req)
+}
+
+// PostDeserializeFunc adapts a function to PostDeserializer.
+type PostDeserializeFunc func(ctx context.Context, req *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error
+
+// PostDeserialize calls f.
+func (f PostDeserializeFunc) PostDeserialize(ctx context.Context, req *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error {
+	return f(ctx, req, resp, err)
+}
+
+// Chain is an ordered list of named hooks of one phase. It is safe for
+// concurrent use: a change made while calls are running applies to the calls
+// that start after it.
+type Chain[H any] struct {
+	mu      sync.RWMutex
+	entries []entry[H]
+}
+
+type entry[H any] struct {
+	name string
+	h    H
+}
+
+// Add appends h under name. Names are unique within a chain.
+func (c *Chain[H]) Add(name string, h H) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.indexLocked(name) >= 0 {
+		return fmt.Errorf("hooks: %q is already in the chain", name)
+	}
+	c.entries = append(slices.Clip(c.entries), entry[H]{name, h})
+	return nil
+}
+
+// InsertBefore adds h under name just before the entry named anchor.
+func (c *Chain[H]) InsertBefore(anchor, name string, h H) error { return c.insert(anchor, name, h, 0) }
+
+// InsertAfter adds h under name just after the entry named anchor.
+func (c *Chain[H]) InsertAfter(anchor, name string, h H) error { return c.insert(anchor, name, h, 1) }
+
+func (c *Chain[H]) insert(anchor, name string, h H, off int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.indexLocked(name) >= 0 {
+		return fmt.Errorf("hooks: %q is already in the chain", name)
+	}
+	i := c.indexLocked(anchor)
+	if i < 0 {
+		return fmt.Errorf("hooks: no %q in the chain", anchor)
+	}
+	c.entries = slices.Insert(slices.Clone(c.entries), i+off, entry[H]{name, h})
+	return nil
+}
+
+// Remove deletes the entry named name and reports whether it was there.
+func (c *Chain[H]) Remove(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.indexLocked(name)
+	if i < 0 {
+		return false
+	}
+	c.entries = slices.Delete(slices.Clone(c.entries), i, i+1)
+	return true
+}
+
+// Names lists the entries' names in run order.
+func (c *Chain[H]) Names() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]string, len(c.entries))
+	for i, e := range c.entries {
+		out[i] = e.name
+	}
+	return out
+}
+
+// Len returns the number of entries.
+func (c *Chain[H]) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.entries)
+}
+
+func (c *Chain[H]) indexLocked(name string) int {
+	return slices.IndexFunc(c.entries, func(e entry[H]) bool { return e.name == name })
+}
+
+// snapshot returns the entries to run. Every change replaces the slice, so
+// the snapshot never changes under a running call.
+func (c *Chain[H]) snapshot() []entry[H] {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.entries
+}
+
+// Set holds one chain per phase and implements cloudreq.Hooks. The zero Set
+// is empty and usable.
+type Set struct {
+	Validate    Chain[PreValidator]
+	Serialize   Chain[PreSerializer]
+	Deserialize Chain[PostDeserializer]
+}
+
+var _ cloudreq.Hooks = (*Set)(nil)
+
+// PreValidate runs the PreValidate chain in order and stops at the first
+// error, naming the hook that refused.
+func (s *Set) PreValidate(ctx context.Context, req *cloudreq.CloudRequest) error {
+	for _, e := range s.Validate.snapshot() {
+		if err := e.h.PreValidate(ctx, req); err != nil {
+			return named(e.name, err)
+		}
+	}
+	return nil
+}
+
+// PreSerialize runs the PreSerialize chain in order and stops at the first error.
+func (s *Set) PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) error {
+	for _, e := range s.Serialize.snapshot() {
+		if err := e.h.PreSerialize(ctx, req); err != nil {
+			return named(e.name, err)
+		}
+	}
+	return nil
+}
+
+// PostDeserialize runs the PostDeserialize chain in order. Each hook sees the
+// outcome the previous ones left; the first veto stops the chain.
+func (s *Set) PostDeserialize(ctx context.Context, req *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error {
+	for _, e := range s.Deserialize.snapshot() {
+		if verr := e.h.PostDeserialize(ctx, req, resp, err); verr != nil {
+			return verr
+		}
+	}
+	return nil
+}
+
+// named prefixes the hook's name to its error's message, keeping the code.
+func named(name string, err error) error {
+	e := errcodes.As(err)
+	if e.Code == errcodes.Unknown {
+		e.Code = errcodes.InvalidParam
+		e.Retryable = false
+	}
+	c := *e
+	c.Message = "hook " + name + ": " + e.Message
+	return &c
+}
