@@ -1,0 +1,199 @@
+package hooks_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/hooks"
+)
+
+func recorder(log *[]string, name string) hooks.PreValidator {
+	return hooks.PreValidateFunc(func(context.Context, *cloudreq.CloudRequest) error {
+		*log = append(*log, name)
+		return nil
+	})
+}
+
+func TestChainOrderInsertRemove(t *testing.T) {
+	var c hooks.Chain[hooks.PreValidator]
+	var log []string
+	require.NoError(t, c.Add("a", recorder(&log, "a")))
+	require.NoError(t, c.Add("c", recorder(&log, "c")))
+	require.NoError(t, c.InsertBefore("c", "b", recorder(&log, "b")))
+	require.NoError(t, c.InsertAfter("c", "d", recorder(&log, "d")))
+	require.NoError(t, c.InsertBefore("a", "first", recorder(&log, "first")))
+	assert.Equal(t, []string{"first", "a", "b", "c", "d"}, c.Names())
+
+	assert.Error(t, c.Add("a", recorder(&log, "dup")), "duplicate name")
+	assert.Error(t, c.InsertAfter("missing", "x", recorder(&log, "x")))
+	assert.True(t, c.Remove("b"))
+	assert.False(t, c.Remove("b"))
+	assert.Equal(t, []string{"first", "a", "c", "d"}, c.Names())
+	assert.Equal(t, 4, c.Len())
+
+	s := &hooks.Set{}
+	for _, n := range c.Names() {
+		require.NoError(t, s.Validate.Add(n, recorder(&log, n)))
+	}
+	require.NoError(t, s.PreValidate(context.Background(), &cloudreq.CloudRequest{}))
+	assert.Equal(t, []string{"first", "a", "c", "d"}, log, "first registered runs first")
+}
+
+func newClient(t *testing.T, set *hooks.Set, fake *cloudreqtest.Adapter) *cloudreq.Client {
+	t.Helper()
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: set},
+		func(o *cloudreq.Options) { o.Retry.BaseDelay = 1 })
+	require.NoError(t, err)
+	return c
+}
+
+func invokeReq() *cloudreq.CloudRequest {
+	return &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "invoke",
+		Target: cloudreq.Target{Model: "m"}, Payload: cloudreq.Payload{Body: []byte(`{"x":1}`)}}
+}
+
+func TestPreValidateErrorIsFinal(t *testing.T) {
+	set := hooks.Default()
+	calls := 0
+	require.NoError(t, set.Validate.Add("deny", hooks.PreValidateFunc(func(context.Context, *cloudreq.CloudRequest) error {
+		calls++
+		return errors.New("tenant not allowed")
+	})))
+	fake := &cloudreqtest.Adapter{}
+	_, err := newClient(t, set, fake).Invoke(context.Background(), invokeReq())
+	require.Error(t, err)
+	assert.Equal(t, errcodes.InvalidParam, errcodes.Of(err))
+	assert.Contains(t, err.Error(), "hook deny: tenant not allowed")
+	assert.Equal(t, 1, calls, "never retried")
+	assert.Empty(t, fake.Calls(), "nothing sent")
+}
+
+func TestPreSerializeErrorIsFinalAndKeepsCode(t *testing.T) {
+	set := &hooks.Set{}
+	require.NoError(t, set.Serialize.Add("quota", hooks.PreSerializeFunc(func(context.Context, *cloudreq.CloudRequest) error {
+		return errcodes.New(errcodes.QuotaExceeded, "local quota spent")
+	})))
+	fake := &cloudreqtest.Adapter{}
+	_, err := newClient(t, set, fake).Invoke(context.Background(), invokeReq())
+	assert.Equal(t, errcodes.QuotaExceeded, errcodes.Of(err))
+	assert.Empty(t, fake.Calls())
+}
+
+func TestPreSerializeRewritesACopy(t *testing.T) {
+	set := hooks.Default()
+	require.NoError(t, set.Serialize.Add("hdr", hooks.PreSerializeFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
+		if r.Header == nil {
+			r.Header = http.Header{}
+		}
+		r.Header.Set("X-Tenant", "t1")
+		r.Payload.Body[0] = '['
+		return nil
+	})))
+	fake := &cloudreqtest.Adapter{}
+	req := invokeReq()
+	req.Header = http.Header{"X-Keep": {"1"}}
+	_, err := newClient(t, set, fake).Invoke(context.Background(), req)
+	require.NoError(t, err)
+	sent := fake.Calls()[0]
+	assert.Equal(t, "t1", sent.Request.Header.Get("X-Tenant"))
+	assert.NotEmpty(t, sent.Request.RequestID, "request-id built-in filled it")
+	assert.Equal(t, `["x":1}`, string(sent.Body))
+	// The caller's request is untouched.
+	assert.Empty(t, req.Header.Get("X-Tenant"))
+	assert.Empty(t, req.RequestID)
+	assert.Equal(t, `{"x":1}`, string(req.Payload.Body))
+}
+
+func TestPostDeserializeVetoIsRetriedWhenRetryable(t *testing.T) {
+	set := &hooks.Set{}
+	seen := 0
+	require.NoError(t, set.Deserialize.Add("veto-empty", hooks.PostDeserializeFunc(func(_ context.Context, _ *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error {
+		seen++
+		if err == nil && len(resp.Data) == 0 {
+			return errcodes.New(errcodes.Unavailable, "empty body")
+		}
+		return nil
+	})))
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
+		{Response: &cloudreq.CloudResponse{StatusCode: 200}},
+		{Response: &cloudreq.CloudResponse{StatusCode: 200, Data: []byte("ok")}},
+	}}
+	resp, err := newClient(t, set, fake).Invoke(context.Background(), invokeReq())
+	require.NoError(t, err)
+	assert.Equal(t, "ok", string(resp.Data))
+	assert.Equal(t, 2, seen)
+	require.Len(t, resp.Errors, 1)
+	assert.Equal(t, errcodes.Unavailable, resp.Errors[0].Code)
+}
+
+func TestPostDeserializeSeesNormalizedError(t *testing.T) {
+	set := &hooks.Set{}
+	var got []errcodes.Code
+	require.NoError(t, set.Deserialize.Add("spy", hooks.PostDeserializeFunc(func(_ context.Context, _ *cloudreq.CloudRequest, _ *cloudreq.CloudResponse, err error) error {
+		got = append(got, errcodes.Of(err))
+		return nil
+	})))
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Err: errcodes.New(errcodes.NotFound, "no such endpoint")}}}
+	_, err := newClient(t, set, fake).Invoke(context.Background(), invokeReq())
+	assert.Equal(t, errcodes.NotFound, errcodes.Of(err))
+	assert.Equal(t, []errcodes.Code{errcodes.NotFound}, got)
+}
+
+func TestRequiredFields(t *testing.T) {
+	v := hooks.RequiredFields(hooks.DefaultRequired)
+	req := &cloudreq.CloudRequest{Provider: "aws", Service: "sagemaker", Action: "invoke"}
+	err := v.PreValidate(context.Background(), req)
+	require.Error(t, err)
+	assert.Equal(t, errcodes.InvalidParam, errcodes.Of(err))
+	assert.Contains(t, err.Error(), "Target.Endpoint, Payload.Body")
+	req.Target.Endpoint = "e"
+	req.Payload.Body = []byte("x")
+	assert.NoError(t, v.PreValidate(context.Background(), req))
+
+	gen := &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "generate",
+		Target: cloudreq.Target{Model: "m"}}
+	assert.ErrorContains(t, v.PreValidate(context.Background(), gen), "Generate.Messages")
+}
+
+func TestPayloadLimit(t *testing.T) {
+	v := hooks.PayloadLimit(10)
+	ok := &cloudreq.CloudRequest{Payload: cloudreq.Payload{Body: []byte("0123456789")}}
+	assert.NoError(t, v.PreValidate(context.Background(), ok))
+	big := &cloudreq.CloudRequest{Payload: cloudreq.Payload{Body: []byte("0123456789A")}}
+	err := v.PreValidate(context.Background(), big)
+	assert.Equal(t, errcodes.PayloadTooLarge, errcodes.Of(err))
+	gen := &cloudreq.CloudRequest{Generate: &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Content: strings.Repeat("x", 11)}}}}
+	assert.Equal(t, errcodes.PayloadTooLarge, errcodes.Of(v.PreValidate(context.Background(), gen)))
+}
+
+func TestRedaction(t *testing.T) {
+	const secret = "sentinel-7f3a"
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+secret)
+	h.Set("X-Api-Key", secret)
+	h.Set("Api-Key", secret)
+	h.Set("X-Amz-Security-Token", secret)
+	h.Set("Content-Type", "application/json")
+	r := hooks.RedactHeaders(h)
+	for k, vs := range r {
+		for _, v := range vs {
+			assert.NotContains(t, v, secret, k)
+		}
+	}
+	assert.Equal(t, "application/json", r.Get("Content-Type"))
+	assert.Equal(t, "Bearer "+secret, h.Get("Authorization"), "input untouched")
+
+	u := hooks.RedactURL("https://user:" + secret + "@host/p?key=" + secret + "&x=1&sig=" + secret)
+	assert.NotContains(t, u, secret)
+	assert.Contains(t, u, "x=1")
+	assert.Equal(t, hooks.Redacted, hooks.RedactURL("http://[::1"+secret))
+}
