@@ -1,0 +1,192 @@
+package cloudreq_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+func chunks(texts ...string) []cloudreq.StreamChunk {
+	var out []cloudreq.StreamChunk
+	for _, t := range texts {
+		out = append(out, cloudreq.StreamChunk{Data: []byte(t), Text: t})
+	}
+	return out
+}
+
+func drain(s *cloudreq.Stream) []string {
+	var got []string
+	for s.Next() {
+		got = append(got, s.Chunk().Text)
+	}
+	return got
+}
+
+func TestStreamHappyPath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := append([]cloudreq.StreamChunk{{Data: []byte(`{"role":"assistant"}`)}}, chunks("Hel", "lo")...)
+		cs = append(cs, cloudreq.StreamChunk{FinishReason: "stop", Usage: &cloudreq.Usage{InputTokens: 5, OutputTokens: 2}})
+		fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Chunks: cs, ChunkDelay: 10 * time.Millisecond}}}
+		s, err := client(t, fake).Stream(context.Background(), req())
+		require.NoError(t, err)
+		assert.Nil(t, s.Response(), "no final response before the end")
+		got := drain(s)
+		assert.Equal(t, []string{"", "Hel", "lo", ""}, got)
+		require.NoError(t, s.Err())
+		resp := s.Response()
+		require.NotNil(t, resp)
+		assert.Equal(t, cloudreq.Usage{InputTokens: 5, OutputTokens: 2, Source: "server"}, resp.Usage)
+		assert.Equal(t, "stop", resp.FinishReason)
+		tl := resp.Timing
+		require.Len(t, tl.Chunks, 4)
+		assert.False(t, tl.Chunks[0].Content, "role-only chunk is not content")
+		assert.True(t, tl.Chunks[1].Content)
+		assert.False(t, tl.Chunks[3].Content, "usage-only chunk is not content")
+		assert.Equal(t, 20*time.Millisecond, tl.Chunks[1].At.Sub(tl.Send()))
+		assert.True(t, tl.Streamed)
+		assert.NoError(t, s.Close(), "Close after the end is fine")
+	})
+}
+
+func TestStreamCountsTokensWithoutUsage(t *testing.T) {
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Chunks: chunks("a", "b", "c")}}}
+	s, err := client(t, fake).Stream(context.Background(), req())
+	require.NoError(t, err)
+	drain(s)
+	assert.Equal(t, cloudreq.Usage{OutputTokens: 3, Source: "counted"}, s.Response().Usage)
+}
+
+func TestStreamRetriedBeforeFirstChunk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
+			{Err: errcodes.New(errcodes.Throttled, "open refused")},
+			{StreamErr: errcodes.New(errcodes.Unavailable, "reset before any chunk")},
+			{Chunks: chunks("ok")},
+		}}
+		s, err := client(t, fake).Stream(context.Background(), req())
+		require.NoError(t, err)
+		assert.Equal(t, []string{"ok"}, drain(s))
+		require.NoError(t, s.Err())
+		assert.Len(t, fake.Calls(), 3)
+		assert.Len(t, s.Response().Timing.Attempts, 3)
+		assert.Len(t, s.Response().Errors, 2)
+	})
+}
+
+func TestStreamNeverRetriedAfterFirstChunk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
+			{Chunks: chunks("one", "two"), StreamErr: errcodes.New(errcodes.Unavailable, "connection reset")},
+			{Chunks: chunks("SHOULD NOT APPEAR")},
+		}}
+		s, err := client(t, fake).Stream(context.Background(), req())
+		require.NoError(t, err)
+		assert.Equal(t, []string{"one", "two"}, drain(s), "chunks received so far are kept")
+		assert.Equal(t, errcodes.StreamInterrupted, errcodes.Of(s.Err()))
+		assert.Len(t, fake.Calls(), 1)
+		resp := s.Response()
+		require.NotNil(t, resp)
+		assert.Equal(t, 2, resp.Usage.OutputTokens)
+	})
+}
+
+func TestStreamIdleTimeoutCutsStallButNotSlowProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Chunks: chunks("a", "b", "c", "d"), ChunkDelay: 900 * time.Millisecond}}}
+		s, err := client(t, slow, func(o *cloudreq.Options) { o.StreamIdleTimeout = time.Second }).Stream(context.Background(), req())
+		require.NoError(t, err)
+		assert.Len(t, drain(s), 4)
+		assert.NoError(t, s.Err(), "a slow but progressing stream is not cut")
+
+		stall := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Chunks: chunks("a"), Block: true}}}
+		s, err = client(t, stall, func(o *cloudreq.Options) { o.StreamIdleTimeout = time.Second }).Stream(context.Background(), req())
+		require.NoError(t, err)
+		start := time.Now()
+		assert.Len(t, drain(s), 1)
+		assert.Equal(t, errcodes.Timeout, errcodes.Of(s.Err()))
+		assert.Equal(t, time.Second, time.Since(start))
+		assert.Len(t, stall.Calls(), 1)
+	})
+}
+
+func TestStreamFirstChunkTimeoutIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Block: true}, {Chunks: chunks("x")}}}
+		s, err := client(t, fake, func(o *cloudreq.Options) { o.FirstChunkTimeout = time.Second }).Stream(context.Background(), req())
+		require.NoError(t, err)
+		assert.Equal(t, []string{"x"}, drain(s))
+		assert.NoError(t, s.Err())
+		assert.Len(t, fake.Calls(), 2)
+	})
+}
+
+func TestStreamCloseAtAnyPoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Before reading.
+		fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Chunks: chunks("a", "b")}}}
+		c := client(t, fake)
+		s, err := c.Stream(context.Background(), req())
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		assert.False(t, s.Next())
+		assert.NoError(t, s.Err())
+		assert.NotNil(t, s.Response())
+
+		// From another goroutine while Next blocks.
+		fake.Outcomes = []cloudreqtest.Outcome{{Chunks: chunks("a"), Block: true}}
+		s, err = c.Stream(context.Background(), req())
+		require.NoError(t, err)
+		require.True(t, s.Next())
+		time.AfterFunc(time.Second, func() { _ = s.Close() })
+		start := time.Now()
+		assert.False(t, s.Next())
+		assert.Equal(t, time.Second, time.Since(start))
+		assert.NoError(t, s.Err())
+		assert.NoError(t, s.Close())
+	})
+}
+
+func TestStreamCancelDuringBlockedRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Chunks: chunks("a"), Block: true}}}
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := client(t, fake).Stream(ctx, req())
+		require.NoError(t, err)
+		time.AfterFunc(time.Second, cancel)
+		assert.Len(t, drain(s), 1)
+		assert.Equal(t, errcodes.Canceled, errcodes.Of(s.Err()))
+		assert.Len(t, fake.Calls(), 1)
+	})
+}
+
+func TestStreamCancelDuringOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{BlockOpen: true}}}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, cancel)
+		_, err := client(t, fake).Stream(ctx, req())
+		assert.Equal(t, errcodes.Canceled, errcodes.Of(err))
+		assert.Len(t, fake.Calls(), 1)
+	})
+}
+
+func TestStreamOpenFailureExhaustsRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := failing(errcodes.New(errcodes.ModelNotReady, "loading"))
+		sp := &spy{}
+		_, err := client(t, fake, func(o *cloudreq.Options) { o.Observers = []cloudreq.Observer{sp} }).Stream(context.Background(), req())
+		assert.Equal(t, errcodes.ModelNotReady, errcodes.Of(err))
+		assert.Len(t, fake.Calls(), cloudreq.DefaultMaxAttempts)
+		assert.Len(t, sp.attempts, cloudreq.DefaultMaxAttempts)
+		require.Len(t, sp.ends, 1)
+		assert.Equal(t, errcodes.ModelNotReady, sp.ends[0].Code)
+	})
+}
