@@ -1,0 +1,465 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+// Options configures an Observer.
+type Options struct {
+	// TracerProvider makes the spans; nil uses otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the instruments; nil uses otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+	// CaptureContent records prompts (gen_ai.input.messages) and, for
+	// non-streaming generate calls, completions (gen_ai.output.messages)
+	// on spans. Off by default: content often holds personal data.
+	CaptureContent bool
+	// NoAttemptSpans turns off the child span per attempt; attempts are
+	// then only counted on the call's span.
+	NoAttemptSpans bool
+}
+
+// Observer turns cloudinfer calls into OpenTelemetry GenAI spans and
+// metrics. It implements cloudreq.Observer; it is safe for concurrent use
+// and never blocks a call.
+type Observer struct {
+	opts   Options
+	tracer trace.Tracer
+
+	duration  genaiconv.ClientOperationDuration
+	tokens    genaiconv.ClientTokenUsage
+	ttfc      genaiconv.ClientOperationTimeToFirstChunk
+	tpoc      genaiconv.ClientOperationTimePerOutputChunk
+	coldStart metric.Float64Histogram
+	retries   metric.Int64Counter
+	throttles metric.Int64Counter
+}
+
+var _ cloudreq.Observer = (*Observer)(nil)
+
+// New returns an Observer that records with the providers in opts.
+func New(opts Options) (*Observer, error) {
+	if opts.TracerProvider == nil {
+		opts.TracerProvider = otel.GetTracerProvider()
+	}
+	if opts.MeterProvider == nil {
+		opts.MeterProvider = otel.GetMeterProvider()
+	}
+	o := &Observer{opts: opts}
+	o.tracer = opts.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL))
+	m := opts.MeterProvider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
+
+	durBuckets := metric.WithExplicitBucketBoundaries(DurationBuckets...)
+	var errs [7]error
+	o.duration, errs[0] = genaiconv.NewClientOperationDuration(m, durBuckets)
+	o.tokens, errs[1] = genaiconv.NewClientTokenUsage(m, metric.WithExplicitBucketBoundaries(TokenBuckets...))
+	o.ttfc, errs[2] = genaiconv.NewClientOperationTimeToFirstChunk(m, durBuckets)
+	o.tpoc, errs[3] = genaiconv.NewClientOperationTimePerOutputChunk(m, durBuckets)
+	o.coldStart, errs[4] = m.Float64Histogram(MetricColdStartOverhead, metric.WithUnit("s"), durBuckets,
+		metric.WithDescription("Cold-start overhead of calls served by a cold model: model ready minus first send."))
+	o.retries, errs[5] = m.Int64Counter(MetricRetries, metric.WithUnit("{retry}"),
+		metric.WithDescription("Attempts made after a failed attempt of the same call, by the error that was retried."))
+	o.throttles, errs[6] = m.Int64Counter(MetricThrottles, metric.WithUnit("{throttle}"),
+		metric.WithDescription("Attempts refused with ERR_THROTTLED (rate limit or full queue)."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "telemetry: cannot create instruments: "+err.Error())
+	}
+	return o, nil
+}
+
+// WithObserver returns a cloudreq option function that adds obs to the
+// client's observers, for cloudreq.New or a single call:
+//
+//	obs, _ := telemetry.New(telemetry.Options{})
+//	client, _ := cloudreq.New(opts, telemetry.WithObserver(obs))
+func WithObserver(obs *Observer) func(*cloudreq.Options) {
+	return func(o *cloudreq.Options) {
+		if obs != nil {
+			o.Observers = append(o.Observers, obs)
+		}
+	}
+}
+
+// StartCall implements cloudreq.Observer: it starts the call's CLIENT span
+// and returns a context carrying it.
+func (o *Observer) StartCall(ctx context.Context, req *cloudreq.CloudRequest, stream bool) (context.Context, cloudreq.CallObserver) {
+	c := &call{
+		o:        o,
+		req:      req,
+		stream:   stream,
+		op:       OperationName(req.Provider, req.Action),
+		provider: ProviderName(req.Provider, req.Service),
+		model:    req.Target.Model,
+		srv:      serverOf(req.Target.Endpoint),
+	}
+	attrs := []attribute.KeyValue{
+		semconv.GenAIOperationNameKey.String(c.op),
+		semconv.GenAIProviderNameKey.String(c.provider),
+		semconv.GenAIRequestStreamKey.Bool(stream),
+		attribute.String(attrService, req.Service),
+		attribute.String(attrAction, req.Action),
+	}
+	attrs = append(attrs, c.serverAttrs()...)
+	if c.model != "" {
+		attrs = append(attrs, semconv.GenAIRequestModelKey.String(c.model))
+	}
+	if v := req.Target.Variant; v != "" {
+		attrs = append(attrs, attribute.String(attrVariant, v))
+	}
+	if req.Class != "" {
+		attrs = append(attrs, attribute.String(attrClass, req.Class))
+	}
+	if g := req.Generate; g != nil {
+		if g.MaxTokens > 0 {
+			attrs = append(attrs, semconv.GenAIRequestMaxTokensKey.Int(g.MaxTokens))
+		}
+		if g.Temperature != nil {
+			attrs = append(attrs, semconv.GenAIRequestTemperatureKey.Float64(*g.Temperature))
+		}
+		if g.TopP != nil {
+			attrs = append(attrs, semconv.GenAIRequestTopPKey.Float64(*g.TopP))
+		}
+		if len(g.Stop) > 0 && o.opts.CaptureContent {
+			attrs = append(attrs, semconv.GenAIRequestStopSequencesKey.StringSlice(g.Stop))
+		}
+		if o.opts.CaptureContent {
+			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(inputMessages(g.Messages)))
+		}
+	}
+	ctx, c.span = o.tracer.Start(ctx, SpanName(c.op, c.model),
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	c.ctx = ctx
+	return ctx, c
+}
+
+// AttemptSpanName is the name of the INTERNAL child span of each attempt.
+const AttemptSpanName = "cloudinfer.attempt"
+
+// call is one observed call. Its methods run one at a time (the client
+// serializes a call's attempts and end).
+type call struct {
+	o        *Observer
+	ctx      context.Context // carries the call's span, for attempt spans
+	span     trace.Span
+	req      *cloudreq.CloudRequest // the client's working copy
+	stream   bool
+	op       string
+	provider string
+	model    string
+	srv      server
+	prevCode string // error code of the previous attempt
+}
+
+func (c *call) serverAttrs() []attribute.KeyValue {
+	var out []attribute.KeyValue
+	if c.srv.address != "" {
+		out = append(out, semconv.ServerAddressKey.String(c.srv.address))
+		if c.srv.port > 0 {
+			out = append(out, semconv.ServerPortKey.Int(c.srv.port))
+		}
+	}
+	if c.srv.endpoint != "" {
+		out = append(out, attribute.String(attrEndpoint, c.srv.endpoint))
+	}
+	return out
+}
+
+// metricAttrs returns the attributes every metric of the call carries,
+// besides gen_ai.operation.name and gen_ai.provider.name.
+func (c *call) metricAttrs(extra ...attribute.KeyValue) []attribute.KeyValue {
+	out := c.serverAttrs()
+	if c.model != "" {
+		out = append(out, semconv.GenAIRequestModelKey.String(c.model))
+	}
+	return append(out, extra...)
+}
+
+func (c *call) baseSet(extra ...attribute.KeyValue) attribute.Set {
+	kv := append(c.metricAttrs(extra...),
+		semconv.GenAIOperationNameKey.String(c.op),
+		semconv.GenAIProviderNameKey.String(c.provider))
+	return attribute.NewSet(kv...)
+}
+
+// EndAttempt implements cloudreq.CallObserver.
+func (c *call) EndAttempt(a latency.Attempt, err *errcodes.Error) {
+	ctx := c.ctx
+	if a.Number > 1 {
+		et := c.prevCode
+		if et == "" {
+			et = string(genaiconv.ErrorTypeOther)
+		}
+		c.o.retries.Add(ctx, 1, metric.WithAttributeSet(c.baseSet(semconv.ErrorTypeKey.String(et))))
+	}
+	c.prevCode = a.Code
+	if err != nil && err.Code == errcodes.Throttled {
+		c.o.throttles.Add(ctx, 1, metric.WithAttributeSet(c.baseSet()))
+	}
+	if c.o.opts.NoAttemptSpans || a.Send.IsZero() {
+		return
+	}
+	attrs := []attribute.KeyValue{
+		attribute.Int(attrAttemptNumber, a.Number),
+		attribute.Float64(attrAttemptBackoff, a.Backoff.Seconds()),
+		attribute.Bool(attrConnReused, a.ConnReused),
+	}
+	if a.Status != 0 {
+		attrs = append(attrs, semconv.HTTPResponseStatusCodeKey.Int(a.Status))
+	}
+	attrs = append(attrs, phaseAttrs(a)...)
+	_, s := c.o.tracer.Start(ctx, AttemptSpanName,
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(a.Send), trace.WithAttributes(attrs...))
+	for _, ev := range phaseEvents(a) {
+		s.AddEvent(ev.name, trace.WithTimestamp(ev.at))
+	}
+	if err != nil {
+		s.SetAttributes(semconv.ErrorTypeKey.String(err.ErrorType()))
+		if err.ProviderCode != "" {
+			s.SetAttributes(attribute.String(attrProviderCode, err.ProviderCode))
+		}
+		s.SetStatus(codes.Error, err.ErrorType())
+	}
+	end := a.End
+	if end.IsZero() {
+		end = time.Now()
+	}
+	s.End(trace.WithTimestamp(end))
+}
+
+// EndCall implements cloudreq.CallObserver: it finishes the span and
+// records the call's metrics.
+func (c *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *errcodes.Error) {
+	ctx := c.ctx
+	span := c.span
+	end := time.Now()
+	if tl != nil && !tl.End.IsZero() {
+		end = tl.End
+	}
+	var attempts int
+	if tl != nil {
+		attempts = len(tl.Attempts)
+	}
+	span.SetAttributes(attribute.Int(attrAttempts, attempts))
+	if id := c.req.RequestID; id != "" {
+		span.SetAttributes(attribute.String(attrRequestID, id))
+	}
+
+	var extra []attribute.KeyValue // metric attributes beyond the base
+	if err != nil {
+		et := err.ErrorType()
+		if et == "" {
+			et = string(genaiconv.ErrorTypeOther)
+		}
+		extra = append(extra, semconv.ErrorTypeKey.String(et))
+		span.SetAttributes(semconv.ErrorTypeKey.String(et), attribute.Bool(attrRetryable, err.Retryable))
+		if err.ProviderCode != "" {
+			span.SetAttributes(attribute.String(attrProviderCode, err.ProviderCode))
+		}
+		if err.HTTPStatus != 0 {
+			span.SetAttributes(semconv.HTTPResponseStatusCodeKey.Int(err.HTTPStatus))
+		}
+		span.SetStatus(codes.Error, statusDescription(err))
+	}
+	if resp != nil {
+		c.endResponse(span, resp)
+		if k := resp.Start.Kind; k != "" {
+			extra = append(extra, attribute.String(attrStartKind, string(k)))
+		}
+	}
+
+	if tl != nil && !tl.Start.IsZero() {
+		e2e := end.Sub(tl.Start)
+		span.SetAttributes(attribute.Float64(attrE2E, e2e.Seconds()))
+		c.o.duration.RecordSet(ctx, e2e.Seconds(), c.baseSet(extra...))
+	}
+	if resp != nil {
+		c.recordSuccess(ctx, span, resp, tl, extra)
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+// endResponse sets the span attributes of a successful call.
+func (c *call) endResponse(span trace.Span, resp *cloudreq.CloudResponse) {
+	if resp.StatusCode != 0 {
+		span.SetAttributes(semconv.HTTPResponseStatusCodeKey.Int(resp.StatusCode))
+	}
+	if resp.FinishReason != "" {
+		span.SetAttributes(semconv.GenAIResponseFinishReasonsKey.StringSlice([]string{resp.FinishReason}))
+	}
+	if resp.RequestID != "" {
+		span.SetAttributes(attribute.String(attrResponseReqID, resp.RequestID))
+	}
+	u := resp.Usage
+	if u.InputTokens > 0 {
+		span.SetAttributes(semconv.GenAIUsageInputTokensKey.Int(u.InputTokens))
+	}
+	if u.OutputTokens > 0 || u.Source != "" {
+		span.SetAttributes(semconv.GenAIUsageOutputTokensKey.Int(u.OutputTokens))
+	}
+	if u.Source != "" {
+		span.SetAttributes(attribute.String(attrUsageSource, u.Source))
+	}
+	st := resp.Start
+	if st.Kind != "" {
+		span.SetAttributes(
+			attribute.String(attrStartKind, string(st.Kind)),
+			attribute.String(attrStartReason, string(st.Reason)),
+			attribute.Bool(attrConnectionCold, st.ConnectionCold))
+	}
+	if st.Overhead > 0 {
+		span.SetAttributes(attribute.Float64(attrColdOverhead, st.Overhead.Seconds()))
+	}
+	if c.o.opts.CaptureContent && !c.stream && resp.Text != "" {
+		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(outputMessages(resp.Text, resp.FinishReason)))
+	}
+}
+
+// recordSuccess records the metrics only a successful call has.
+func (c *call) recordSuccess(ctx context.Context, span trace.Span, resp *cloudreq.CloudResponse, tl *latency.Timeline, extra []attribute.KeyValue) {
+	u := resp.Usage
+	if u.InputTokens > 0 {
+		c.o.tokens.RecordSet(ctx, int64(u.InputTokens), c.baseSet(semconv.GenAITokenTypeKey.String(string(genaiconv.TokenTypeInput))))
+	}
+	if u.OutputTokens > 0 || u.Source != "" {
+		c.o.tokens.RecordSet(ctx, int64(u.OutputTokens), c.baseSet(semconv.GenAITokenTypeKey.String(string(genaiconv.TokenTypeOutput))))
+	}
+	if resp.Start.Kind == latency.Cold && resp.Start.Overhead > 0 {
+		c.o.coldStart.Record(ctx, resp.Start.Overhead.Seconds(), metric.WithAttributeSet(
+			c.baseSet(attribute.String(attrStartReason, string(resp.Start.Reason)))))
+	}
+	if !c.stream || tl == nil {
+		return
+	}
+	set := c.baseSet(extra...)
+	if ttfc, ok := timeToFirstChunk(tl); ok {
+		span.SetAttributes(semconv.GenAIResponseTimeToFirstChunkKey.Float64(ttfc.Seconds()))
+		c.o.ttfc.RecordSet(ctx, ttfc.Seconds(), set)
+	}
+	for _, gap := range chunkGaps(tl) {
+		c.o.tpoc.RecordSet(ctx, gap.Seconds(), set)
+	}
+}
+
+// timeToFirstChunk is MEASUREMENT.md's TTFT: the arrival of the first chunk
+// that carries content minus the send time of the final attempt.
+func timeToFirstChunk(tl *latency.Timeline) (time.Duration, bool) {
+	send := tl.Send()
+	if send.IsZero() {
+		return 0, false
+	}
+	for _, ch := range tl.Chunks {
+		if ch.Content {
+			return ch.At.Sub(send), true
+		}
+	}
+	return 0, false
+}
+
+// chunkGaps returns the gaps between consecutive content chunks, the first
+// chunk excluded: the values of gen_ai.client.operation.time_per_output_chunk
+// (MEASUREMENT.md's ITL per chunk).
+func chunkGaps(tl *latency.Timeline) []time.Duration {
+	var out []time.Duration
+	var prev time.Time
+	for _, ch := range tl.Chunks {
+		if !ch.Content {
+			continue
+		}
+		if !prev.IsZero() {
+			out = append(out, ch.At.Sub(prev))
+		}
+		prev = ch.At
+	}
+	return out
+}
+
+// statusDescription describes a failure for the span status from the
+// error's portable fields only. The wrapped native error is left out: it
+// may quote what the provider or transport saw, credentials included.
+func statusDescription(e *errcodes.Error) string {
+	if e.Message == "" {
+		return string(e.Code)
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+type phaseEvent struct {
+	name string
+	at   time.Time
+}
+
+// phaseEvents lists an attempt's phase timestamps, in order, as span events.
+func phaseEvents(a latency.Attempt) []phaseEvent {
+	all := []phaseEvent{
+		{"dns.start", a.DNSStart}, {"dns.done", a.DNSDone},
+		{"connect.start", a.ConnectStart}, {"connect.done", a.ConnectDone},
+		{"tls.start", a.TLSStart}, {"tls.done", a.TLSDone},
+		{"got_conn", a.GotConn}, {"request.written", a.WroteRequest},
+		{"first_byte", a.FirstByte},
+	}
+	out := all[:0]
+	for _, e := range all {
+		if !e.at.IsZero() {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// phaseAttrs gives the durations (seconds) of an attempt's phases that
+// happened.
+func phaseAttrs(a latency.Attempt) []attribute.KeyValue {
+	var out []attribute.KeyValue
+	add := func(key string, from, to time.Time) {
+		if !from.IsZero() && !to.IsZero() && !to.Before(from) {
+			out = append(out, attribute.Float64(key, to.Sub(from).Seconds()))
+		}
+	}
+	add(attrPhaseDNS, a.DNSStart, a.DNSDone)
+	add(attrPhaseConnect, a.ConnectStart, a.ConnectDone)
+	add(attrPhaseTLS, a.TLSStart, a.TLSDone)
+	add(attrPhaseServerWait, a.WroteRequest, a.FirstByte)
+	add(attrPhaseTimeToFirst, a.Send, a.FirstByte)
+	return out
+}
+
+// Message shapes of gen_ai.input.messages and gen_ai.output.messages.
+type msgPart struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
+}
+
+type chatMessage struct {
+	Role         string    `json:"role"`
+	Parts        []msgPart `json:"parts"`
+	FinishReason string    `json:"finish_reason,omitempty"`
+}
+
+func inputMessages(ms []cloudreq.Message) string {
+	out := make([]chatMessage, len(ms))
+	for i, m := range ms {
+		out[i] = chatMessage{Role: m.Role, Parts: []msgPart{{Type: "text", Content: m.Content}}}
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+func outputMessages(text, finish string) string {
+	b, _ := json.Marshal([]chatMessage{{Role: "assistant", Parts: []msgPart{{Type: "text", Content: text}}, FinishReason: finish}})
+	return string(b)
+}

@@ -1,0 +1,361 @@
+package telemetry
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+func generateReq() *cloudreq.CloudRequest {
+	temp := 0.5
+	return &cloudreq.CloudRequest{
+		Provider: cloudreq.ProviderOpenAI, Service: cloudreq.ServiceOpenAICompatible, Action: cloudreq.ActionGenerate,
+		Target:    cloudreq.Target{Endpoint: "http://127.0.0.1:8000/v1", Model: "llama-3-8b"},
+		RequestID: "req-1",
+		Class:     "chat-short",
+		Generate: &cloudreq.GenerateInput{
+			Messages:  []cloudreq.Message{{Role: "user", Content: "the secret prompt"}},
+			MaxTokens: 64, Temperature: &temp,
+		},
+	}
+}
+
+func TestPlainCall(t *testing.T) {
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Response: &cloudreq.CloudResponse{
+		StatusCode: 200, Text: "the secret completion", FinishReason: "stop", RequestID: "prov-9",
+		Usage: cloudreq.Usage{InputTokens: 12, OutputTokens: 7, Source: "server"},
+	}}}}
+	r := newRig(t, Options{}, fake)
+	resp, err := r.client.Invoke(context.Background(), generateReq())
+	require.NoError(t, err)
+	require.Equal(t, "the secret completion", resp.Text)
+
+	span := r.callSpan(t)
+	assert.Equal(t, "chat llama-3-8b", span.Name())
+	assert.Equal(t, trace.SpanKindClient, span.SpanKind())
+	assert.Equal(t, codes.Unset, span.Status().Code)
+	a := attrMap(span.Attributes())
+	for k, want := range map[string]attribute.Value{
+		"gen_ai.operation.name":          attribute.StringValue("chat"),
+		"gen_ai.provider.name":           attribute.StringValue("openai"),
+		"gen_ai.request.model":           attribute.StringValue("llama-3-8b"),
+		"gen_ai.request.stream":          attribute.BoolValue(false),
+		"gen_ai.request.max_tokens":      attribute.IntValue(64),
+		"gen_ai.request.temperature":     attribute.Float64Value(0.5),
+		"gen_ai.response.finish_reasons": attribute.StringSliceValue([]string{"stop"}),
+		"gen_ai.usage.input_tokens":      attribute.IntValue(12),
+		"gen_ai.usage.output_tokens":     attribute.IntValue(7),
+		"server.address":                 attribute.StringValue("127.0.0.1"),
+		"server.port":                    attribute.IntValue(8000),
+		"http.response.status_code":      attribute.IntValue(200),
+		"cloudinfer.endpoint":            attribute.StringValue("http://127.0.0.1:8000/v1"),
+		"cloudinfer.request.id":          attribute.StringValue("req-1"),
+		"cloudinfer.request.class":       attribute.StringValue("chat-short"),
+		"cloudinfer.response.request_id": attribute.StringValue("prov-9"),
+		"cloudinfer.attempts":            attribute.IntValue(1),
+		"cloudinfer.usage.source":        attribute.StringValue("server"),
+		"cloudinfer.start.kind":          attribute.StringValue("warm"),
+	} {
+		assert.Equal(t, want, a[k], k)
+	}
+	for _, k := range []string{"gen_ai.input.messages", "gen_ai.output.messages", "error.type", "gen_ai.response.time_to_first_chunk"} {
+		assert.NotContains(t, a, k, "content is off by default; no error; no stream")
+	}
+
+	atts := r.attemptSpans()
+	require.Len(t, atts, 1)
+	assert.Equal(t, span.SpanContext().SpanID(), atts[0].Parent().SpanID(), "attempt is a child of the call")
+	assert.Equal(t, trace.SpanKindInternal, atts[0].SpanKind())
+	assert.Equal(t, attribute.IntValue(1), attrMap(atts[0].Attributes())["cloudinfer.attempt.number"])
+
+	ms := r.metrics(t)
+	dur := floatHist(t, ms, MetricOperationDuration, "s", DurationBuckets)
+	require.Len(t, dur, 1)
+	assert.EqualValues(t, 1, dur[0].Count)
+	assert.Greater(t, dur[0].Sum, 0.0)
+	assert.Equal(t, map[string]attribute.Value{
+		"gen_ai.operation.name": attribute.StringValue("chat"),
+		"gen_ai.provider.name":  attribute.StringValue("openai"),
+		"gen_ai.request.model":  attribute.StringValue("llama-3-8b"),
+		"server.address":        attribute.StringValue("127.0.0.1"),
+		"server.port":           attribute.IntValue(8000),
+		"cloudinfer.endpoint":   attribute.StringValue("http://127.0.0.1:8000/v1"),
+		"cloudinfer.start.kind": attribute.StringValue("warm"),
+	}, setMap(dur[0].Attributes))
+
+	m, ok := ms[MetricTokenUsage]
+	require.True(t, ok)
+	assert.Equal(t, "{token}", m.Unit)
+	th := m.Data.(metricdata.Histogram[int64])
+	got := map[string]int64{}
+	for _, dp := range th.DataPoints {
+		assert.Equal(t, TokenBuckets, dp.Bounds)
+		got[setMap(dp.Attributes)["gen_ai.token.type"].AsString()] = dp.Sum
+	}
+	assert.Equal(t, map[string]int64{"input": 12, "output": 7}, got)
+
+	for _, name := range []string{MetricTimeToFirstChunk, MetricTimePerOutputChunk, MetricRetries, MetricThrottles, MetricColdStartOverhead} {
+		assert.NotContains(t, ms, name, "a plain warm call records no %s", name)
+	}
+}
+
+func TestStream(t *testing.T) {
+	chunks := []cloudreq.StreamChunk{
+		{Data: []byte(`{"role":"assistant"}`)}, // role-only: not content
+		{Text: "Hel"}, {Text: "lo", Tokens: 1}, {Text: " world", Tokens: 2},
+		{FinishReason: "length", Usage: &cloudreq.Usage{InputTokens: 5, OutputTokens: 4}},
+	}
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Chunks: chunks, ChunkDelay: 3 * time.Millisecond}}}
+	r := newRig(t, Options{}, fake)
+	s, err := r.client.Stream(context.Background(), generateReq())
+	require.NoError(t, err)
+	var text string
+	for s.Next() {
+		text += s.Chunk().Text
+	}
+	require.NoError(t, s.Err())
+	require.NoError(t, s.Close())
+	require.Equal(t, "Hello world", text)
+	tl := s.Response().Timing
+
+	span := r.callSpan(t)
+	a := attrMap(span.Attributes())
+	assert.Equal(t, attribute.BoolValue(true), a["gen_ai.request.stream"])
+	assert.Equal(t, attribute.StringSliceValue([]string{"length"}), a["gen_ai.response.finish_reasons"])
+	assert.Equal(t, attribute.IntValue(4), a["gen_ai.usage.output_tokens"])
+	assert.Equal(t, attribute.IntValue(5), a["gen_ai.usage.input_tokens"])
+	ttft, ok := timeToFirstChunk(tl)
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, ttft, 2*3*time.Millisecond, "the role-only chunk is not the first content chunk")
+	assert.Equal(t, attribute.Float64Value(ttft.Seconds()), a["gen_ai.response.time_to_first_chunk"])
+	assert.NotContains(t, a, "gen_ai.output.messages")
+
+	ms := r.metrics(t)
+	ttfc := floatHist(t, ms, MetricTimeToFirstChunk, "s", DurationBuckets)
+	require.Len(t, ttfc, 1)
+	assert.EqualValues(t, 1, ttfc[0].Count)
+	assert.InDelta(t, ttft.Seconds(), ttfc[0].Sum, 1e-9)
+	assert.Equal(t, attribute.StringValue("chat"), setMap(ttfc[0].Attributes)["gen_ai.operation.name"])
+	tpoc := floatHist(t, ms, MetricTimePerOutputChunk, "s", DurationBuckets)
+	require.Len(t, tpoc, 1)
+	assert.EqualValues(t, 2, tpoc[0].Count, "three content chunks: two gaps")
+	gaps := chunkGaps(tl)
+	require.Len(t, gaps, 2)
+	assert.InDelta(t, (gaps[0] + gaps[1]).Seconds(), tpoc[0].Sum, 1e-9)
+	dur := floatHist(t, ms, MetricOperationDuration, "s", DurationBuckets)
+	require.Len(t, dur, 1)
+	assert.GreaterOrEqual(t, dur[0].Sum, tpoc[0].Sum+ttfc[0].Sum)
+}
+
+func TestRetriedCall(t *testing.T) {
+	throttled := errcodes.New(errcodes.Throttled, "slow down")
+	throttled.HTTPStatus = 429
+	notReady := errcodes.New(errcodes.ModelNotReady, "model loading")
+	notReady.ProviderCode = "ModelNotReadyException"
+	fake := &cloudreqtest.Adapter{Provider: cloudreq.ProviderAWS, Service: cloudreq.ServiceSageMaker,
+		Outcomes: []cloudreqtest.Outcome{
+			{Err: throttled},
+			{Err: notReady, Delay: 2 * time.Millisecond},
+			{Response: &cloudreq.CloudResponse{StatusCode: 200, Data: []byte(`{}`)}},
+		}}
+	r := newRig(t, Options{}, fake)
+	req := &cloudreq.CloudRequest{Provider: cloudreq.ProviderAWS, Service: cloudreq.ServiceSageMaker,
+		Action: cloudreq.ActionInvoke, Target: cloudreq.Target{Endpoint: "my-endpoint", Variant: "AllTraffic"},
+		Payload: cloudreq.Payload{Body: []byte(`{"inputs":"x"}`)}}
+	resp, err := r.client.Invoke(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, latency.Cold, resp.Start.Kind)
+
+	span := r.callSpan(t)
+	assert.Equal(t, "invoke", span.Name(), "no model: the operation alone")
+	a := attrMap(span.Attributes())
+	assert.Equal(t, attribute.StringValue("aws.sagemaker"), a["gen_ai.provider.name"])
+	assert.Equal(t, attribute.StringValue("invoke"), a["gen_ai.operation.name"])
+	assert.Equal(t, attribute.StringValue("my-endpoint"), a["cloudinfer.endpoint"])
+	assert.Equal(t, attribute.StringValue("AllTraffic"), a["cloudinfer.variant"])
+	assert.Equal(t, attribute.IntValue(3), a["cloudinfer.attempts"])
+	assert.Equal(t, attribute.StringValue("cold"), a["cloudinfer.start.kind"])
+	assert.Equal(t, attribute.StringValue("not-ready-then-ready"), a["cloudinfer.start.reason"])
+	assert.Greater(t, a["cloudinfer.start.overhead"].AsFloat64(), 0.0)
+	assert.NotContains(t, a, "server.address", "a bare endpoint name has no server address")
+	assert.NotContains(t, a, "gen_ai.usage.output_tokens", "usage unknown is not reported")
+	assert.NotContains(t, a, "error.type", "the call succeeded")
+
+	atts := r.attemptSpans()
+	require.Len(t, atts, 3)
+	wantErr := []string{"ERR_THROTTLED", "ERR_MODEL_NOT_READY", ""}
+	for i, s := range atts {
+		sa := attrMap(s.Attributes())
+		assert.Equal(t, attribute.IntValue(i+1), sa["cloudinfer.attempt.number"])
+		assert.Equal(t, span.SpanContext().SpanID(), s.Parent().SpanID())
+		if wantErr[i] == "" {
+			assert.NotContains(t, sa, "error.type")
+			assert.Equal(t, codes.Unset, s.Status().Code)
+		} else {
+			assert.Equal(t, attribute.StringValue(wantErr[i]), sa["error.type"])
+			assert.Equal(t, codes.Error, s.Status().Code)
+		}
+	}
+	assert.Equal(t, attribute.IntValue(429), attrMap(atts[0].Attributes())["http.response.status_code"])
+	assert.Equal(t, attribute.StringValue("ModelNotReadyException"), attrMap(atts[1].Attributes())["cloudinfer.error.provider_code"])
+	assert.False(t, atts[1].StartTime().Before(atts[0].EndTime()), "attempts are sequential")
+
+	ms := r.metrics(t)
+	retries := intSum(t, ms, MetricRetries, "{retry}")
+	byType := map[string]int64{}
+	for _, dp := range retries {
+		byType[setMap(dp.Attributes)["error.type"].AsString()] += dp.Value
+		assert.Equal(t, attribute.StringValue("aws.sagemaker"), setMap(dp.Attributes)["gen_ai.provider.name"])
+	}
+	assert.Equal(t, map[string]int64{"ERR_THROTTLED": 1, "ERR_MODEL_NOT_READY": 1}, byType)
+	throttles := intSum(t, ms, MetricThrottles, "{throttle}")
+	require.Len(t, throttles, 1)
+	assert.EqualValues(t, 1, throttles[0].Value)
+	cold := floatHist(t, ms, MetricColdStartOverhead, "s", DurationBuckets)
+	require.Len(t, cold, 1)
+	assert.EqualValues(t, 1, cold[0].Count)
+	assert.InDelta(t, resp.Start.Overhead.Seconds(), cold[0].Sum, 1e-9)
+	assert.Equal(t, attribute.StringValue("not-ready-then-ready"), setMap(cold[0].Attributes)["cloudinfer.start.reason"])
+	dur := floatHist(t, ms, MetricOperationDuration, "s", DurationBuckets)
+	require.Len(t, dur, 1)
+	assert.Equal(t, attribute.StringValue("cold"), setMap(dur[0].Attributes)["cloudinfer.start.kind"])
+	assert.NotContains(t, ms, MetricTokenUsage, "no usage known: no token metric")
+}
+
+func TestFailedCall(t *testing.T) {
+	nf := errcodes.New(errcodes.NotFound, "endpoint my-endpoint not found")
+	nf.HTTPStatus, nf.ProviderCode = 404, "ResourceNotFound"
+	fake := &cloudreqtest.Adapter{Provider: cloudreq.ProviderAzure, Service: cloudreq.ServiceAzureML,
+		Outcomes: []cloudreqtest.Outcome{{Err: nf}}}
+	r := newRig(t, Options{}, fake)
+	req := &cloudreq.CloudRequest{Provider: cloudreq.ProviderAzure, Service: cloudreq.ServiceAzureML,
+		Action: cloudreq.ActionGenerate, Target: cloudreq.Target{Endpoint: "https://my-endpoint.eastus.inference.ml.azure.com/score"},
+		Generate: &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "hi"}}}}
+	_, err := r.client.Stream(context.Background(), req)
+	require.ErrorIs(t, err, errcodes.NotFound)
+
+	span := r.callSpan(t)
+	assert.Equal(t, "chat", span.Name())
+	assert.Equal(t, codes.Error, span.Status().Code)
+	assert.Equal(t, "ERR_NOT_FOUND: endpoint my-endpoint not found", span.Status().Description)
+	a := attrMap(span.Attributes())
+	assert.Equal(t, attribute.StringValue("ERR_NOT_FOUND"), a["error.type"])
+	assert.Equal(t, attribute.StringValue("azure.ml"), a["gen_ai.provider.name"])
+	assert.Equal(t, attribute.StringValue("my-endpoint.eastus.inference.ml.azure.com"), a["server.address"])
+	assert.Equal(t, attribute.IntValue(443), a["server.port"])
+	assert.Equal(t, attribute.IntValue(404), a["http.response.status_code"])
+	assert.Equal(t, attribute.StringValue("ResourceNotFound"), a["cloudinfer.error.provider_code"])
+	assert.Equal(t, attribute.BoolValue(false), a["cloudinfer.error.retryable"])
+	require.Len(t, r.attemptSpans(), 1, "not retryable: one attempt")
+
+	ms := r.metrics(t)
+	dur := floatHist(t, ms, MetricOperationDuration, "s", DurationBuckets)
+	require.Len(t, dur, 1)
+	da := setMap(dur[0].Attributes)
+	assert.Equal(t, attribute.StringValue("ERR_NOT_FOUND"), da["error.type"])
+	assert.NotContains(t, da, "cloudinfer.start.kind")
+	for _, name := range []string{MetricTokenUsage, MetricTimeToFirstChunk, MetricTimePerOutputChunk, MetricRetries} {
+		assert.NotContains(t, ms, name)
+	}
+}
+
+func TestRefusedBeforeSending(t *testing.T) {
+	r := newRig(t, Options{}, &cloudreqtest.Adapter{})
+	req := generateReq()
+	req.Generate.MaxTokens = -1
+	_, err := r.client.Invoke(context.Background(), req)
+	require.ErrorIs(t, err, errcodes.InvalidParam)
+	span := r.callSpan(t)
+	assert.Equal(t, codes.Error, span.Status().Code)
+	assert.Equal(t, attribute.IntValue(0), attrMap(span.Attributes())["cloudinfer.attempts"])
+	assert.Empty(t, r.attemptSpans())
+}
+
+func TestCaptureContent(t *testing.T) {
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Response: &cloudreq.CloudResponse{
+		StatusCode: 200, Text: "four", FinishReason: "stop"}}}}
+	r := newRig(t, Options{CaptureContent: true, NoAttemptSpans: true}, fake)
+	req := generateReq()
+	req.Generate.Stop = []string{"\n"}
+	_, err := r.client.Invoke(context.Background(), req)
+	require.NoError(t, err)
+	a := attrMap(r.callSpan(t).Attributes())
+	assert.JSONEq(t, `[{"role":"user","parts":[{"type":"text","content":"the secret prompt"}]}]`, a["gen_ai.input.messages"].AsString())
+	assert.JSONEq(t, `[{"role":"assistant","parts":[{"type":"text","content":"four"}],"finish_reason":"stop"}]`, a["gen_ai.output.messages"].AsString())
+	assert.Equal(t, []string{"\n"}, a["gen_ai.request.stop_sequences"].AsStringSlice())
+	assert.Empty(t, r.attemptSpans(), "NoAttemptSpans")
+}
+
+func TestDefaultsToGlobalProviders(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prevT, prevM := otel.GetTracerProvider(), otel.GetMeterProvider()
+	otel.SetTracerProvider(tp)
+	otel.SetMeterProvider(noop.NewMeterProvider())
+	t.Cleanup(func() {
+		otel.SetTracerProvider(prevT)
+		otel.SetMeterProvider(prevM)
+		_ = tp.Shutdown(context.Background())
+	})
+	obs, err := New(Options{NoAttemptSpans: true})
+	require.NoError(t, err)
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{&cloudreqtest.Adapter{}}}, WithObserver(obs))
+	require.NoError(t, err)
+	_, err = c.Invoke(context.Background(), generateReq())
+	require.NoError(t, err)
+	require.Len(t, rec.Ended(), 1)
+	assert.Equal(t, "chat llama-3-8b", rec.Ended()[0].Name())
+}
+
+func TestNames(t *testing.T) {
+	for _, tc := range []struct {
+		provider, service, action string
+		wantProvider, wantOp      string
+	}{
+		{cloudreq.ProviderAWS, cloudreq.ServiceSageMaker, cloudreq.ActionInvoke, "aws.sagemaker", "invoke"},
+		{cloudreq.ProviderAWS, cloudreq.ServiceSageMaker, cloudreq.ActionGenerate, "aws.sagemaker", "chat"},
+		{cloudreq.ProviderAzure, cloudreq.ServiceAzureML, cloudreq.ActionGenerate, "azure.ml", "chat"},
+		{cloudreq.ProviderGCP, cloudreq.ServiceVertex, cloudreq.ActionGenerate, "gcp.vertex_ai", "generate_content"},
+		{cloudreq.ProviderGCP, cloudreq.ServiceVertex, cloudreq.ActionInvoke, "gcp.vertex_ai", "invoke"},
+		{cloudreq.ProviderAlibaba, cloudreq.ServicePAIEAS, cloudreq.ActionGenerate, "alibaba.pai_eas", "chat"},
+		{cloudreq.ProviderOpenAI, cloudreq.ServiceOpenAICompatible, cloudreq.ActionGenerate, "openai", "chat"},
+		{"acme", "llm", "summarize", "acme", "summarize"},
+	} {
+		assert.Equal(t, tc.wantProvider, ProviderName(tc.provider, tc.service), tc.provider)
+		assert.Equal(t, tc.wantOp, OperationName(tc.provider, tc.action), tc.action)
+	}
+	assert.Equal(t, "chat gpt-4o", SpanName("chat", "gpt-4o"))
+	assert.Equal(t, "invoke", SpanName("invoke", ""))
+}
+
+func TestServerOf(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want server
+	}{
+		{"my-endpoint", server{endpoint: "my-endpoint"}},
+		{"projects/p/locations/us-central1/endpoints/123", server{endpoint: "projects/p/locations/us-central1/endpoints/123"}},
+		{"https://u:pw@x.example.com/score?key=abc&sig=def#frag", server{address: "x.example.com", port: 443, endpoint: "https://x.example.com/score"}},
+		{"http://127.0.0.1:9000", server{address: "127.0.0.1", port: 9000, endpoint: "http://127.0.0.1:9000"}},
+		{"http://[::1]/v1", server{address: "::1", port: 80, endpoint: "http://[::1]/v1"}},
+		{"http://%zz", server{endpoint: "[unparsable endpoint URL]"}},
+	} {
+		assert.Equal(t, tc.want, serverOf(tc.in), tc.in)
+	}
+}
