@@ -1,0 +1,400 @@
+package sagemaker
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// Response headers kept in cloudreq.CloudResponse.Metadata, and the
+// emulator's cold-start report.
+const (
+	HeaderInvokedVariant   = "X-Amzn-Invoked-Production-Variant"
+	HeaderNewSessionID     = "X-Amzn-SageMaker-New-Session-Id"
+	HeaderClosedSessionID  = "X-Amzn-SageMaker-Closed-Session-Id"
+	HeaderCustomAttributes = "X-Amzn-SageMaker-Custom-Attributes"
+	// HeaderColdStart ("true" or "false") and HeaderColdStartMs (the model
+	// setup time in milliseconds) are the cloudinfer emulator's report of a
+	// cold start; real SageMaker endpoints do not send them.
+	HeaderColdStart   = "X-Emulator-Cold-Start"
+	HeaderColdStartMs = "X-Emulator-Cold-Start-Ms"
+)
+
+// ExtraDialect is the cloudreq.Attributes.Extra key that chooses the
+// generate dialect for one request ("messages" or "tgi").
+const ExtraDialect = "dialect"
+
+// Options configures an Adapter. Pass it to New; option functions change a
+// copy.
+type Options struct {
+	// Config is the AWS configuration to use. When nil, New loads the
+	// default one (environment, shared files, IMDS) with
+	// config.LoadDefaultConfig. Region and Credentials below override it.
+	Config *aws.Config
+	// Region overrides the configuration's region.
+	Region string
+	// Credentials overrides the configuration's credentials, for example
+	// credentials.NewStaticCredentialsProvider(id, secret, "").
+	Credentials aws.CredentialsProvider
+	// BaseEndpoint overrides the service endpoint, e.g. the emulator's
+	// "http://127.0.0.1:PORT".
+	BaseEndpoint string
+	// HTTPClient sends the requests (an *http.Client works). Nil: the SDK's
+	// default client.
+	HTTPClient aws.HTTPClient
+	// AllowInsecureHTTP permits a plain-http endpoint. Requests are signed
+	// with the credentials, so New refuses an http:// endpoint unless this
+	// is set. Use it for the local emulator only.
+	AllowInsecureHTTP bool
+	// Dialect is the generate dialect of endpoints not listed in
+	// EndpointDialects (default DialectMessages).
+	Dialect Dialect
+	// EndpointDialects sets the generate dialect per endpoint name.
+	EndpointDialects map[string]Dialect
+	// Prompt flattens chat messages into the TGI "inputs" string. Nil: a
+	// lone user message is sent as it is; otherwise each message becomes a
+	// "role: content" line, followed by "assistant:".
+	Prompt func([]cloudreq.Message) string
+	// ClientOptions are applied last to the sagemakerruntime client
+	// options. The client's own retries stay off whatever they set.
+	ClientOptions []func(*sagemakerruntime.Options)
+}
+
+// Adapter is the cloudreq adapter for SageMaker real-time endpoints
+// (provider "aws", service "sagemaker", actions invoke and generate). It
+// implements cloudreq.Adapter, cloudreq.Streamer, cloudreq.Encoder and
+// io.Closer, and is safe for concurrent use.
+type Adapter struct {
+	client *sagemakerruntime.Client
+	opts   Options
+}
+
+var (
+	_ cloudreq.Adapter  = (*Adapter)(nil)
+	_ cloudreq.Streamer = (*Adapter)(nil)
+	_ cloudreq.Encoder  = (*Adapter)(nil)
+	_ io.Closer         = (*Adapter)(nil)
+)
+
+// New returns an Adapter. ctx bounds loading the default AWS configuration
+// and is not kept.
+func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter, error) {
+	for _, f := range optFns {
+		f(&opts)
+	}
+	if !opts.Dialect.valid() {
+		return nil, errcodes.Errorf(errcodes.InvalidParam, "sagemaker: unknown dialect %q (want %q or %q)", opts.Dialect, DialectMessages, DialectTGI)
+	}
+	for ep, d := range opts.EndpointDialects {
+		if !d.valid() {
+			return nil, errcodes.Errorf(errcodes.InvalidParam, "sagemaker: unknown dialect %q for endpoint %q", d, ep)
+		}
+	}
+	var cfg aws.Config
+	if opts.Config != nil {
+		cfg = opts.Config.Copy()
+	} else {
+		var lo []func(*config.LoadOptions) error
+		if opts.Region != "" {
+			lo = append(lo, config.WithRegion(opts.Region))
+		}
+		if opts.Credentials != nil {
+			lo = append(lo, config.WithCredentialsProvider(opts.Credentials))
+		}
+		var err error
+		if cfg, err = config.LoadDefaultConfig(ctx, lo...); err != nil {
+			e := errcodes.Wrap(err, errcodes.InvalidParam, "sagemaker: loading the AWS configuration failed")
+			e.Provider = cloudreq.ProviderAWS
+			return nil, e
+		}
+	}
+	if opts.Region != "" {
+		cfg.Region = opts.Region
+	}
+	if opts.Credentials != nil {
+		cfg.Credentials = opts.Credentials
+	}
+	client := sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) {
+		if opts.BaseEndpoint != "" {
+			o.BaseEndpoint = aws.String(opts.BaseEndpoint)
+		}
+		if opts.HTTPClient != nil {
+			o.HTTPClient = opts.HTTPClient
+		}
+		for _, f := range opts.ClientOptions {
+			f(o)
+		}
+		// cloudreq's retry loop is in charge: one attempt per call here.
+		o.Retryer = aws.NopRetryer{}
+		o.RetryMaxAttempts = 0
+	})
+	if ep := aws.ToString(client.Options().BaseEndpoint); ep != "" {
+		u, err := url.Parse(ep)
+		if err != nil || u.Host == "" {
+			return nil, errcodes.Errorf(errcodes.InvalidParam, "sagemaker: BaseEndpoint %q is not an absolute URL", ep)
+		}
+		if strings.EqualFold(u.Scheme, "http") && !opts.AllowInsecureHTTP {
+			return nil, errcodes.Errorf(errcodes.InvalidParam,
+				"sagemaker: refusing to send AWS credentials over plain http to %s; use https, or set AllowInsecureHTTP for a local emulator", u.Host)
+		}
+	}
+	return &Adapter{client: client, opts: opts}, nil
+}
+
+// Client returns the underlying sagemakerruntime client.
+func (a *Adapter) Client() *sagemakerruntime.Client { return a.client }
+
+// Close closes idle connections when the HTTP client supports it.
+func (a *Adapter) Close() error {
+	if c, ok := a.client.Options().HTTPClient.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+	return nil
+}
+
+// Describe implements cloudreq.Adapter.
+func (a *Adapter) Describe() cloudreq.Description {
+	return cloudreq.Description{
+		Provider: cloudreq.ProviderAWS,
+		Service:  cloudreq.ServiceSageMaker,
+		Actions:  []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate},
+	}
+}
+
+// Invoke implements cloudreq.Adapter with InvokeEndpoint.
+func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	req := call.Request
+	body, err := payloadBytes(call)
+	if err != nil {
+		return nil, err
+	}
+	at := req.Attributes
+	in := &sagemakerruntime.InvokeEndpointInput{
+		EndpointName:            aws.String(req.Target.Endpoint),
+		Body:                    body,
+		ContentType:             aws.String(contentType(call.Payload)),
+		Accept:                  optional(call.Payload.Accept),
+		TargetVariant:           optional(req.Target.Variant),
+		TargetModel:             optional(req.Target.Model),
+		InferenceComponentName:  optional(at.InferenceComponent),
+		CustomAttributes:        optional(at.CustomAttributes),
+		SessionId:               optional(at.SessionID),
+		InferenceId:             optional(inferenceID(req)),
+		TargetContainerHostname: optional(at.TargetContainerHostname),
+	}
+	out, err := a.client.InvokeEndpoint(ctx, in, withHeaders(req.Header, nil))
+	if err != nil {
+		return nil, mapError(err)
+	}
+	raw := rawResponse(out.ResultMetadata)
+	resp := &cloudreq.CloudResponse{
+		StatusCode:  statusOf(raw),
+		Data:        out.Body,
+		ContentType: aws.ToString(out.ContentType),
+		Metadata:    metadata(out.InvokedProductionVariant, out.NewSessionId, out.ClosedSessionId, out.CustomAttributes),
+		RequestID:   requestID(out.ResultMetadata),
+		ServerStart: serverStart(raw),
+	}
+	if req.Action == cloudreq.ActionGenerate {
+		g, err := parseGeneration(out.Body)
+		if err != nil {
+			e := errcodes.Wrap(err, errcodes.ModelError, "sagemaker: the model's response is not a generation: "+err.Error())
+			e.Provider, e.HTTPStatus, e.RequestID, e.Retryable = cloudreq.ProviderAWS, resp.StatusCode, resp.RequestID, false
+			return nil, e
+		}
+		resp.Text, resp.FinishReason, resp.Usage = g.Text, g.Finish, g.Usage
+	}
+	return resp, nil
+}
+
+// Stream implements cloudreq.Streamer with InvokeEndpointWithResponseStream.
+// For ActionInvoke each chunk is one PayloadPart's bytes; for
+// ActionGenerate each chunk is one parsed line of the model's stream.
+func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.ChunkStream, error) {
+	req := call.Request
+	if req.Target.Model != "" {
+		e := errcodes.New(errcodes.InvalidParam, "sagemaker: InvokeEndpointWithResponseStream has no target model; leave Target.Model empty for streams")
+		e.Provider = cloudreq.ProviderAWS
+		return nil, e
+	}
+	body, err := payloadBytes(call)
+	if err != nil {
+		return nil, err
+	}
+	at := req.Attributes
+	in := &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+		EndpointName:            aws.String(req.Target.Endpoint),
+		Body:                    body,
+		ContentType:             aws.String(contentType(call.Payload)),
+		Accept:                  optional(call.Payload.Accept),
+		TargetVariant:           optional(req.Target.Variant),
+		InferenceComponentName:  optional(at.InferenceComponent),
+		CustomAttributes:        optional(at.CustomAttributes),
+		SessionId:               optional(at.SessionID),
+		InferenceId:             optional(inferenceID(req)),
+		TargetContainerHostname: optional(at.TargetContainerHostname),
+	}
+	watch := new(bodyWatch)
+	out, err := a.client.InvokeEndpointWithResponseStream(ctx, in, withHeaders(req.Header, watch))
+	if err != nil {
+		return nil, mapError(err)
+	}
+	raw := rawResponse(out.ResultMetadata)
+	head := &cloudreq.CloudResponse{
+		StatusCode:  statusOf(raw),
+		ContentType: aws.ToString(out.ContentType),
+		Metadata:    metadata(out.InvokedProductionVariant, nil, nil, out.CustomAttributes),
+		RequestID:   requestID(out.ResultMetadata),
+		ServerStart: serverStart(raw),
+	}
+	return newChunkStream(ctx, out.GetStream(), watch, head, req.Action == cloudreq.ActionGenerate), nil
+}
+
+// payloadBytes returns the call's body as bytes (the SDK takes a []byte).
+func payloadBytes(call *cloudreq.Call) ([]byte, error) {
+	if call.Payload.Body != nil || call.Payload.Reader == nil {
+		return call.Payload.Body, nil
+	}
+	b, err := io.ReadAll(call.Payload.Reader)
+	if err != nil {
+		e := errcodes.Wrap(err, errcodes.InvalidParam, "sagemaker: reading the request body failed")
+		e.Provider = cloudreq.ProviderAWS
+		return nil, e
+	}
+	return b, nil
+}
+
+func contentType(p cloudreq.Payload) string {
+	if p.ContentType != "" {
+		return p.ContentType
+	}
+	return "application/json"
+}
+
+// inferenceID is the request's SageMaker inference id: the attribute, or
+// the client request id.
+func inferenceID(req *cloudreq.CloudRequest) string {
+	if req.Attributes.InferenceID != "" {
+		return req.Attributes.InferenceID
+	}
+	return req.RequestID
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return aws.String(s)
+}
+
+// reservedHeaders are never taken from CloudRequest.Header: the SDK and the
+// signer own them.
+var reservedHeaders = map[string]bool{
+	"Authorization": true, "Host": true, "Content-Length": true, "Content-Type": true,
+	"X-Amz-Date": true, "X-Amz-Security-Token": true, "X-Amz-Content-Sha256": true,
+}
+
+// withHeaders returns a per-call option that adds the request's extra
+// headers before signing and, for streams, watches the response body.
+func withHeaders(h http.Header, watch *bodyWatch) func(*sagemakerruntime.Options) {
+	return func(o *sagemakerruntime.Options) {
+		if len(h) > 0 {
+			o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+				return s.Build.Add(middleware.BuildMiddlewareFunc("cloudinferHeaders",
+					func(ctx context.Context, in middleware.BuildInput, next middleware.BuildHandler) (middleware.BuildOutput, middleware.Metadata, error) {
+						if r, ok := in.Request.(*smithyhttp.Request); ok {
+							for k, vs := range h {
+								k = http.CanonicalHeaderKey(k)
+								if reservedHeaders[k] {
+									continue
+								}
+								r.Header[k] = append([]string(nil), vs...)
+							}
+						}
+						return next.HandleBuild(ctx, in)
+					}), middleware.After)
+			})
+		}
+		if watch != nil {
+			o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+				return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("cloudinferBodyWatch",
+					func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+						out, md, err := next.HandleDeserialize(ctx, in)
+						if r, ok := out.RawResponse.(*smithyhttp.Response); ok && err == nil && r.Body != nil {
+							watch.rc = r.Body
+							r.Body = watch
+						}
+						return out, md, err
+					}), middleware.After)
+			})
+		}
+	}
+}
+
+func rawResponse(md middleware.Metadata) *smithyhttp.Response {
+	r, _ := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response)
+	return r
+}
+
+func statusOf(r *smithyhttp.Response) int {
+	if r == nil || r.Response == nil {
+		return http.StatusOK
+	}
+	return r.StatusCode
+}
+
+func requestID(md middleware.Metadata) string {
+	id, _ := awsmiddleware.GetRequestIDMetadata(md)
+	return id
+}
+
+// metadata collects the response headers worth keeping.
+func metadata(variant, newSession, closedSession, custom *string) map[string]string {
+	m := map[string]string{}
+	for k, v := range map[string]*string{
+		HeaderInvokedVariant: variant, HeaderNewSessionID: newSession,
+		HeaderClosedSessionID: closedSession, HeaderCustomAttributes: custom,
+	} {
+		if v != nil && *v != "" {
+			m[k] = *v
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// serverStart reads the emulator's cold-start report, nil when absent.
+func serverStart(r *smithyhttp.Response) *cloudreq.ServerStart {
+	if r == nil || r.Response == nil {
+		return nil
+	}
+	v := strings.TrimSpace(r.Header.Get(HeaderColdStart))
+	if v == "" {
+		return nil
+	}
+	cold, err := strconv.ParseBool(v)
+	if err != nil {
+		return nil
+	}
+	ss := &cloudreq.ServerStart{Cold: cold}
+	if ms, err := strconv.ParseFloat(strings.TrimSpace(r.Header.Get(HeaderColdStartMs)), 64); err == nil && ms > 0 && ms < 1e12 {
+		ss.Setup = time.Duration(ms * float64(time.Millisecond))
+	}
+	return ss
+}

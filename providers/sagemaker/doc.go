@@ -1,0 +1,97 @@
+// Package sagemaker is the cloudreq adapter for Amazon SageMaker real-time
+// endpoints: provider "aws", service "sagemaker", actions "invoke" and
+// "generate", streaming included. It is built on aws-sdk-go-v2's
+// sagemakerruntime client (InvokeEndpoint and
+// InvokeEndpointWithResponseStream), with the SDK's own retries off:
+// cloudreq's retry loop is in charge.
+//
+//	ad, err := sagemaker.New(ctx, sagemaker.Options{Region: "us-east-1"})
+//	client, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}})
+//	resp, err := client.Invoke(ctx, &cloudreq.CloudRequest{
+//		Provider: "aws", Service: "sagemaker", Action: "invoke",
+//		Target:  cloudreq.Target{Endpoint: "my-endpoint"},
+//		Payload: cloudreq.Payload{Body: []byte(`{"inputs":"Hello"}`)},
+//	})
+//
+// # Requests
+//
+// Target.Endpoint is the endpoint name; Target.Variant the target production
+// variant; Target.Model the target model of a multi-model endpoint
+// (InvokeEndpoint only). Attributes.InferenceComponent, CustomAttributes,
+// SessionID, InferenceID (default: CloudRequest.RequestID) and
+// TargetContainerHostname become the matching SageMaker headers.
+// CloudRequest.Header entries are sent as extra HTTP headers (SageMaker drops
+// the ones it does not know; the cloudinfer emulator reads its X-Emulator-*
+// controls from them).
+//
+// "invoke" sends Payload as it is, with its ContentType (default
+// application/json) and Accept. "generate" writes Generate in the endpoint's
+// Dialect: DialectMessages (the default), the OpenAI chat body served by the
+// Messages API of LMI and TGI containers, or DialectTGI, the
+// {"inputs","parameters"} body of Hugging Face TGI containers. The dialect is
+// chosen by Options.Dialect, per endpoint by Options.EndpointDialects, and per
+// request by Attributes.Extra["dialect"].
+//
+// # Responses
+//
+// Generate responses are read whatever their shape: OpenAI chat JSON, TGI
+// [{"generated_text":…}] or {"generated_text":…,"details":{"finish_reason",
+// "generated_tokens"}}. TGI finish reasons eos_token and stop_sequence are
+// reported as "stop". Metadata holds X-Amzn-Invoked-Production-Variant,
+// X-Amzn-SageMaker-New-Session-Id, X-Amzn-SageMaker-Closed-Session-Id and
+// X-Amzn-SageMaker-Custom-Attributes; RequestID is x-amzn-RequestId. A
+// response carrying the emulator's X-Emulator-Cold-Start header sets
+// ServerStart.
+//
+// Streams yield, for "invoke", each PayloadPart's bytes; for "generate", one
+// chunk per line of the model's stream, reassembled across PayloadParts:
+// SSE "data: {…}" lines or bare JSON lines, holding OpenAI chunks
+// (choices[0].delta.content, finish_reason, usage) or TGI token events
+// ({"token":{"text"},"generated_text","details"}). A generate stream is
+// complete after a finish reason, "data: [DONE]" or TGI's final event; one
+// that ends otherwise fails with ERR_STREAM_INTERRUPTED. So does a body cut
+// mid-stream (which the SDK alone would report as a clean end) and an error
+// object the model writes into the stream.
+//
+// # Errors
+//
+// Errors are mapped from the SDK's typed errors and smithy.APIError codes
+// first, then the HTTP status, then transport errors (errcodes.FromTransport).
+// The only string match is the ValidationError message of a missing
+// endpoint, for which SageMaker has no code. Every error is an
+// *errcodes.Error with Provider "aws", ProviderCode (the AWS error code),
+// HTTPStatus, RequestID and RetryAfter, and wraps the SDK error, so
+// errors.As reaches *types.ModelError and the others. ModelError keeps
+// OriginalStatusCode, OriginalMessage and LogStreamArn in Details;
+// ModelStreamError keeps its ErrorCode.
+//
+//	AWS error (HTTP status)                          code                    retryable
+//	ValidationError (400)                            ERR_INVALID_PARAM       no
+//	ValidationError "Endpoint … not found" (400)     ERR_NOT_FOUND           no
+//	ModelError (424)                                 ERR_MODEL_ERROR         no
+//	ModelNotReadyException (429)                     ERR_MODEL_NOT_READY     yes (a cold-start signal)
+//	ThrottlingException (400 or 429)                 ERR_THROTTLED           yes
+//	ServiceUnavailable (503)                         ERR_UNAVAILABLE         yes
+//	InternalFailure (500)                            ERR_INTERNAL            yes
+//	InternalDependencyException (530)                ERR_UNAVAILABLE         yes
+//	ModelStreamError (in stream)                     ERR_STREAM_INTERRUPTED  before the first chunk
+//	ModelStreamError ModelInvocationTimeExceeded     ERR_TIMEOUT             before the first chunk
+//	InternalStreamFailure (in stream)                ERR_STREAM_INTERRUPTED  before the first chunk
+//	any error with HTTP 413                          ERR_PAYLOAD_TOO_LARGE   no
+//	AccessDeniedException (403)                      ERR_PERMISSION_DENIED   no
+//	InvalidSignatureException, UnrecognizedClientException,
+//	ExpiredTokenException, IncompleteSignature,
+//	MissingAuthenticationToken (400 or 403)          ERR_UNAUTHENTICATED     no
+//	any other error code                             by HTTP status          by code
+//
+// Messages never hold credentials: the canonical request and string to sign
+// that signature errors echo, and access key ids, are removed.
+//
+// # Credentials and endpoints
+//
+// New loads the default AWS configuration (config.LoadDefaultConfig) unless
+// Options.Config is given; Options.Region and Options.Credentials override
+// it. Options.BaseEndpoint points the client elsewhere, the local emulator
+// for instance; since requests are signed, a plain-http endpoint is refused
+// unless Options.AllowInsecureHTTP is set.
+package sagemaker

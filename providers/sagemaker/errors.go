@@ -1,0 +1,186 @@
+package sagemaker
+
+import (
+	"errors"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// Error codes SageMaker and the AWS front end send that the SDK has no type
+// for; they arrive as smithy.GenericAPIError with this ErrorCode.
+var (
+	throttleCodes = map[string]bool{
+		"ThrottlingException": true, "Throttling": true, "ThrottledException": true,
+		"TooManyRequestsException": true, "RequestLimitExceeded": true,
+	}
+	authCodes = map[string]bool{
+		"InvalidSignatureException": true, "UnrecognizedClientException": true,
+		"ExpiredTokenException": true, "ExpiredToken": true, "IncompleteSignature": true,
+		"IncompleteSignatureException": true, "MissingAuthenticationToken": true,
+		"MissingAuthenticationTokenException": true, "InvalidClientTokenId": true,
+		"SignatureDoesNotMatch": true, "RequestExpired": true,
+	}
+	deniedCodes = map[string]bool{
+		"AccessDeniedException": true, "AccessDenied": true,
+	}
+	tooLargeCodes = map[string]bool{
+		"RequestEntityTooLargeException": true, "RequestEntityTooLarge": true, "PayloadTooLargeException": true,
+	}
+)
+
+// notFoundMessage recognizes the ValidationError SageMaker sends for a
+// missing endpoint ("Endpoint foo of account 123 not found.") or inference
+// component. SageMaker gives these no code of their own, so the message is
+// the only evidence: this is the adapter's one string match.
+var notFoundMessage = regexp.MustCompile(`(?i)\bnot found\b|could not find`)
+
+// mapError turns an SDK error into an *errcodes.Error: the modelled error
+// types first, then the ErrorCode of other API errors, then the HTTP
+// status, then transport errors. The SDK error stays wrapped.
+func mapError(err error) *errcodes.Error {
+	if err == nil {
+		return nil
+	}
+	var ce *errcodes.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	status, reqID, header := responseOf(err)
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		if status == 0 {
+			e := errcodes.FromTransport(err)
+			e.Provider = cloudreq.ProviderAWS
+			return e
+		}
+		// A response the SDK could not decode: the status is all there is.
+		code := errcodes.ForHTTPStatus(status)
+		if status == http.StatusRequestEntityTooLarge {
+			code = errcodes.PayloadTooLarge
+		}
+		e := errcodes.Wrap(err, code, "sagemaker: HTTP "+strconv.Itoa(status)+" with an unreadable error body")
+		fill(e, "", status, reqID, header)
+		return e
+	}
+	providerCode := api.ErrorCode()
+	msg := redact(api.ErrorMessage())
+	if msg == "" || msg == "UnknownError" {
+		msg = providerCode
+	}
+	var code errcodes.Code
+	var details map[string]string
+	var (
+		validation  *types.ValidationError
+		modelErr    *types.ModelError
+		notReady    *types.ModelNotReadyException
+		unavailable *types.ServiceUnavailable
+		internal    *types.InternalFailure
+		dependency  *types.InternalDependencyException
+		streamErr   *types.ModelStreamError
+		streamFail  *types.InternalStreamFailure
+	)
+	switch {
+	case status == http.StatusRequestEntityTooLarge || tooLargeCodes[providerCode]:
+		code = errcodes.PayloadTooLarge
+	case errors.As(err, &validation):
+		code = errcodes.InvalidParam
+		if notFoundMessage.MatchString(msg) {
+			code = errcodes.NotFound
+		}
+	case errors.As(err, &modelErr):
+		code = errcodes.ModelError
+		details = map[string]string{}
+		if v := modelErr.OriginalStatusCode; v != nil {
+			details["OriginalStatusCode"] = strconv.Itoa(int(*v))
+		}
+		if v := modelErr.OriginalMessage; v != nil {
+			details["OriginalMessage"] = *v
+		}
+		if v := modelErr.LogStreamArn; v != nil {
+			details["LogStreamArn"] = *v
+		}
+	case errors.As(err, &notReady):
+		code = errcodes.ModelNotReady
+	case errors.As(err, &unavailable), errors.As(err, &dependency):
+		code = errcodes.Unavailable
+	case errors.As(err, &internal):
+		code = errcodes.Internal
+	case errors.As(err, &streamErr):
+		code = errcodes.StreamInterrupted
+		if c := streamErr.ErrorCode_; c != nil {
+			details = map[string]string{"ErrorCode": *c}
+			if *c == "ModelInvocationTimeExceeded" {
+				code = errcodes.Timeout
+			}
+		}
+	case errors.As(err, &streamFail):
+		code = errcodes.StreamInterrupted
+	case throttleCodes[providerCode]:
+		code = errcodes.Throttled
+	case authCodes[providerCode]:
+		code = errcodes.Unauthenticated
+	case deniedCodes[providerCode]:
+		code = errcodes.PermissionDenied
+	case status != 0:
+		code = errcodes.ForHTTPStatus(status)
+	default:
+		code = errcodes.Unknown
+	}
+	e := errcodes.Wrap(err, code, msg)
+	e.Details = details
+	fill(e, providerCode, status, reqID, header)
+	return e
+}
+
+func fill(e *errcodes.Error, providerCode string, status int, reqID string, header http.Header) {
+	e.Provider = cloudreq.ProviderAWS
+	e.ProviderCode = providerCode
+	e.HTTPStatus = status
+	e.RequestID = reqID
+	if header != nil {
+		if d, ok := cloudreq.RetryAfter(header, time.Now()); ok {
+			e.RetryAfter = d
+		}
+	}
+}
+
+// responseOf returns the HTTP status, request id and headers of the failed
+// response in err's chain, zero values when there was none.
+func responseOf(err error) (int, string, http.Header) {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
+		return re.Response.StatusCode, re.ServiceRequestID(), re.Response.Header
+	}
+	var sre *smithyhttp.ResponseError
+	if errors.As(err, &sre) && sre.Response != nil && sre.Response.Response != nil {
+		return sre.Response.StatusCode, sre.Response.Header.Get("X-Amzn-Requestid"), sre.Response.Header
+	}
+	return 0, "", nil
+}
+
+// signatureDetail starts the part of an AWS signature error message that
+// echoes the canonical request and string to sign.
+var (
+	signatureDetail = regexp.MustCompile(`(?is)\s*(the canonical string for this request should have been|the string-to-sign should have been).*`)
+	accessKeyID     = regexp.MustCompile(`\b(AKIA|ASIA|AROA|AIDA)[A-Z0-9]{12,}\b`)
+)
+
+// redact removes from a service message what could identify credentials:
+// the canonical request and string to sign that signature errors echo, and
+// access key ids.
+func redact(msg string) string {
+	msg = signatureDetail.ReplaceAllString(msg, "")
+	msg = accessKeyID.ReplaceAllString(msg, "[redacted key id]")
+	return strings.TrimSpace(msg)
+}

@@ -1,0 +1,235 @@
+package sagemaker
+
+import (
+	"bytes"
+	"strings"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// maxLine bounds one line of a model's stream (and so the splitter's
+// buffer). A longer line fails the stream with ERR_PAYLOAD_TOO_LARGE.
+const maxLine = 8 << 20
+
+// lineSplitter reassembles a model's stream lines from PayloadParts, which
+// may cut a line anywhere. bufio.Scanner does not fit: it pulls from a
+// reader, while the parts are pushed from an event channel. Lines returned
+// by next alias the buffer and are valid until the next push.
+type lineSplitter struct {
+	buf []byte
+	pos int // start of the unconsumed bytes
+}
+
+// push appends a part. It compacts the consumed prefix first, so the buffer
+// only grows to the longest line plus one part.
+func (s *lineSplitter) push(p []byte) {
+	if s.pos > 0 {
+		n := copy(s.buf, s.buf[s.pos:])
+		s.buf = s.buf[:n]
+		s.pos = 0
+	}
+	s.buf = append(s.buf, p...)
+}
+
+// next returns the next complete line, without its "\n" or "\r\n".
+func (s *lineSplitter) next() ([]byte, bool) {
+	rest := s.buf[s.pos:]
+	i := bytes.IndexByte(rest, '\n')
+	if i < 0 {
+		return nil, false
+	}
+	s.pos += i + 1
+	return bytes.TrimSuffix(rest[:i], []byte{'\r'}), true
+}
+
+// flush returns what is left after the last newline (the stream ended
+// without one) and empties the splitter.
+func (s *lineSplitter) flush() ([]byte, bool) {
+	rest := bytes.TrimSuffix(s.buf[s.pos:], []byte{'\r'})
+	s.pos = len(s.buf)
+	return rest, len(rest) > 0
+}
+
+// pending is the length of the incomplete line held.
+func (s *lineSplitter) pending() int { return len(s.buf) - s.pos }
+
+// lineKind says what one stream line was.
+type lineKind uint8
+
+const (
+	lineSkip  lineKind = iota // blank, SSE comment or field, unrecognized JSON
+	lineChunk                 // an OpenAI or TGI chunk
+	lineDone                  // "data: [DONE]"
+	lineError                 // an in-band error object
+)
+
+// line is one parsed stream line.
+type line struct {
+	kind lineKind
+	// data is the JSON payload (an SSE data field's value, or the bare
+	// line); it aliases the input.
+	data   []byte
+	text   string
+	tokens int
+	finish string
+	// final is true for a TGI event that carries the whole generated_text:
+	// the stream's last.
+	final    bool
+	hasUsage bool
+	input    int
+	output   int
+	err      *inbandError
+}
+
+var dataPrefix = []byte("data:")
+
+// parseLine parses one line of a model's stream: an SSE line ("data: {…}",
+// as TGI and LMI send) or a bare JSON line (LMI's jsonlines). It knows
+// OpenAI chat and completions chunks (choices[0].delta.content or .text,
+// finish_reason, usage), TGI token events ({"token":{"text","special"},
+// "generated_text","details":{"finish_reason","generated_tokens"}}) and
+// in-band error objects. Only the returned text and an unknown finish
+// reason are copied out of in; nothing else allocates.
+func parseLine(in []byte) line {
+	b := bytes.TrimSpace(in)
+	if len(b) == 0 || b[0] == ':' {
+		return line{}
+	}
+	if bytes.HasPrefix(b, dataPrefix) {
+		b = bytes.TrimSpace(b[len(dataPrefix):])
+	} else if b[0] != '{' && b[0] != '[' {
+		return line{} // another SSE field (event:, id:, retry:) or noise
+	}
+	if string(b) == "[DONE]" {
+		return line{kind: lineDone, data: b}
+	}
+	if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {
+		return line{}
+	}
+	// gjson reads a string view of the buffer; results that outlive the
+	// buffer are cloned below.
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	l := line{kind: lineChunk, data: b}
+	if ch := gjson.Get(s, "choices"); ch.Exists() {
+		first := ch.Get("0")
+		t := first.Get("delta.content")
+		if !t.Exists() {
+			t = first.Get("text")
+		}
+		l.text = ownString(t)
+		if f := first.Get("finish_reason"); f.Type == gjson.String {
+			l.finish = ownFinish(f.Str)
+		}
+		if u := gjson.Get(s, "usage"); u.IsObject() {
+			l.hasUsage = true
+			l.input = int(u.Get("prompt_tokens").Int())
+			l.output = int(u.Get("completion_tokens").Int())
+		}
+		return l
+	}
+	tok := gjson.Get(s, "token")
+	gen := gjson.Get(s, "generated_text")
+	if tok.IsObject() || gen.Type == gjson.String {
+		if tok.IsObject() {
+			l.tokens = 1
+			if !tok.Get("special").Bool() {
+				l.text = ownString(tok.Get("text"))
+			}
+		} else {
+			// A whole generation in one event (a container that does not
+			// stream token by token).
+			l.text = ownString(gen)
+		}
+		l.final = gen.Type == gjson.String
+		if d := gjson.Get(s, "details"); d.IsObject() {
+			if f := d.Get("finish_reason"); f.Type == gjson.String {
+				l.finish = ownFinish(f.Str)
+			}
+			if n := d.Get("generated_tokens").Int(); n > 0 {
+				l.hasUsage = true
+				l.output = int(n)
+				l.input = int(d.Get("input_length").Int())
+			}
+		}
+		return l
+	}
+	if ie, ok := parseInbandError(b); ok {
+		return line{kind: lineError, data: b, err: ie}
+	}
+	return line{data: b}
+}
+
+// ownString returns a string result that does not alias gjson's input: a
+// plain string is a substring of the input and is cloned, an escaped one
+// was already unescaped into new memory.
+func ownString(r gjson.Result) string {
+	if r.Type != gjson.String || r.Str == "" {
+		return ""
+	}
+	if strings.IndexByte(r.Raw, '\\') >= 0 {
+		return r.Str
+	}
+	return strings.Clone(r.Str)
+}
+
+// ownFinish normalizes a finish reason without allocating for known ones.
+func ownFinish(s string) string {
+	if n, known := knownFinish(s); known {
+		return n
+	}
+	return strings.Clone(s)
+}
+
+// inbandError is an error a model container reported inside its response
+// (a 200 body or a stream line) rather than through a SageMaker error.
+type inbandError struct {
+	// Code is the error's type or code, if it has one.
+	Code    string
+	Message string
+}
+
+// Error implements error.
+func (e *inbandError) Error() string {
+	if e.Code == "" {
+		return "model error: " + e.Message
+	}
+	return "model error " + e.Code + ": " + e.Message
+}
+
+// parseInbandError reads an error object of the shapes model servers send:
+// TGI {"error":"…","error_type":"…"}, OpenAI and current vLLM
+// {"error":{"message":…,"type":…,"code":…}}, older vLLM
+// {"object":"error","message":…,"type":…,"code":…}.
+func parseInbandError(b []byte) (*inbandError, bool) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {
+		return nil, false
+	}
+	root := gjson.ParseBytes(b)
+	var code, msg gjson.Result
+	switch e := root.Get("error"); {
+	case e.IsObject():
+		msg = e.Get("message")
+		if code = e.Get("type"); code.Type != gjson.String || code.Str == "" {
+			code = e.Get("code")
+		}
+	case e.Type == gjson.String:
+		msg, code = e, root.Get("error_type")
+	case root.Get("object").String() == "error":
+		msg = root.Get("message")
+		if code = root.Get("type"); code.Type != gjson.String || code.Str == "" {
+			code = root.Get("code")
+		}
+	default:
+		return nil, false
+	}
+	ie := &inbandError{Message: msg.String()}
+	if code.Type == gjson.String || code.Type == gjson.Number {
+		ie.Code = code.String()
+	}
+	if ie.Message == "" {
+		ie.Message = "(no message)"
+	}
+	return ie, true
+}

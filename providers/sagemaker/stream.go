@@ -1,0 +1,246 @@
+package sagemaker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// eventSource is the SDK's response event stream, as the chunk stream reads
+// it (*sagemakerruntime.InvokeEndpointWithResponseStreamEventStream).
+type eventSource interface {
+	Events() <-chan types.ResponseStream
+	Close() error
+	Err() error
+}
+
+// bodyWatch wraps the HTTP response body under the SDK's event stream
+// decoder and remembers how reading it failed. The decoder reports a body
+// cut mid-message (io.ErrUnexpectedEOF) as a clean end of stream; the watch
+// lets the chunk stream tell the two apart.
+type bodyWatch struct {
+	rc  io.ReadCloser
+	mu  sync.Mutex
+	err error
+}
+
+// Read implements io.Reader.
+func (w *bodyWatch) Read(p []byte) (int, error) {
+	n, err := w.rc.Read(p)
+	if err != nil && err != io.EOF {
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = err
+		}
+		w.mu.Unlock()
+	}
+	return n, err
+}
+
+// Close implements io.Closer.
+func (w *bodyWatch) Close() error { return w.rc.Close() }
+
+func (w *bodyWatch) failure() error {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// chunkStream is one attempt's response stream. For ActionInvoke it yields
+// each PayloadPart's bytes; for ActionGenerate it reassembles the model's
+// lines across parts and yields one chunk per chunk line (text delta,
+// finish reason, usage).
+type chunkStream struct {
+	ctx      context.Context // the attempt's; ends a blocked Next
+	src      eventSource
+	events   <-chan types.ResponseStream
+	watch    *bodyWatch
+	head     *cloudreq.CloudResponse
+	generate bool
+
+	split    lineSplitter
+	usage    cloudreq.Usage
+	complete bool  // a finish reason, [DONE] or final TGI event was seen
+	yielded  bool  // a chunk was returned
+	err      error // the terminal result, once known
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var _ cloudreq.ChunkStream = (*chunkStream)(nil)
+
+func newChunkStream(ctx context.Context, src eventSource, watch *bodyWatch, head *cloudreq.CloudResponse, generate bool) *chunkStream {
+	return &chunkStream{ctx: ctx, src: src, events: src.Events(), watch: watch, head: head, generate: generate}
+}
+
+// Response implements cloudreq.ChunkStream.
+func (s *chunkStream) Response() *cloudreq.CloudResponse { return s.head }
+
+// Close implements cloudreq.ChunkStream: it closes the SDK's event stream,
+// which closes the response body and ends the SDK's reader goroutines.
+func (s *chunkStream) Close() error {
+	s.closed.Store(true)
+	s.closeOnce.Do(func() { _ = s.src.Close() })
+	return nil
+}
+
+// Next implements cloudreq.ChunkStream. The loop ends when a chunk is
+// ready, the event stream ends, or the context ends; each turn consumes a
+// line or an event.
+func (s *chunkStream) Next() (cloudreq.StreamChunk, error) {
+	if s.err != nil {
+		return cloudreq.StreamChunk{}, s.err
+	}
+	for {
+		if s.closed.Load() {
+			return s.fail(errcodes.New(errcodes.Canceled, "sagemaker: stream closed"))
+		}
+		if s.generate {
+			if b, ok := s.split.next(); ok {
+				if ch, ok, err := s.line(b); err != nil || ok {
+					return ch, err
+				}
+				continue
+			}
+			if s.split.pending() > maxLine {
+				return s.fail(errcodes.Errorf(errcodes.PayloadTooLarge, "sagemaker: a stream line is longer than %d bytes", maxLine))
+			}
+		}
+		var ev types.ResponseStream
+		var ok bool
+		select {
+		case ev, ok = <-s.events:
+		case <-s.ctx.Done():
+			return s.fail(s.contextError())
+		}
+		if !ok {
+			return s.end()
+		}
+		p, isPart := ev.(*types.ResponseStreamMemberPayloadPart)
+		if !isPart {
+			continue // an event type this SDK version does not know
+		}
+		if !s.generate {
+			s.yielded = true
+			return cloudreq.StreamChunk{Data: p.Value.Bytes, Content: len(p.Value.Bytes) > 0}, nil
+		}
+		s.split.push(p.Value.Bytes)
+	}
+}
+
+// line turns one stream line into a chunk (true), nothing (false), or the
+// stream's error.
+func (s *chunkStream) line(b []byte) (cloudreq.StreamChunk, bool, error) {
+	l := parseLine(b)
+	switch l.kind {
+	case lineDone:
+		s.complete = true
+	case lineError:
+		e := errcodes.Wrap(l.err, errcodes.StreamInterrupted, "sagemaker: the model reported an error mid-stream: "+l.err.Message)
+		e.ProviderCode = l.err.Code
+		_, err := s.fail(e)
+		return cloudreq.StreamChunk{}, false, err
+	case lineChunk:
+		if l.finish != "" || l.final {
+			s.complete = true
+		}
+		ch := cloudreq.StreamChunk{Data: l.data, Text: l.text, Tokens: l.tokens, FinishReason: l.finish}
+		if l.hasUsage {
+			s.usage = cloudreq.Usage{InputTokens: l.input, OutputTokens: l.output, Source: "server"}
+			ch.Usage = &s.usage
+		}
+		s.yielded = true
+		return ch, true, nil
+	}
+	return cloudreq.StreamChunk{}, false, nil
+}
+
+// end handles the end of the event stream: an in-stream exception, a body
+// cut short, an unterminated last line, a truncated generation, or io.EOF.
+func (s *chunkStream) end() (cloudreq.StreamChunk, error) {
+	if s.closed.Load() {
+		return s.fail(errcodes.New(errcodes.Canceled, "sagemaker: stream closed"))
+	}
+	if s.ctx.Err() != nil {
+		return s.fail(s.contextError())
+	}
+	if err := s.src.Err(); err != nil {
+		return s.fail(s.streamError(err))
+	}
+	if err := s.watch.failure(); err != nil {
+		return s.fail(s.streamError(err))
+	}
+	if s.generate {
+		if b, ok := s.split.flush(); ok {
+			if ch, ok, err := s.line(b); err != nil || ok {
+				return ch, err
+			}
+		}
+		if !s.complete {
+			return s.fail(errcodes.New(errcodes.StreamInterrupted,
+				"sagemaker: the stream ended without a finish reason (truncated)"))
+		}
+	}
+	s.err = io.EOF
+	return cloudreq.StreamChunk{}, io.EOF
+}
+
+// streamError classifies an error that ended the event stream: a SageMaker
+// exception event is mapped like any API error; a transport failure before
+// the first chunk keeps its (retryable) transport code, after it is an
+// interruption.
+func (s *chunkStream) streamError(err error) *errcodes.Error {
+	if s.ctx.Err() != nil {
+		return s.contextError()
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return mapError(err)
+	}
+	e := errcodes.FromTransport(err)
+	if s.yielded || e.Code == errcodes.Unknown {
+		msg := "sagemaker: the response stream broke"
+		if e.Message != "" {
+			msg += ": " + e.Message
+		}
+		return errcodes.Wrap(err, errcodes.StreamInterrupted, msg)
+	}
+	return e
+}
+
+func (s *chunkStream) contextError() *errcodes.Error {
+	if e := errcodes.FromContext(s.ctx); e != nil {
+		return e
+	}
+	return errcodes.New(errcodes.Canceled, "sagemaker: stream canceled")
+}
+
+// fail records e as the stream's terminal error. Nothing is retryable once
+// a chunk reached the caller; before that, an interruption is.
+func (s *chunkStream) fail(e *errcodes.Error) (cloudreq.StreamChunk, error) {
+	if e.Provider == "" {
+		e.Provider = cloudreq.ProviderAWS
+	}
+	if e.RequestID == "" {
+		e.RequestID = s.head.RequestID
+	}
+	if s.yielded {
+		e.Retryable = false
+	} else if e.Code == errcodes.StreamInterrupted {
+		e.Retryable = true
+	}
+	s.err = e
+	return cloudreq.StreamChunk{}, e
+}
