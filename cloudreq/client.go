@@ -20,7 +20,7 @@ import (
 // concurrent use; create one per process and reuse it.
 type Client struct {
 	opts       Options
-	adapters   map[string]Adapter
+	adapters   map[string]registered
 	classifier *latency.Classifier
 }
 
@@ -35,7 +35,7 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 	}
 	c := &Client{
 		opts:       opts,
-		adapters:   map[string]Adapter{},
+		adapters:   map[string]registered{},
 		classifier: latency.NewClassifier(opts.ScaleToZeroWindow, opts.ScaleToZeroWindow > 0),
 	}
 	for _, a := range opts.Adapters {
@@ -47,7 +47,8 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 		if _, dup := c.adapters[k]; dup {
 			return nil, errcodes.Errorf(errcodes.InvalidParam, "cloudreq: two adapters for %s", k)
 		}
-		c.adapters[k] = a
+		_, streams := a.(Streamer)
+		c.adapters[k] = registered{ad: a, desc: d, streams: streams}
 	}
 	return c, nil
 }
@@ -55,8 +56,8 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 // Close closes the adapters that hold resources (io.Closer).
 func (c *Client) Close() error {
 	var errs []error
-	for _, a := range c.adapters {
-		if cl, ok := a.(io.Closer); ok {
+	for _, r := range c.adapters {
+		if cl, ok := r.ad.(io.Closer); ok {
 			errs = append(errs, cl.Close())
 		}
 	}
@@ -67,15 +68,22 @@ func (c *Client) Close() error {
 // serves, as "provider/service: action, action (stream)" lines.
 func (c *Client) Supported() []string {
 	var out []string
-	for k, a := range c.adapters {
-		s := k + ": " + strings.Join(a.Describe().Actions, ", ")
-		if _, ok := a.(Streamer); ok {
+	for k, r := range c.adapters {
+		s := k + ": " + strings.Join(r.desc.Actions, ", ")
+		if r.streams {
 			s += " (stream)"
 		}
 		out = append(out, s)
 	}
 	sort.Strings(out)
 	return out
+}
+
+// registered is an adapter with its description, read once at New.
+type registered struct {
+	ad      Adapter
+	desc    Description
+	streams bool
 }
 
 func adapterKey(provider, service string) string { return provider + "/" + service }
@@ -146,7 +154,6 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 	if cl.o.Timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, cl.o.Timeout)
 	}
-	cl.bo = cl.o.Retry.newBackOff()
 
 	ad, err := c.route(cl.req, stream)
 	if err != nil {
@@ -189,17 +196,17 @@ func (c *Client) route(req *CloudRequest, stream bool) (Adapter, *errcodes.Error
 		}
 		return errcodes.Errorf(errcodes.InvalidParam, "cloudreq: unsupported %s; supported: %s", what, list)
 	}
-	ad, ok := c.adapters[adapterKey(req.Provider, req.Service)]
+	r, ok := c.adapters[adapterKey(req.Provider, req.Service)]
 	if !ok {
 		return nil, unsupported(fmt.Sprintf("provider/service %q/%q", req.Provider, req.Service))
 	}
-	if !slices.Contains(ad.Describe().Actions, req.Action) {
+	if !slices.Contains(r.desc.Actions, req.Action) {
 		return nil, unsupported(fmt.Sprintf("action %q for %s/%s", req.Action, req.Provider, req.Service))
 	}
-	if _, ok := ad.(Streamer); stream && !ok {
+	if stream && !r.streams {
 		return nil, unsupported(fmt.Sprintf("streaming for %s/%s", req.Provider, req.Service))
 	}
-	return ad, nil
+	return r.ad, nil
 }
 
 // validate holds the checks every request must pass whatever the hooks.
@@ -394,6 +401,9 @@ func (cl *call) retryDelay(ctx context.Context, n int, e *errcodes.Error) (time.
 	}
 	if cl.payload.Body == nil && cl.payload.Reader != nil {
 		return 0, false // a one-shot body cannot be replayed
+	}
+	if cl.bo == nil {
+		cl.bo = r.newBackOff()
 	}
 	wait := cl.bo.NextBackOff()
 	if e.RetryAfter > 0 {

@@ -1,0 +1,96 @@
+package cloudreq_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/hooks"
+)
+
+// httpAdapter is the thinnest real adapter: POST the payload, read the body.
+type httpAdapter struct {
+	url string
+	hc  *http.Client
+}
+
+func (a *httpAdapter) Describe() cloudreq.Description {
+	return cloudreq.Description{Provider: "openai", Service: "openai-compatible", Actions: []string{"invoke"}}
+}
+
+func (a *httpAdapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, call.Body())
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	res, err := a.hc.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != 200 {
+		return nil, errcodes.New(errcodes.ForHTTPStatus(res.StatusCode), string(b))
+	}
+	return &cloudreq.CloudResponse{StatusCode: res.StatusCode, Data: b}, nil
+}
+
+var benchBody = []byte(`{"model":"m","messages":[{"role":"user","content":"hello there"}],"max_tokens":16}`)
+
+func benchServer(b *testing.B) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = w.Write([]byte(`{"choices":[{"message":{"content":"hi"}}]}`))
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// BenchmarkRawPOST is the baseline: a plain net/http POST of the same bytes.
+func BenchmarkRawPOST(b *testing.B) {
+	srv := benchServer(b)
+	hc := srv.Client()
+	b.ReportAllocs()
+	for b.Loop() {
+		hr, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL, bytes.NewReader(benchBody))
+		hr.Header.Set("Content-Type", "application/json")
+		res, err := hc.Do(hr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadAll(res.Body); err != nil {
+			b.Fatal(err)
+		}
+		res.Body.Close()
+	}
+}
+
+// BenchmarkInvoke is the same POST through cloudreq: the default hooks, the
+// retry loop, httptrace timing and start classification.
+func BenchmarkInvoke(b *testing.B) {
+	srv := benchServer(b)
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters: []cloudreq.Adapter{&httpAdapter{url: srv.URL, hc: srv.Client()}},
+		Hooks:    hooks.Default(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "invoke",
+		Target: cloudreq.Target{Model: "m"}, Payload: cloudreq.Payload{Body: benchBody}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Invoke(context.Background(), r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
