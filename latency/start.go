@@ -70,48 +70,138 @@ type Evidence struct {
 	Timeline *Timeline
 }
 
-// Classifier classifies starts using MEASUREMENT.md's evidence order. It keeps
-// per-endpoint state (last use) and is safe for concurrent use. The zero
-// value is not usable; call NewClassifier.
+// Classifier classifies starts using MEASUREMENT.md's evidence order, and
+// keeps the per-endpoint state that needs: recent completion times (for
+// first-request and idle-gap evidence) and the distribution of warm times
+// to first byte (for the statistical suspicion). It is safe for concurrent
+// use. The zero value is not usable; call NewClassifier.
 type Classifier struct {
-	// IdleWindow is the scale-to-zero window: a request after a longer idle
-	// gap is cold (reason idle-gap). Zero disables idle-gap evidence.
-	idleWindow time.Duration
-	// firstIsCold makes the first request to an endpoint cold (reason first-request).
+	idleWindow  time.Duration
 	firstIsCold bool
+	suspectK    float64
+	suspectMin  int
 
-	mu   sync.Mutex
-	last map[string]time.Time
+	mu        sync.Mutex
+	endpoints map[string]*endpointState
 }
 
-// NewClassifier returns a classifier. idleWindow is the endpoint's
+// endpointState is what a Classifier remembers about one endpoint.
+type endpointState struct {
+	// ends holds the end times of the last completed calls (a ring).
+	ends    [recentEnds]time.Time
+	next    int
+	total   int
+	evicted bool
+	// warm holds the times to first byte of warm calls.
+	warm Dist
+}
+
+// recentEnds is how many completion times an endpoint keeps: enough to
+// find, under heavy concurrency, the last completion before a call was sent.
+const recentEnds = 64
+
+// ClassifierOption configures a Classifier.
+type ClassifierOption func(*Classifier)
+
+// SuspectSlowFirstByte sets the statistical evidence (case 4): a call whose
+// time to first byte exceeds k × the endpoint's warm p50 is SuspectedCold,
+// once the endpoint has at least minWarm warm calls. k ≤ 1 or minWarm < 1
+// turns it off. The default is k = 3 after 10 warm calls.
+func SuspectSlowFirstByte(k float64, minWarm int) ClassifierOption {
+	return func(c *Classifier) { c.suspectK, c.suspectMin = k, minWarm }
+}
+
+// Defaults of the statistical evidence.
+const (
+	DefaultSuspectK       = 3
+	DefaultSuspectMinWarm = 10
+)
+
+// NewClassifier returns a classifier. idleWindow is the endpoints'
 // scale-to-zero window (0: none); firstIsCold says whether a client's first
 // request to an endpoint counts as cold.
-func NewClassifier(idleWindow time.Duration, firstIsCold bool) *Classifier {
-	return &Classifier{idleWindow: idleWindow, firstIsCold: firstIsCold, last: map[string]time.Time{}}
+func NewClassifier(idleWindow time.Duration, firstIsCold bool, opts ...ClassifierOption) *Classifier {
+	c := &Classifier{
+		idleWindow: idleWindow, firstIsCold: firstIsCold,
+		suspectK: DefaultSuspectK, suspectMin: DefaultSuspectMinWarm,
+		endpoints: map[string]*endpointState{},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// FirstByteTime is the time to first byte the statistical evidence uses:
+// from the final attempt's send to the first chunk of a stream (its first
+// body bytes: stream headers often come before any work is done), or to the
+// first response byte of a non-streamed call. It is false when the
+// timeline has neither.
+func FirstByteTime(tl *Timeline) (time.Duration, bool) {
+	a := tl.LastAttempt()
+	if a == nil {
+		return 0, false
+	}
+	if tl.Streamed && len(tl.Chunks) > 0 {
+		return tl.Chunks[0].At.Sub(a.Send), true
+	}
+	if !a.FirstByte.IsZero() {
+		return a.FirstByte.Sub(a.Send), true
+	}
+	return 0, false
 }
 
 // Classify returns the verdict for a successful call and records the
-// endpoint's last use. It also sets tl.ModelReady for cold starts.
+// endpoint's use. It also sets tl.ModelReady for cold starts whose ready
+// time is known. Evidence, strongest first:
+//
+//  1. the server reported a cold (or warm) start: ServerCold; the model
+//     was ready ServerSetup after the final send, and ServerSetup is the
+//     overhead;
+//  2. an earlier attempt was refused as not ready and the final one
+//     succeeded: the model was ready at the final send, and the overhead is
+//     final send − first send;
+//  3. no call to the endpoint had completed before this call's first send
+//     (first-request, when firstIsCold), or the last completion before it
+//     was longer ago than the scale-to-zero window (idle-gap): cold, with
+//     no known ready time or overhead;
+//  4. the time to first byte exceeds k × the endpoint's warm p50:
+//     SuspectedCold (slow-first-byte), never Cold.
+//
+// Otherwise the call is Warm (no-evidence). Warm calls feed the warm p50.
+// ConnectionCold is set apart whenever the final attempt opened a new
+// connection.
 func (c *Classifier) Classify(ev Evidence) Start {
 	tl := ev.Timeline
 	var st Start
-	var firstSend, lastSend time.Time
+	var firstSend, lastSend, end time.Time
 	if tl != nil && len(tl.Attempts) > 0 {
 		firstSend = tl.Attempts[0].Send
 		last := tl.Attempts[len(tl.Attempts)-1]
 		lastSend = last.Send
 		st.ConnectionCold = !last.ConnReused && !last.GotConn.IsZero()
 	}
+	if tl != nil {
+		end = tl.End
+	}
+	if end.IsZero() {
+		end = time.Now()
+	}
+	var fbt time.Duration
+	hasFBT := false
+	if tl != nil {
+		fbt, hasFBT = FirstByteTime(tl)
+	}
 
 	c.mu.Lock()
-	prev, seen := c.last[ev.Endpoint]
-	if tl != nil && !tl.End.IsZero() {
-		c.last[ev.Endpoint] = tl.End
-	} else {
-		c.last[ev.Endpoint] = time.Now()
+	defer c.mu.Unlock()
+	es := c.endpoints[ev.Endpoint]
+	if es == nil {
+		es = &endpointState{}
+		c.endpoints[ev.Endpoint] = es
 	}
-	c.mu.Unlock()
+	prev, seen, known := es.lastEndBefore(firstSend)
+	es.record(end)
 
 	switch {
 	case ev.ServerCold != nil:
@@ -131,12 +221,41 @@ func (c *Classifier) Classify(ev Evidence) Start {
 			tl.ModelReady = lastSend
 			st.Overhead = lastSend.Sub(firstSend)
 		}
-	case !seen && c.firstIsCold:
+	case known && !seen && c.firstIsCold:
 		st.Kind, st.Reason = Cold, ReasonFirstRequest
-	case seen && c.idleWindow > 0 && !firstSend.IsZero() && firstSend.Sub(prev) > c.idleWindow:
+	case known && seen && c.idleWindow > 0 && !firstSend.IsZero() && firstSend.Sub(prev) > c.idleWindow:
 		st.Kind, st.Reason = Cold, ReasonIdleGap
+	case hasFBT && c.suspectK > 1 && c.suspectMin > 0 && es.warm.Count() >= uint64(c.suspectMin) &&
+		float64(fbt) > c.suspectK*es.warm.Quantile(0.5):
+		st.Kind, st.Reason = SuspectedCold, ReasonSlowFirstByte
 	default:
 		st.Kind, st.Reason = Warm, ReasonNoEvidence
 	}
+	if st.Kind == Warm && hasFBT && fbt >= 0 {
+		es.warm.Add(int64(fbt))
+	}
 	return st
+}
+
+// lastEndBefore returns the latest recorded completion at or before t.
+// seen is false when none is; known is false when that cannot be told
+// because older completions were evicted from the ring.
+func (es *endpointState) lastEndBefore(t time.Time) (last time.Time, seen, known bool) {
+	n := min(es.total, recentEnds)
+	for i := 0; i < n; i++ {
+		e := es.ends[i]
+		if !e.After(t) && (!seen || e.After(last)) {
+			last, seen = e, true
+		}
+	}
+	return last, seen, seen || !es.evicted
+}
+
+func (es *endpointState) record(end time.Time) {
+	if es.total >= recentEnds {
+		es.evicted = true
+	}
+	es.ends[es.next] = end
+	es.next = (es.next + 1) % recentEnds
+	es.total++
 }

@@ -1,0 +1,144 @@
+package latency
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/stats"
+)
+
+type traceKey struct{}
+
+// ContextWithTrace returns a context that carries an attempt's trace to
+// the gRPC stats handler (NewGRPCStatsHandler). A gRPC adapter calls it
+// with cloudreq.Call.Trace before each RPC:
+//
+//	ctx = latency.ContextWithTrace(ctx, call.Trace)
+//	resp, err := client.Predict(ctx, req)
+func ContextWithTrace(ctx context.Context, tr *AttemptTrace) context.Context {
+	if tr == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, traceKey{}, tr)
+}
+
+// TraceFromContext returns the trace ContextWithTrace put in ctx, or nil.
+func TraceFromContext(ctx context.Context) *AttemptTrace {
+	tr, _ := ctx.Value(traceKey{}).(*AttemptTrace)
+	return tr
+}
+
+// GRPCStatsHandler fills AttemptTraces from gRPC's stats events, the gRPC
+// counterpart of net/http/httptrace. Install one per connection:
+//
+//	conn, err := grpc.NewClient(addr, grpc.WithStatsHandler(latency.NewGRPCStatsHandler()), …)
+//
+// and pass each attempt's trace through the RPC's context with
+// ContextWithTrace. RPCs without a trace are ignored. Events map to the
+// attempt as follows:
+//
+//   - OutHeader: the RPC has a connection (GotConn). When that connection
+//     became ready after the attempt's send and this is its first RPC, the
+//     attempt waited for it: ConnReused is false, ConnectStart is the send
+//     and ConnectDone the connection's ready time (gRPC reports no dial
+//     start nor a separate TLS handshake, so the wait is not split
+//     further). Otherwise ConnReused is true.
+//   - OutPayload: the request message was written (WroteRequest).
+//   - InHeader, InPayload or InTrailer, whichever comes first: FirstByte.
+//
+// The content chunks of a server stream are recorded by cloudreq's stream
+// reader, as for HTTP. A GRPCStatsHandler is safe for concurrent use.
+type GRPCStatsHandler struct {
+	mu    sync.Mutex
+	conns map[string]*grpcConn
+}
+
+type grpcConn struct {
+	ready time.Time
+	used  bool
+}
+
+type connKey struct{}
+
+// NewGRPCStatsHandler returns a handler for one gRPC client connection.
+func NewGRPCStatsHandler() *GRPCStatsHandler {
+	return &GRPCStatsHandler{conns: map[string]*grpcConn{}}
+}
+
+var _ stats.Handler = (*GRPCStatsHandler)(nil)
+
+func addrKey(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.Network() + "|" + a.String()
+}
+
+// TagConn implements stats.Handler: gRPC calls it once a connection is
+// established (TCP and any TLS handshake done), which is its ready time.
+func (h *GRPCStatsHandler) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	k := addrKey(info.LocalAddr)
+	h.mu.Lock()
+	h.conns[k] = &grpcConn{ready: time.Now()}
+	h.mu.Unlock()
+	return context.WithValue(ctx, connKey{}, k)
+}
+
+// HandleConn implements stats.Handler: it forgets ended connections.
+func (h *GRPCStatsHandler) HandleConn(ctx context.Context, s stats.ConnStats) {
+	if _, ok := s.(*stats.ConnEnd); !ok {
+		return
+	}
+	if k, ok := ctx.Value(connKey{}).(string); ok {
+		h.mu.Lock()
+		delete(h.conns, k)
+		h.mu.Unlock()
+	}
+}
+
+// TagRPC implements stats.Handler.
+func (h *GRPCStatsHandler) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
+	return ctx
+}
+
+// HandleRPC implements stats.Handler.
+func (h *GRPCStatsHandler) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	if !s.IsClient() {
+		return
+	}
+	tr := TraceFromContext(ctx)
+	if tr == nil {
+		return
+	}
+	now := time.Now()
+	switch ev := s.(type) {
+	case *stats.OutHeader:
+		send := tr.Send()
+		h.mu.Lock()
+		c := h.conns[addrKey(ev.LocalAddr)]
+		fresh := c != nil && !c.used && c.ready.After(send)
+		var ready time.Time
+		if c != nil {
+			ready = c.ready
+			c.used = true
+		}
+		h.mu.Unlock()
+		tr.Mark(func(a *Attempt) {
+			a.GotConn = now
+			a.ConnReused = !fresh
+			if fresh {
+				a.ConnectStart, a.ConnectDone = send, ready
+			}
+		})
+	case *stats.OutPayload:
+		tr.Mark(func(a *Attempt) { a.WroteRequest = now })
+	case *stats.InHeader, *stats.InPayload, *stats.InTrailer:
+		tr.Mark(func(a *Attempt) {
+			if a.FirstByte.IsZero() {
+				a.FirstByte = now
+			}
+		})
+	}
+}

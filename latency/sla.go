@@ -1,0 +1,273 @@
+package latency
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// Starts says which starts an SLA covers.
+type Starts string
+
+// SLA start scopes.
+const (
+	// StartsAll covers every request.
+	StartsAll Starts = "all"
+	// StartsWarm covers warm requests, suspected-cold ones included:
+	// suspicion is not evidence, and dropping the slowest warm requests on
+	// suspicion alone would flatter the warm SLA.
+	StartsWarm Starts = "warm"
+	// StartsCold covers cold requests (evidence 1–3 only).
+	StartsCold Starts = "cold"
+)
+
+// covers reports whether a request with start kind k falls in the scope.
+func (s Starts) covers(k StartKind) bool {
+	switch s {
+	case StartsWarm:
+		return k == Warm || k == SuspectedCold
+	case StartsCold:
+		return k == Cold
+	default:
+		return true
+	}
+}
+
+// SLA is one service-level objective: the Percentile of Metric over the
+// requests it covers must not exceed Threshold.
+//
+// Its text form, used by flags and config files, is
+//
+//	<metric> p<percentile> <threshold> [starts=warm|cold|all] [class=NAME] [endpoint=NAME] [name=NAME]
+//
+// for instance "ttft p95 150ms starts=warm" or "cold-start p50 1.2s
+// starts=cold endpoint=aws/sagemaker/llm". Thresholds are Go durations, or
+// plain numbers for the output-tokens metric.
+type SLA struct {
+	// Name labels the SLA in reports; empty: its text form.
+	Name string
+	// Metric is what is measured.
+	Metric Metric
+	// Percentile is in (0, 100]: 95 means p95.
+	Percentile float64
+	// Threshold is the limit: a duration in nanoseconds, or a count.
+	Threshold int64
+	// Starts is which starts it covers (default StartsAll).
+	Starts Starts
+	// Class and Endpoint restrict it to one request class or endpoint;
+	// empty covers all.
+	Class    string
+	Endpoint string
+}
+
+// ParseSLA parses an SLA's text form (see SLA).
+func ParseSLA(s string) (SLA, error) {
+	bad := func(format string, args ...any) (SLA, error) {
+		return SLA{}, errcodes.Errorf(errcodes.InvalidParam, "latency: SLA %q: "+format, append([]any{s}, args...)...)
+	}
+	f := strings.Fields(s)
+	if len(f) < 3 {
+		return bad("want \"<metric> p<percentile> <threshold> [starts=…] [class=…] [endpoint=…] [name=…]\"")
+	}
+	m, err := ParseMetric(f[0])
+	if err != nil {
+		return bad("%v", err)
+	}
+	ps, ok := strings.CutPrefix(strings.ToLower(f[1]), "p")
+	if !ok {
+		return bad("percentile %q must look like p95", f[1])
+	}
+	p, err := strconv.ParseFloat(ps, 64)
+	if err != nil || !(p > 0 && p <= 100) {
+		return bad("percentile %q must be in (0, 100]", f[1])
+	}
+	var th int64
+	if m.Info().Unit == Nanoseconds {
+		d, err := time.ParseDuration(f[2])
+		if err != nil || d <= 0 {
+			return bad("threshold %q must be a positive duration such as 150ms", f[2])
+		}
+		th = int64(d)
+	} else {
+		n, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || n <= 0 {
+			return bad("threshold %q must be a positive integer", f[2])
+		}
+		th = n
+	}
+	out := SLA{Metric: m, Percentile: p, Threshold: th, Starts: StartsAll}
+	for _, kv := range f[3:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || v == "" {
+			return bad("option %q must be key=value", kv)
+		}
+		switch strings.ToLower(k) {
+		case "starts":
+			switch st := Starts(strings.ToLower(v)); st {
+			case StartsAll, StartsWarm, StartsCold:
+				out.Starts = st
+			default:
+				return bad("starts %q must be warm, cold or all", v)
+			}
+		case "class":
+			out.Class = v
+		case "endpoint":
+			out.Endpoint = v
+		case "name":
+			out.Name = v
+		default:
+			return bad("unknown option %q (starts, class, endpoint, name)", k)
+		}
+	}
+	return out, nil
+}
+
+// String returns the SLA's text form.
+func (s SLA) String() string {
+	var b strings.Builder
+	b.WriteString(s.Metric.String())
+	b.WriteString(" p")
+	b.WriteString(strconv.FormatFloat(s.Percentile, 'g', -1, 64))
+	b.WriteByte(' ')
+	if s.Metric.Info().Unit == Nanoseconds {
+		b.WriteString(time.Duration(s.Threshold).String())
+	} else {
+		b.WriteString(strconv.FormatInt(s.Threshold, 10))
+	}
+	if s.Starts != "" && s.Starts != StartsAll {
+		b.WriteString(" starts=" + string(s.Starts))
+	}
+	if s.Class != "" {
+		b.WriteString(" class=" + s.Class)
+	}
+	if s.Endpoint != "" {
+		b.WriteString(" endpoint=" + s.Endpoint)
+	}
+	if s.Name != "" {
+		b.WriteString(" name=" + s.Name)
+	}
+	return b.String()
+}
+
+// Label is the SLA's name, or its text form when it has none.
+func (s SLA) Label() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return s.String()
+}
+
+// Validate checks the SLA's fields.
+func (s SLA) Validate() error {
+	_, err := ParseSLA(s.String())
+	if err == nil && strings.ContainsAny(s.Class+s.Endpoint+s.Name, " \t\n") {
+		err = errcodes.Errorf(errcodes.InvalidParam, "latency: SLA %q: class, endpoint and name cannot hold spaces", s.String())
+	}
+	return err
+}
+
+// MarshalText implements encoding.TextMarshaler (the text form).
+func (s SLA) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler (the text form).
+func (s *SLA) UnmarshalText(b []byte) error {
+	v, err := ParseSLA(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// applies reports whether the SLA covers a request of this endpoint, class
+// and start.
+func (s *SLA) applies(endpoint, class string, k StartKind) bool {
+	return (s.Endpoint == "" || s.Endpoint == endpoint) &&
+		(s.Class == "" || s.Class == class) &&
+		s.Starts.covers(k)
+}
+
+// met reports whether one request meets the SLA's threshold (goodput). A
+// request the SLA does not cover, or that lacks the metric (TPOT of a
+// one-token answer, say), meets it.
+func (s *SLA) met(smp *Sample) bool {
+	if !s.applies(smp.Endpoint, smp.Class, smp.Start) {
+		return true
+	}
+	v, ok := smp.Value(s.Metric)
+	return !ok || v <= s.Threshold
+}
+
+// SLAResult is one SLA checked against recorded requests.
+type SLAResult struct {
+	SLA SLA `json:"sla"`
+	// Count is how many values the measurement rests on.
+	Count uint64 `json:"count"`
+	// Measured is the percentile's value (nanoseconds or tokens).
+	Measured float64 `json:"measured"`
+	// Deviation is (Measured − Threshold) / Threshold: +0.08 is 8% over.
+	Deviation float64 `json:"deviation"`
+	// Pass is Measured ≤ Threshold; false as well with no data.
+	Pass bool `json:"pass"`
+	// NoData is true when no request was covered.
+	NoData bool `json:"no_data,omitempty"`
+	// Attribution says how much of an all-starts SLA's value the cold
+	// requests explain; nil for warm- or cold-only SLAs.
+	Attribution *Attribution `json:"attribution,omitempty"`
+}
+
+// Attribution splits an all-starts measurement between cold and other
+// requests.
+type Attribution struct {
+	// ColdCount is how many covered values came from cold requests, and
+	// SuspectedCount from suspected-cold ones (kept with the warm).
+	ColdCount      uint64 `json:"cold_count"`
+	SuspectedCount uint64 `json:"suspected_count"`
+	// WithoutCold is the percentile over the requests that are not cold.
+	WithoutCold float64 `json:"without_cold"`
+	// WithoutColdPass is whether the SLA would pass without the cold requests.
+	WithoutColdPass bool `json:"without_cold_pass"`
+	// ColdShare is the share of the deviation the cold requests explain:
+	// (Measured − WithoutCold) / (Measured − Threshold), clamped to [0, 1];
+	// 0 when the SLA passes.
+	ColdShare float64 `json:"cold_share"`
+}
+
+// CheckSLA measures an SLA over the recorder's requests.
+func (r *Recorder) CheckSLA(s SLA) SLAResult {
+	out := SLAResult{SLA: s}
+	q := s.Percentile / 100
+	all := r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, Starts: s.Starts})
+	out.Count = all.Count()
+	if out.Count == 0 {
+		out.NoData = true
+		return out
+	}
+	out.Measured = all.Quantile(q)
+	th := float64(s.Threshold)
+	out.Deviation = (out.Measured - th) / th
+	out.Pass = out.Measured <= th
+	if s.Starts == StartsAll || s.Starts == "" {
+		at := &Attribution{}
+		cold := r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, Starts: StartsCold})
+		at.ColdCount = cold.Count()
+		at.SuspectedCount = r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, kinds: []StartKind{SuspectedCold}}).Count()
+		warm := r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, Starts: StartsWarm})
+		if warm.Count() > 0 {
+			at.WithoutCold = warm.Quantile(q)
+			at.WithoutColdPass = at.WithoutCold <= th
+		}
+		if !out.Pass && at.ColdCount > 0 {
+			share := 1.0
+			if warm.Count() > 0 {
+				share = (out.Measured - at.WithoutCold) / (out.Measured - th)
+			}
+			at.ColdShare = math.Min(math.Max(share, 0), 1)
+		}
+		out.Attribution = at
+	}
+	return out
+}
