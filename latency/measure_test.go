@@ -30,8 +30,10 @@ func stream(chunks ...Chunk) *Timeline {
 	return tl
 }
 
-func content(msAt float64, tokens int) Chunk { return Chunk{At: at(msAt), Tokens: tokens, Content: true} }
-func empty(msAt float64) Chunk             { return Chunk{At: at(msAt)} }
+func content(msAt float64, tokens int) Chunk {
+	return Chunk{At: at(msAt), Tokens: tokens, Content: true}
+}
+func empty(msAt float64) Chunk { return Chunk{At: at(msAt)} }
 
 func durs(v ...float64) []time.Duration {
 	out := make([]time.Duration, len(v))
