@@ -1,0 +1,252 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+// Collection bounds: a result's size does not grow with the run's length.
+const (
+	// MaxPoints is how many per-request points a target result keeps for
+	// charts (a uniform reservoir sample of the requests).
+	MaxPoints = 5000
+	// MaxBuckets is how many time buckets a series keeps; the bucket width
+	// doubles when a run outgrows them.
+	MaxBuckets = 240
+	// firstBucket is the series' initial bucket width.
+	firstBucket = 250 * time.Millisecond
+)
+
+// groupMetrics are the single-valued metrics kept per group.
+var groupMetrics = []latency.Metric{
+	latency.TTFT, latency.TPOT, latency.E2E, latency.TTFTIntended, latency.E2EIntended,
+	latency.ScheduleLag, latency.ColdStart, latency.Queue, latency.ServerWait, latency.OutputTokens,
+}
+
+// collector is a target run's cloudreq.Observer: it measures every
+// finished call once (latency.Measure) and files the sample by class and
+// start kind, by tag, by time bucket, and in the chart reservoir.
+type collector struct {
+	plan  *Plan
+	t     *Target
+	start time.Time
+
+	sent atomic.Int64
+	done atomic.Int64
+	errs atomic.Int64
+	late atomic.Int64
+
+	scheduled atomic.Uint64 // float64 bits
+
+	ladder      *stepStats
+	ladderTrace *LadderTrace
+
+	mu       sync.Mutex
+	groups   map[groupKey]*Group
+	tags     map[string]map[string]*TagStats
+	errors   map[string]int64
+	series   *Series
+	points   []Point
+	seen     int64
+	rng      *rand.Rand
+	e2e      latency.Dist // progress p95
+	first    time.Time    // first send
+	last     time.Time    // last send
+	end      time.Time    // last end
+	tokens   int64
+	prevSnap Snapshot
+	prevAt   time.Time
+	rate     float64
+}
+
+type groupKey struct{ class, start string }
+
+func newCollector(p *Plan, t *Target) *collector {
+	return &collector{
+		plan: p, t: t,
+		groups: map[groupKey]*Group{},
+		tags:   map[string]map[string]*TagStats{},
+		errors: map[string]int64{},
+		series: &Series{Width: Duration(firstBucket)},
+		rng:    rand.New(rand.NewPCG(p.Seed, 7)),
+	}
+}
+
+func (c *collector) begin(t time.Time) {
+	c.start = t
+	c.prevAt = t
+}
+
+func (c *collector) setScheduled(r float64) { c.scheduled.Store(math.Float64bits(r)) }
+
+// StartCall implements cloudreq.Observer.
+func (c *collector) StartCall(ctx context.Context, req *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
+	return ctx, &call{c: c, class: req.Class, tags: req.Tags, endpoint: req.EndpointKey()}
+}
+
+// call is one call's observer.
+type call struct {
+	c        *collector
+	class    string
+	endpoint string
+	tags     map[string]string
+}
+
+// EndAttempt implements cloudreq.CallObserver.
+func (*call) EndAttempt(latency.Attempt, *errcodes.Error) {}
+
+// EndCall implements cloudreq.CallObserver.
+func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *errcodes.Error) {
+	out := latency.Outcome{Endpoint: o.endpoint, Class: o.class}
+	if err != nil {
+		out.Err = string(err.Code)
+	} else if resp != nil {
+		out.Start = resp.Start
+		out.OutputTokens = resp.Usage.OutputTokens
+		out.TokenSource = latency.TokenSource(resp.Usage.Source)
+	}
+	s := latency.Measure(tl, out)
+	var send time.Time
+	if tl != nil && len(tl.Attempts) > 0 {
+		send = tl.Attempts[0].Send
+	}
+	o.c.add(&s, o.tags, send)
+}
+
+// add files one measured call.
+func (c *collector) add(s *latency.Sample, tags map[string]string, send time.Time) {
+	c.done.Add(1)
+	if s.Err != "" {
+		c.errs.Add(1)
+	}
+	if lag, ok := s.Value(latency.ScheduleLag); ok && time.Duration(lag) > c.plan.Load.LateAfter.D() {
+		c.late.Add(1)
+	}
+	if c.ladder != nil {
+		c.ladder.add(s)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !send.IsZero() {
+		if c.first.IsZero() || send.Before(c.first) {
+			c.first = send
+		}
+		if send.After(c.last) {
+			c.last = send
+		}
+	}
+	if s.End.After(c.end) {
+		c.end = s.End
+	}
+	start := string(s.Start)
+	if s.Err != "" {
+		start = "error"
+		c.errors[s.Err]++
+	} else {
+		c.tokens += int64(s.OutputTokens)
+		if v, ok := s.Value(latency.E2E); ok {
+			c.e2e.Add(v)
+		}
+	}
+	k := groupKey{class: s.Class, start: start}
+	g := c.groups[k]
+	if g == nil {
+		g = &Group{Class: s.Class, Start: start, Dists: map[string]*latency.Dist{}}
+		c.groups[k] = g
+	}
+	g.add(s)
+	for dim, v := range tags {
+		m := c.tags[dim]
+		if m == nil {
+			m = map[string]*TagStats{}
+			c.tags[dim] = m
+		}
+		ts := m[v]
+		if ts == nil {
+			ts = &TagStats{}
+			m[v] = ts
+		}
+		ts.add(s)
+	}
+	at := s.Begin
+	if at.IsZero() {
+		at = s.End
+	}
+	off := at.Sub(c.start)
+	c.series.add(off, s)
+	c.seen++
+	p := newPoint(off, s)
+	if len(c.points) < MaxPoints {
+		c.points = append(c.points, p)
+	} else if j := c.rng.Int64N(c.seen); j < MaxPoints {
+		c.points[j] = p
+	}
+}
+
+// snapshot returns the live state for progress displays.
+func (c *collector) snapshot() Snapshot {
+	now := time.Now()
+	s := Snapshot{
+		Target: c.t.Name, Elapsed: now.Sub(c.start),
+		Sent: c.sent.Load(), Done: c.done.Load(), Errors: c.errs.Load(),
+		Scheduled: math.Float64frombits(c.scheduled.Load()),
+	}
+	c.mu.Lock()
+	if c.e2e.Count() > 0 {
+		s.P95 = time.Duration(c.e2e.Quantile(0.95))
+	}
+	if dt := now.Sub(c.prevAt); dt >= time.Second {
+		c.rate = float64(s.Done-c.prevSnap.Done) / dt.Seconds()
+		c.prevSnap, c.prevAt = s, now
+	}
+	s.Rate = c.rate
+	c.mu.Unlock()
+	return s
+}
+
+// result builds the target's result from what was collected.
+func (c *collector) result() *TargetResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.t
+	tr := &TargetResult{
+		Name: t.Name, Provider: t.Provider, Service: t.Service, Endpoint: t.Endpoint,
+		Model: t.Model, Action: t.Action, Stream: t.Stream,
+		Load: c.plan.Load.String(), Begin: c.start,
+		Sent: c.sent.Load(), Completed: c.done.Load(), Errors: c.errs.Load(), Late: c.late.Load(),
+		OutputTokens: c.tokens, ErrorCodes: c.errors,
+		Series: c.series, Points: c.points, Ladder: c.ladderTrace,
+	}
+	if !c.start.IsZero() {
+		end := c.end
+		if c.last.After(end) {
+			end = c.last
+		}
+		if end.After(c.start) {
+			tr.Wall = Duration(end.Sub(c.start))
+		}
+	}
+	if tr.Sent > 1 && c.last.After(c.first) {
+		tr.SendRate = float64(tr.Sent-1) / c.last.Sub(c.first).Seconds()
+	}
+	switch c.plan.Load.Model {
+	case LoadConstant, LoadPoisson:
+		tr.OfferedRate = c.plan.Load.Rate
+	}
+	for _, g := range c.groups {
+		tr.Groups = append(tr.Groups, g)
+	}
+	if len(c.tags) > 0 {
+		tr.Tags = c.tags
+	}
+	tr.sortGroups()
+	return tr
+}

@@ -1,0 +1,386 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// Plan is a whole benchmark: targets, load model, limits, request mix and
+// SLAs. It reads from YAML or JSON (see LoadPlan); every field has a flag
+// of the same name in `cloudinfer bench`.
+type Plan struct {
+	// Targets are benchmarked one after another, each with the same load.
+	Targets []Target `json:"targets" yaml:"targets"`
+	Load    Load     `json:"load" yaml:"load"`
+	Limits  Limits   `json:"limits" yaml:"limits"`
+	// Mix, when set, picks each request's class and tags.
+	Mix *Mix `json:"mix,omitempty" yaml:"mix,omitempty"`
+	// SLAs apply to every target (and, with a Class, to that class only).
+	SLAs []SLA `json:"slas,omitempty" yaml:"slas,omitempty"`
+	// Seed makes Poisson arrivals and the mix repeatable (default 1).
+	Seed uint64 `json:"seed,omitempty" yaml:"seed,omitempty"`
+}
+
+// Target is one endpoint to benchmark.
+type Target struct {
+	// Name labels the target in reports (default: endpoint, or model).
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
+	// Provider is aws, azure, gcp, alibaba or openai; Service defaults to
+	// the provider's one service (sagemaker, azureml, vertex, pai-eas,
+	// openai-compatible). A service name is accepted as provider too.
+	Provider string `json:"provider" yaml:"provider"`
+	Service  string `json:"service,omitempty" yaml:"service,omitempty"`
+	// Endpoint, Variant, Model and Path are the request's cloudreq.Target.
+	Endpoint string `json:"endpoint,omitempty" yaml:"endpoint,omitempty"`
+	Variant  string `json:"variant,omitempty" yaml:"variant,omitempty"`
+	Model    string `json:"model,omitempty" yaml:"model,omitempty"`
+	Path     string `json:"path,omitempty" yaml:"path,omitempty"`
+	// URL is the base URL to send to instead of the cloud's own endpoint
+	// (an emulator, a private gateway, an OpenAI-compatible server).
+	// Empty with no cloud configured: the embedded emulator.
+	URL string `json:"url,omitempty" yaml:"url,omitempty"`
+	// GRPCAddr is Vertex's gRPC address, when it differs from the cloud's.
+	GRPCAddr string `json:"grpc_addr,omitempty" yaml:"grpc_addr,omitempty"`
+	// Region, Project and Location locate the endpoint in its cloud.
+	Region   string `json:"region,omitempty" yaml:"region,omitempty"`
+	Project  string `json:"project,omitempty" yaml:"project,omitempty"`
+	Location string `json:"location,omitempty" yaml:"location,omitempty"`
+	// Action is generate (portable text generation; the default) or invoke
+	// (the payload's bytes sent as they are).
+	Action string `json:"action,omitempty" yaml:"action,omitempty"`
+	// Stream reads the response as a stream (TTFT, TPOT and ITL need it).
+	Stream bool `json:"stream,omitempty" yaml:"stream,omitempty"`
+	// Payload is what each request sends.
+	Payload Payload `json:"payload" yaml:"payload"`
+	// Header holds extra headers sent with every request. Values are never
+	// written to results.
+	Header map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"`
+	// ScaleToZero is the endpoint's scale-to-zero window, for cold-start
+	// classification of the first request and of requests after idle gaps.
+	ScaleToZero Duration `json:"scale_to_zero,omitempty" yaml:"scale_to_zero,omitempty"`
+}
+
+// Payload is what a request sends: a raw body (file or inline) for the
+// invoke action, or a prompt for generate — given, or generated with
+// PromptTokens tokens.
+type Payload struct {
+	// File is a raw body file, sent as it is (invoke).
+	File string `json:"file,omitempty" yaml:"file,omitempty"`
+	// Body is an inline raw body (invoke).
+	Body        string `json:"body,omitempty" yaml:"body,omitempty"`
+	ContentType string `json:"content_type,omitempty" yaml:"content_type,omitempty"`
+	// Prompt is the user message (generate). Empty: a prompt of
+	// PromptTokens tokens is generated.
+	Prompt string `json:"prompt,omitempty" yaml:"prompt,omitempty"`
+	// PromptTokens is the generated prompt's length (default 512).
+	PromptTokens int `json:"prompt_tokens,omitempty" yaml:"prompt_tokens,omitempty"`
+	// OutputTokens caps the output (generate); 0 leaves the server's default.
+	OutputTokens int `json:"output_tokens,omitempty" yaml:"output_tokens,omitempty"`
+
+	body []byte // File's content, read by Plan.Prepare
+}
+
+// Load is the load model.
+type Load struct {
+	// Model is closed (default), constant, poisson or ladder.
+	Model string `json:"model,omitempty" yaml:"model,omitempty"`
+	// Concurrency is the closed loop's worker count (default 1: sequential).
+	Concurrency int `json:"concurrency,omitempty" yaml:"concurrency,omitempty"`
+	// Rate is the open loop's rate in requests per second.
+	Rate float64 `json:"rate,omitempty" yaml:"rate,omitempty"`
+	// Ladder configures the ladder.
+	Ladder Ladder `json:"ladder,omitzero" yaml:"ladder,omitempty"`
+	// MaxInFlight caps an open loop's requests in flight (default 4096).
+	// At the cap a send waits for a slot — it is late, never dropped.
+	MaxInFlight int `json:"max_in_flight,omitempty" yaml:"max_in_flight,omitempty"`
+	// LateAfter is the schedule lag beyond which a send counts as late
+	// (default 10 ms).
+	LateAfter Duration `json:"late_after,omitempty" yaml:"late_after,omitempty"`
+}
+
+// Load models.
+const (
+	LoadClosed   = "closed"
+	LoadConstant = "constant"
+	LoadPoisson  = "poisson"
+	LoadLadder   = "ladder"
+)
+
+// Limits end each target's run: whichever comes first.
+type Limits struct {
+	// Duration bounds the measured part of the run.
+	Duration Duration `json:"duration,omitempty" yaml:"duration,omitempty"`
+	// Requests bounds the measured requests.
+	Requests int `json:"requests,omitempty" yaml:"requests,omitempty"`
+	// Warmup requests are sent one at a time before the measured run and
+	// left out of the results.
+	Warmup int `json:"warmup,omitempty" yaml:"warmup,omitempty"`
+}
+
+// SLA is one SLA spec: a percentile of a metric must not exceed a
+// threshold, for warm, cold or all starts, optionally of one class.
+type SLA struct {
+	Metric     string   `json:"metric" yaml:"metric"`
+	Percentile float64  `json:"percentile" yaml:"percentile"`
+	Threshold  Duration `json:"threshold" yaml:"threshold"`
+	// Starts is warm, cold or all (default all).
+	Starts string `json:"starts,omitempty" yaml:"starts,omitempty"`
+	Class  string `json:"class,omitempty" yaml:"class,omitempty"`
+}
+
+// Validate reports an SLA spec that cannot be evaluated.
+func (s SLA) Validate() error {
+	switch {
+	case s.Metric != MetricTTFT && s.Metric != MetricTPOT && s.Metric != MetricITL && s.Metric != MetricE2E:
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: SLA metric %q: want ttft, tpot, itl or e2e", s.Metric)
+	case !(s.Percentile > 0 && s.Percentile < 100):
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: SLA percentile %g must lie in (0, 100)", s.Percentile)
+	case s.Threshold <= 0:
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: SLA threshold %v must be positive", s.Threshold)
+	case s.Starts != "" && s.Starts != "warm" && s.Starts != "cold" && s.Starts != "all":
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: SLA starts %q: want warm, cold or all", s.Starts)
+	}
+	return nil
+}
+
+// Defaults.
+const (
+	DefaultPromptTokens = 512
+	DefaultMaxInFlight  = 4096
+	DefaultLateAfter    = 10 * time.Millisecond
+	// MaxWorkers bounds the concurrency and the requests in flight.
+	MaxWorkers = 1 << 20
+	// MaxPromptTokens bounds a generated prompt.
+	MaxPromptTokens = 1 << 20
+)
+
+// services maps a provider (or service name used as one) to its pair.
+var services = map[string][2]string{
+	cloudreq.ProviderAWS:             {cloudreq.ProviderAWS, cloudreq.ServiceSageMaker},
+	cloudreq.ServiceSageMaker:        {cloudreq.ProviderAWS, cloudreq.ServiceSageMaker},
+	cloudreq.ProviderAzure:           {cloudreq.ProviderAzure, cloudreq.ServiceAzureML},
+	cloudreq.ServiceAzureML:          {cloudreq.ProviderAzure, cloudreq.ServiceAzureML},
+	cloudreq.ProviderGCP:             {cloudreq.ProviderGCP, cloudreq.ServiceVertex},
+	cloudreq.ServiceVertex:           {cloudreq.ProviderGCP, cloudreq.ServiceVertex},
+	cloudreq.ProviderAlibaba:         {cloudreq.ProviderAlibaba, cloudreq.ServicePAIEAS},
+	cloudreq.ServicePAIEAS:           {cloudreq.ProviderAlibaba, cloudreq.ServicePAIEAS},
+	"paieas":                         {cloudreq.ProviderAlibaba, cloudreq.ServicePAIEAS},
+	cloudreq.ProviderOpenAI:          {cloudreq.ProviderOpenAI, cloudreq.ServiceOpenAICompatible},
+	cloudreq.ServiceOpenAICompatible: {cloudreq.ProviderOpenAI, cloudreq.ServiceOpenAICompatible},
+}
+
+// LoadPlan reads a plan from a YAML or JSON file (JSON is YAML). Unknown
+// fields are errors, so a typo never silently changes a run. Payload
+// files are resolved relative to the plan's directory.
+func LoadPlan(path string) (*Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: read plan")
+	}
+	p, err := ParsePlan(b)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(path)
+	for i := range p.Targets {
+		if f := p.Targets[i].Payload.File; f != "" && !filepath.IsAbs(f) {
+			p.Targets[i].Payload.File = filepath.Join(dir, f)
+		}
+	}
+	return p, nil
+}
+
+// ParsePlan parses a plan from YAML or JSON bytes.
+func ParsePlan(b []byte) (*Plan, error) {
+	var p Plan
+	var err error
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(&p)
+	} else {
+		err = yaml.UnmarshalWithOptions(b, &p, yaml.DisallowUnknownField())
+	}
+	if err != nil {
+		var e *errcodes.Error
+		if errors.As(err, &e) {
+			return nil, e
+		}
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: parse plan: "+firstLine(err.Error()))
+	}
+	return &p, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Prepare fills defaults, reads payload files and validates the plan. It
+// must be called (Run does) before the plan is used.
+func (p *Plan) Prepare() error {
+	bad := func(format string, args ...any) error {
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: "+format, args...)
+	}
+	if p.Seed == 0 {
+		p.Seed = 1
+	}
+	if len(p.Targets) == 0 {
+		return bad("no targets")
+	}
+	names := map[string]bool{}
+	for i := range p.Targets {
+		t := &p.Targets[i]
+		if err := t.prepare(); err != nil {
+			return err
+		}
+		if names[t.Name] {
+			return bad("two targets named %q; give them distinct names", t.Name)
+		}
+		names[t.Name] = true
+	}
+	l := &p.Load
+	if l.Model == "" {
+		l.Model = LoadClosed
+	}
+	if l.MaxInFlight == 0 {
+		l.MaxInFlight = DefaultMaxInFlight
+	}
+	if l.LateAfter == 0 {
+		l.LateAfter = Duration(DefaultLateAfter)
+	}
+	if l.MaxInFlight < 0 || l.MaxInFlight > MaxWorkers {
+		return bad("max in flight %d must lie in [1, %d]", l.MaxInFlight, MaxWorkers)
+	}
+	switch l.Model {
+	case LoadClosed:
+		if l.Concurrency == 0 {
+			l.Concurrency = 1
+		}
+		if l.Concurrency < 0 || l.Concurrency > MaxWorkers {
+			return bad("concurrency %d must lie in [1, %d]", l.Concurrency, MaxWorkers)
+		}
+	case LoadConstant, LoadPoisson:
+		if !(l.Rate > 0) || math.IsInf(l.Rate, 0) {
+			return bad("load %s needs a positive --rate (got %g)", l.Model, l.Rate)
+		}
+	case LoadLadder:
+		l.Ladder = l.Ladder.WithDefaults()
+		if err := l.Ladder.Validate(); err != nil {
+			return err
+		}
+	default:
+		return bad("load model %q: want closed, constant, poisson or ladder", l.Model)
+	}
+	lim := p.Limits
+	if lim.Duration < 0 || lim.Requests < 0 || lim.Warmup < 0 {
+		return bad("limits must not be negative")
+	}
+	if lim.Duration == 0 && lim.Requests == 0 {
+		return bad("set a duration or a request count (or both)")
+	}
+	if p.Mix != nil {
+		if err := p.Mix.Validate(); err != nil {
+			return err
+		}
+		for i := range p.Mix.Classes {
+			if pl := p.Mix.Classes[i].Payload; pl != nil {
+				if err := pl.read(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, s := range p.SLAs {
+		if err := s.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Target) prepare() error {
+	pair, ok := services[strings.ToLower(t.Provider)]
+	if !ok {
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: provider %q: want aws, azure, gcp, alibaba or openai", t.Name, t.Provider)
+	}
+	if t.Service != "" && t.Service != pair[1] {
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: provider %s serves %s, not %q", t.Name, pair[0], pair[1], t.Service)
+	}
+	t.Provider, t.Service = pair[0], pair[1]
+	if t.Endpoint == "" && t.Model == "" {
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q needs an endpoint or a model", t.Name)
+	}
+	if t.Name == "" {
+		t.Name = t.Endpoint
+		if t.Name == "" {
+			t.Name = t.Model
+		}
+	}
+	if t.Action == "" {
+		t.Action = cloudreq.ActionGenerate
+		if t.Payload.File != "" || t.Payload.Body != "" {
+			t.Action = cloudreq.ActionInvoke
+		}
+	}
+	if t.Action != cloudreq.ActionGenerate && t.Action != cloudreq.ActionInvoke {
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: action %q: want generate or invoke", t.Name, t.Action)
+	}
+	if err := t.Payload.read(); err != nil {
+		return err
+	}
+	if t.Action == cloudreq.ActionInvoke && len(t.Payload.body) == 0 {
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: invoke needs a payload file or body", t.Name)
+	}
+	return nil
+}
+
+func (pl *Payload) read() error {
+	switch {
+	case pl.File != "" && pl.Body != "":
+		return errcodes.New(errcodes.InvalidParam, "bench: payload: give a file or a body, not both")
+	case pl.File != "":
+		b, err := os.ReadFile(pl.File)
+		if err != nil {
+			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: payload file")
+		}
+		pl.body = b
+	case pl.Body != "":
+		pl.body = []byte(pl.Body)
+	}
+	if pl.PromptTokens < 0 || pl.OutputTokens < 0 || pl.PromptTokens > MaxPromptTokens {
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: payload: token counts must lie in [0, %d]", MaxPromptTokens)
+	}
+	if pl.PromptTokens == 0 {
+		pl.PromptTokens = DefaultPromptTokens
+	}
+	return nil
+}
+
+// String describes the load model in one line.
+func (l Load) String() string {
+	switch l.Model {
+	case LoadConstant, LoadPoisson:
+		return fmt.Sprintf("%s %.4g req/s", l.Model, l.Rate)
+	case LoadLadder:
+		ld := l.Ladder
+		return fmt.Sprintf("ladder %.4g→%.4g req/s (+%.4g, ×%.2g, floor %.4g), step %v, p95 %s high %v / low %v",
+			ld.Start, ld.Target, ld.Increment, ld.Backoff, ld.Floor, ld.Step, ld.Metric, ld.HighWater, ld.LowWater)
+	default:
+		return fmt.Sprintf("closed loop, concurrency %d", l.Concurrency)
+	}
+}

@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+)
+
+func TestLoadPlanYAML(t *testing.T) {
+	p, err := LoadPlan("testdata/plan.yaml")
+	require.NoError(t, err)
+	require.NoError(t, p.Prepare())
+	require.Len(t, p.Targets, 2)
+	a, b := p.Targets[0], p.Targets[1]
+	assert.Equal(t, cloudreq.ProviderOpenAI, a.Provider)
+	assert.Equal(t, cloudreq.ServiceOpenAICompatible, a.Service)
+	assert.Equal(t, cloudreq.ActionGenerate, a.Action)
+	assert.True(t, a.Stream)
+	assert.Equal(t, 256, a.Payload.PromptTokens)
+	assert.Equal(t, cloudreq.ProviderAWS, b.Provider)
+	assert.Equal(t, cloudreq.ServiceSageMaker, b.Service)
+	assert.Equal(t, cloudreq.ActionInvoke, b.Action, "a payload file means invoke")
+	assert.Contains(t, string(b.Payload.body), "max_new_tokens")
+	assert.Equal(t, LoadPoisson, p.Load.Model)
+	assert.Equal(t, 20.0, p.Load.Rate)
+	assert.Equal(t, Duration(30*time.Second), p.Limits.Duration)
+	assert.Equal(t, 2, p.Limits.Warmup)
+	assert.Equal(t, Duration(DefaultLateAfter), p.Load.LateAfter)
+	require.NotNil(t, p.Mix)
+	assert.Equal(t, 0.45, p.Mix.Classes[1].Weight)
+	assert.Equal(t, Duration(300*time.Millisecond), p.Mix.Classes[0].SLAs[0].Threshold)
+	assert.Equal(t, "warm", p.SLAs[0].Starts)
+	assert.Equal(t, uint64(9), p.Seed)
+
+	req := buildRequest(&p.Targets[1], &p.Mix.Classes[0])
+	assert.Equal(t, "/api/order/create", req.Class)
+	assert.Equal(t, "bench", req.Header.Get("X-Team"))
+	gen := buildRequest(&p.Targets[0], nil)
+	require.NotNil(t, gen.Generate)
+	assert.Equal(t, 64, gen.Generate.MaxTokens)
+}
+
+func TestParsePlanJSONEqualsYAML(t *testing.T) {
+	y, err := LoadPlan("testdata/plan.yaml")
+	require.NoError(t, err)
+	b, err := json.Marshal(y)
+	require.NoError(t, err)
+	j, err := ParsePlan(b)
+	require.NoError(t, err)
+	assert.Equal(t, y, j)
+}
+
+func TestParsePlanErrors(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"unknown field", "targets: []\nlod: {}\n", "lod"},
+		{"unknown json field", `{"targetz": []}`, "targetz"},
+		{"bad duration", "limits: {duration: soon}\n", "bad duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParsePlan([]byte(tt.in))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "ERR_INVALID_PARAM")
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestPrepareRejects(t *testing.T) {
+	ok := func() *Plan {
+		return &Plan{Targets: []Target{{Provider: "openai", Model: "m"}}, Limits: Limits{Requests: 1}}
+	}
+	require.NoError(t, ok().Prepare())
+	tests := []struct {
+		name string
+		edit func(*Plan)
+		want string
+	}{
+		{"no targets", func(p *Plan) { p.Targets = nil }, "no targets"},
+		{"bad provider", func(p *Plan) { p.Targets[0].Provider = "ibm" }, "provider"},
+		{"wrong service", func(p *Plan) { p.Targets[0].Service = "vertex" }, "serves"},
+		{"no endpoint", func(p *Plan) { p.Targets[0].Model = "" }, "endpoint or a model"},
+		{"duplicate names", func(p *Plan) { p.Targets = append(p.Targets, p.Targets[0]) }, "two targets"},
+		{"no limit", func(p *Plan) { p.Limits = Limits{} }, "duration or a request count"},
+		{"open loop without rate", func(p *Plan) { p.Load.Model = LoadConstant }, "positive --rate"},
+		{"unknown model", func(p *Plan) { p.Load.Model = "burst" }, "load model"},
+		{"bad ladder", func(p *Plan) { p.Load = Load{Model: LoadLadder, Ladder: Ladder{Backoff: 2}} }, "back-off"},
+		{"bad action", func(p *Plan) { p.Targets[0].Action = "train" }, "action"},
+		{"invoke without body", func(p *Plan) { p.Targets[0].Action = "invoke" }, "payload"},
+		{"missing payload file", func(p *Plan) { p.Targets[0].Payload.File = "testdata/nope" }, "payload file"},
+		{"bad sla", func(p *Plan) { p.SLAs = []SLA{{Metric: "ttft", Percentile: 95}} }, "threshold"},
+		{"negative limit", func(p *Plan) { p.Limits.Warmup = -1 }, "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ok()
+			tt.edit(p)
+			err := p.Prepare()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Contains(t, err.Error(), "ERR_INVALID_PARAM")
+		})
+	}
+}
+
+func TestPublicPlanHidesSecrets(t *testing.T) {
+	p := &Plan{Targets: []Target{{Provider: "openai", Model: "m", Header: map[string]string{"Authorization": "Bearer sk-123"},
+		Payload: Payload{Body: `{"secret":"x"}`}}}, Limits: Limits{Requests: 1}}
+	require.NoError(t, p.Prepare())
+	b, err := json.Marshal(p.public())
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "sk-123")
+	assert.NotContains(t, string(b), `secret`)
+	assert.Equal(t, "Bearer sk-123", p.Targets[0].Header["Authorization"], "the plan itself is unchanged")
+}
+
+func TestPromptLength(t *testing.T) {
+	for _, n := range []int{1, 512, 4096} {
+		words := 0
+		inWord := false
+		for _, r := range Prompt(n) {
+			if r == ' ' {
+				inWord = false
+			} else if !inWord {
+				words++
+				inWord = true
+			}
+		}
+		assert.Equal(t, n, words)
+	}
+	assert.Equal(t, Prompt(64), Prompt(64))
+}
+
+func FuzzParsePlan(f *testing.F) {
+	b, err := os.ReadFile("testdata/plan.yaml")
+	require.NoError(f, err)
+	f.Add(b)
+	f.Add([]byte(`{"targets":[{"provider":"openai","model":"m"}],"limits":{"requests":3}}`))
+	f.Add([]byte("load: {model: ladder, ladder: {step: 1s, high_water: 200}}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParsePlan(b)
+		if err != nil {
+			return
+		}
+		for i := range p.Targets {
+			p.Targets[i].Payload.File = "" // never read files named by fuzz input
+		}
+		if p.Mix != nil {
+			for i := range p.Mix.Classes {
+				if pl := p.Mix.Classes[i].Payload; pl != nil {
+					pl.File = ""
+				}
+			}
+		}
+		if p.Prepare() != nil {
+			return
+		}
+		for i := range p.Targets {
+			_ = buildRequest(&p.Targets[i], nil)
+		}
+		if p.Mix != nil {
+			NewPicker(p.Mix, p.Seed).Next()
+		}
+	})
+}

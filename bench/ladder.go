@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// Ladder is the dynamic QPS ladder of MEASUREMENT.md. Every Step the p95
+// latency of the requests completed in the step is read:
+//
+//   - p95 > HighWater: next rate = max(Floor, current × Backoff);
+//   - current < Target and p95 < LowWater: next rate = min(Target, current + Increment);
+//   - otherwise the rate holds.
+//
+// The run reports the rate trace and the highest rate held with p95 under
+// the high-water mark.
+type Ladder struct {
+	// Start is the first step's rate (default Floor).
+	Start float64 `json:"start,omitempty" yaml:"start,omitempty"`
+	// Increment is added to the rate on a climb (default 50 QPS).
+	Increment float64 `json:"increment,omitempty" yaml:"increment,omitempty"`
+	// Floor is the lowest rate a back-off goes to (default 10 QPS).
+	Floor float64 `json:"floor,omitempty" yaml:"floor,omitempty"`
+	// Target is the highest rate a climb goes to (default 500 QPS).
+	Target float64 `json:"target,omitempty" yaml:"target,omitempty"`
+	// Backoff multiplies the rate on a back-off (default 0.7).
+	Backoff float64 `json:"backoff,omitempty" yaml:"backoff,omitempty"`
+	// Step is how long each rate is held before it is reconsidered
+	// (default 10 s).
+	Step Duration `json:"step,omitempty" yaml:"step,omitempty"`
+	// HighWater and LowWater are the p95 thresholds (defaults 200 ms and
+	// 120 ms).
+	HighWater Duration `json:"high_water,omitempty" yaml:"high_water,omitempty"`
+	LowWater  Duration `json:"low_water,omitempty" yaml:"low_water,omitempty"`
+	// Metric is the latency the ladder watches: "e2e" (default) or "ttft".
+	Metric string `json:"metric,omitempty" yaml:"metric,omitempty"`
+}
+
+// Ladder defaults, from MEASUREMENT.md.
+const (
+	DefaultLadderIncrement = 50
+	DefaultLadderFloor     = 10
+	DefaultLadderTarget    = 500
+	DefaultLadderBackoff   = 0.7
+	DefaultLadderStep      = 10 * time.Second
+	DefaultHighWater       = 200 * time.Millisecond
+	DefaultLowWater        = 120 * time.Millisecond
+)
+
+// WithDefaults returns l with every zero field set to its default.
+func (l Ladder) WithDefaults() Ladder {
+	if l.Increment == 0 {
+		l.Increment = DefaultLadderIncrement
+	}
+	if l.Floor == 0 {
+		l.Floor = DefaultLadderFloor
+	}
+	if l.Target == 0 {
+		l.Target = DefaultLadderTarget
+	}
+	if l.Backoff == 0 {
+		l.Backoff = DefaultLadderBackoff
+	}
+	if l.Step == 0 {
+		l.Step = Duration(DefaultLadderStep)
+	}
+	if l.HighWater == 0 {
+		l.HighWater = Duration(DefaultHighWater)
+	}
+	if l.LowWater == 0 {
+		l.LowWater = Duration(DefaultLowWater)
+	}
+	if l.Start == 0 {
+		l.Start = l.Floor
+	}
+	if l.Metric == "" {
+		l.Metric = MetricE2E
+	}
+	return l
+}
+
+// Validate reports a ladder that cannot run, as ERR_INVALID_PARAM.
+func (l Ladder) Validate() error {
+	bad := func(format string, args ...any) error {
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: ladder: "+format, args...)
+	}
+	switch {
+	case !(l.Floor > 0) || math.IsInf(l.Floor, 0):
+		return bad("floor %g must be a positive rate", l.Floor)
+	case !(l.Target >= l.Floor) || math.IsInf(l.Target, 0):
+		return bad("target %g must be at least the floor %g", l.Target, l.Floor)
+	case !(l.Start >= l.Floor && l.Start <= l.Target):
+		return bad("start %g must lie between floor %g and target %g", l.Start, l.Floor, l.Target)
+	case !(l.Increment > 0) || math.IsInf(l.Increment, 0):
+		return bad("step size %g must be positive", l.Increment)
+	case !(l.Backoff > 0 && l.Backoff < 1):
+		return bad("back-off factor %g must lie in (0, 1)", l.Backoff)
+	case l.Step <= 0:
+		return bad("step length %v must be positive", l.Step)
+	case l.LowWater <= 0 || l.HighWater < l.LowWater:
+		return bad("need 0 < low-water (%v) <= high-water (%v)", l.LowWater, l.HighWater)
+	case l.Metric != MetricE2E && l.Metric != MetricTTFT:
+		return bad("metric %q: want %q or %q", l.Metric, MetricE2E, MetricTTFT)
+	}
+	return nil
+}
+
+// LadderAction is what the ladder did after a step.
+type LadderAction string
+
+// Ladder actions.
+const (
+	Hold    LadderAction = "hold"
+	BackOff LadderAction = "back-off"
+	Climb   LadderAction = "climb"
+)
+
+// NextRate is the ladder's rule: the rate of the next step given the
+// current rate and the step's p95. ok is false when the step produced no
+// completed request, which counts as over the high-water mark (requests
+// were sent and none came back in time). The function is pure, so the
+// ladder is tested without a clock.
+func (l Ladder) NextRate(current float64, p95 time.Duration, ok bool) (float64, LadderAction) {
+	switch {
+	case !ok || p95 > l.HighWater.D():
+		return max(l.Floor, current*l.Backoff), BackOff
+	case current < l.Target && p95 < l.LowWater.D():
+		return min(l.Target, current+l.Increment), Climb
+	default:
+		return current, Hold
+	}
+}
+
+// LadderStep is one step of a ladder run's rate trace.
+type LadderStep struct {
+	// Index counts from 0.
+	Index int `json:"index"`
+	// Start is the step's start, as an offset from the run's start.
+	Start Duration `json:"start"`
+	// Rate is the step's scheduled rate (requests per second).
+	Rate float64 `json:"rate"`
+	// Sent is how many requests the step sent; Completed how many ended in
+	// it, Errors how many of those failed.
+	Sent      int `json:"sent"`
+	Completed int `json:"completed"`
+	Errors    int `json:"errors"`
+	// P95 is the step's p95 of the ladder's metric over its successful
+	// requests; P95Known is false when none completed.
+	P95      Duration `json:"p95"`
+	P95Known bool     `json:"p95_known"`
+	// Action and Next are the ladder's decision after the step.
+	Action LadderAction `json:"action"`
+	Next   float64      `json:"next"`
+}
+
+// LadderTrace is a ladder run's outcome.
+type LadderTrace struct {
+	Config Ladder       `json:"config"`
+	Steps  []LadderStep `json:"steps"`
+}
+
+// HighestHeld returns the highest rate of a step whose p95 stayed at or
+// under the high-water mark, and false when no step did.
+func (t *LadderTrace) HighestHeld() (float64, bool) {
+	best, ok := 0.0, false
+	for _, s := range t.Steps {
+		if s.P95Known && s.P95 <= t.Config.HighWater && s.Completed > 0 && s.Rate > best {
+			best, ok = s.Rate, true
+		}
+	}
+	return best, ok
+}
+
+// String renders the trace as "10→60 (climb) …" for logs.
+func (s LadderStep) String() string {
+	return fmt.Sprintf("step %d @%.1f/s p95=%v %s → %.1f/s", s.Index, s.Rate, s.P95.D(), s.Action, s.Next)
+}

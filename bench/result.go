@@ -1,0 +1,451 @@
+package bench
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+// ResultVersion is the version of the Result JSON format.
+const ResultVersion = 1
+
+// Result is a whole benchmark's outcome. It is JSON (Save, ReadResult),
+// and results of the same plan run on several machines merge into one
+// (Merge): distributions merge exactly, counts add up.
+type Result struct {
+	Version int `json:"version"`
+	// Plan is the plan that ran (payload bodies and header values left out).
+	Plan *Plan `json:"plan"`
+	// Begin and End bound the run (wall clock, for the record).
+	Begin time.Time `json:"begin"`
+	End   time.Time `json:"end"`
+	// Hosts names the machines whose runs are in the result, with their
+	// CPU count.
+	Hosts   []Host          `json:"hosts"`
+	Targets []*TargetResult `json:"targets"`
+}
+
+// Host is a machine that contributed to a result.
+type Host struct {
+	Name string `json:"name"`
+	CPUs int    `json:"cpus"`
+}
+
+// TargetResult is one target's outcome.
+type TargetResult struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	Service  string `json:"service"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Action   string `json:"action"`
+	Stream   bool   `json:"stream"`
+	Load     string `json:"load"`
+	// Begin is when the measured run started; Wall is how long it took,
+	// to the last response.
+	Begin time.Time `json:"begin"`
+	Wall  Duration  `json:"wall"`
+	// Sent, Completed and Errors count measured requests; Late counts
+	// sends whose schedule lag passed Load.LateAfter.
+	Sent      int64 `json:"sent"`
+	Completed int64 `json:"completed"`
+	Errors    int64 `json:"errors"`
+	Late      int64 `json:"late"`
+	// OfferedRate is the open loop's scheduled rate (0 otherwise);
+	// SendRate the rate the sends achieved: (sent − 1) / (last − first send).
+	OfferedRate float64 `json:"offered_rate,omitempty"`
+	SendRate    float64 `json:"send_rate,omitempty"`
+	// OutputTokens sums N_out over successful requests.
+	OutputTokens int64 `json:"output_tokens"`
+	// CPU is the process's CPU use during the run, as a share of all the
+	// machine's cores (−1: not measured).
+	CPU float64 `json:"cpu"`
+	// ErrorCodes counts failed requests by portable code.
+	ErrorCodes map[string]int64 `json:"error_codes,omitempty"`
+	// Groups holds the distributions, by class and start kind ("warm",
+	// "cold", "suspected-cold"; "error" for failed requests).
+	Groups []*Group `json:"groups"`
+	// Tags holds per tag dimension and value the count and E2E.
+	Tags map[string]map[string]*TagStats `json:"tags,omitempty"`
+	// Series is the run over time; Points a sample of requests for charts.
+	Series *Series      `json:"series"`
+	Points []Point      `json:"points,omitempty"`
+	Ladder *LadderTrace `json:"ladder,omitempty"`
+	// Warnings are the generator's own problems that may distort the
+	// figures (CPU-bound, behind schedule).
+	Warnings []string `json:"warnings,omitempty"`
+	// Fatal says why the target could not be run at all.
+	Fatal string `json:"fatal,omitempty"`
+	// Machines is how many runs were merged into this one.
+	Machines int `json:"machines,omitempty"`
+}
+
+// Group is the distributions of one class's requests with one start kind.
+type Group struct {
+	Class string `json:"class,omitempty"`
+	Start string `json:"start"`
+	Count int64  `json:"count"`
+	// Dists maps a metric name (latency.Metric's) to its distribution.
+	Dists map[string]*latency.Dist `json:"dists"`
+}
+
+func (g *Group) add(s *latency.Sample) {
+	g.Count++
+	if s.Err != "" {
+		return
+	}
+	for _, m := range groupMetrics {
+		if v, ok := s.Value(m); ok {
+			g.dist(m).Add(v)
+		}
+	}
+	if len(s.ITL) > 0 {
+		d, dt := g.dist(latency.ITL), g.dist(latency.ITLToken)
+		for i, v := range s.ITL {
+			d.Add(int64(v))
+			dt.Add(int64(s.ITLPerToken[i]))
+		}
+	}
+}
+
+func (g *Group) dist(m latency.Metric) *latency.Dist {
+	d := g.Dists[m.String()]
+	if d == nil {
+		d = &latency.Dist{}
+		g.Dists[m.String()] = d
+	}
+	return d
+}
+
+// Dist returns the group's distribution of m, or nil.
+func (g *Group) Dist(m latency.Metric) *latency.Dist { return g.Dists[m.String()] }
+
+// TagStats is the requests with one value of a tag dimension.
+type TagStats struct {
+	Count  int64         `json:"count"`
+	Errors int64         `json:"errors"`
+	E2E    *latency.Dist `json:"e2e,omitempty"`
+}
+
+func (t *TagStats) add(s *latency.Sample) {
+	t.Count++
+	if s.Err != "" {
+		t.Errors++
+		return
+	}
+	if v, ok := s.Value(latency.E2E); ok {
+		if t.E2E == nil {
+			t.E2E = &latency.Dist{}
+		}
+		t.E2E.Add(v)
+	}
+}
+
+// Series is a run over time, in buckets of Width from the run's start, by
+// intended send time (the call's start in a closed loop).
+type Series struct {
+	Width   Duration  `json:"width"`
+	Buckets []*Bucket `json:"buckets"`
+}
+
+// Bucket is one time bucket of a Series.
+type Bucket struct {
+	Count  int64         `json:"count"`
+	Errors int64         `json:"errors"`
+	Cold   int64         `json:"cold"`
+	E2E    *latency.Dist `json:"e2e,omitempty"`
+	TTFT   *latency.Dist `json:"ttft,omitempty"`
+}
+
+func (s *Series) add(off time.Duration, smp *latency.Sample) {
+	off = max(off, 0)
+	i := int(off / s.Width.D())
+	for i >= MaxBuckets {
+		s.coarsen()
+		i = int(off / s.Width.D())
+	}
+	for len(s.Buckets) <= i {
+		s.Buckets = append(s.Buckets, &Bucket{})
+	}
+	b := s.Buckets[i]
+	b.Count++
+	if smp.Err != "" {
+		b.Errors++
+		return
+	}
+	if smp.Start == latency.Cold {
+		b.Cold++
+	}
+	if v, ok := smp.Value(latency.E2E); ok {
+		if b.E2E == nil {
+			b.E2E = &latency.Dist{}
+		}
+		b.E2E.Add(v)
+	}
+	if v, ok := smp.Value(latency.TTFT); ok && smp.Streamed {
+		if b.TTFT == nil {
+			b.TTFT = &latency.Dist{}
+		}
+		b.TTFT.Add(v)
+	}
+}
+
+// coarsen doubles the bucket width, merging neighbours.
+func (s *Series) coarsen() {
+	s.Width *= 2
+	var out []*Bucket
+	for i := 0; i < len(s.Buckets); i += 2 {
+		b := s.Buckets[i]
+		if i+1 < len(s.Buckets) {
+			b.merge(s.Buckets[i+1])
+		}
+		out = append(out, b)
+	}
+	s.Buckets = out
+}
+
+func mergeDist(a **latency.Dist, b *latency.Dist) {
+	if b == nil {
+		return
+	}
+	if *a == nil {
+		*a = b.Copy()
+		return
+	}
+	(*a).Merge(b)
+}
+
+func (b *Bucket) merge(o *Bucket) {
+	b.Count += o.Count
+	b.Errors += o.Errors
+	b.Cold += o.Cold
+	mergeDist(&b.E2E, o.E2E)
+	mergeDist(&b.TTFT, o.TTFT)
+}
+
+// Point is one sampled request, for charts. Times are milliseconds.
+type Point struct {
+	// T is the intended send (the call's start in a closed loop), in
+	// seconds from the run's start.
+	T     float64 `json:"t"`
+	E2E   float64 `json:"e2e,omitempty"`
+	TTFT  float64 `json:"ttft,omitempty"`
+	TPOT  float64 `json:"tpot,omitempty"`
+	Class string  `json:"class,omitempty"`
+	Start string  `json:"start,omitempty"`
+	Err   string  `json:"err,omitempty"`
+}
+
+func newPoint(off time.Duration, s *latency.Sample) Point {
+	ms := func(m latency.Metric) float64 {
+		if v, ok := s.Value(m); ok {
+			return float64(v) / 1e6
+		}
+		return 0
+	}
+	p := Point{T: off.Seconds(), Class: s.Class, Start: string(s.Start), Err: s.Err}
+	if s.Err == "" {
+		p.E2E, p.TPOT = ms(latency.E2E), ms(latency.TPOT)
+		if s.Streamed {
+			p.TTFT = ms(latency.TTFT)
+		}
+	}
+	return p
+}
+
+func newResult(p *Plan) *Result {
+	host, _ := os.Hostname()
+	return &Result{Version: ResultVersion, Plan: p.public(), Begin: time.Now(),
+		Hosts: []Host{{Name: host, CPUs: runtime.NumCPU()}}}
+}
+
+func (r *Result) finish() { r.End = time.Now() }
+
+// public returns a copy of the plan fit for a result file: no payload
+// bodies, no header values (they may hold credentials).
+func (p *Plan) public() *Plan {
+	c := *p
+	c.Targets = slices.Clone(p.Targets)
+	for i := range c.Targets {
+		t := &c.Targets[i]
+		t.Payload.Body = ""
+		t.Payload.body = nil
+		if len(t.Header) > 0 {
+			h := make(map[string]string, len(t.Header))
+			for k := range t.Header {
+				h[k] = "[redacted]"
+			}
+			t.Header = h
+		}
+	}
+	return &c
+}
+
+func (tr *TargetResult) sortGroups() {
+	order := map[string]int{"warm": 0, "cold": 1, "suspected-cold": 2, "error": 3}
+	slices.SortFunc(tr.Groups, func(a, b *Group) int {
+		return cmp.Or(strings.Compare(a.Class, b.Class), cmp.Compare(order[a.Start], order[b.Start]))
+	})
+}
+
+// cpuShare returns cpu as a share of wall × the machine's cores, −1 when
+// unknown.
+func cpuShare(cpu, wall time.Duration) float64 {
+	if cpu < 0 || wall <= 0 {
+		return -1
+	}
+	return cpu.Seconds() / (wall.Seconds() * float64(runtime.NumCPU()))
+}
+
+// Thresholds of the generator's self-checks.
+const (
+	// CPUBoundShare is the process CPU share beyond which the client is
+	// reported CPU-bound.
+	CPUBoundShare = 0.85
+	// LateShare is the share of late sends beyond which the client is
+	// reported behind its schedule.
+	LateShare = 0.01
+	// RateShortfall is how far below the offered rate the achieved send
+	// rate may fall before a warning.
+	RateShortfall = 0.02
+)
+
+// warnings adds the generator's self-checks to tr.
+func (tr *TargetResult) warnings(p *Plan) {
+	if tr.CPU >= CPUBoundShare {
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
+			"the client was CPU-bound (%.0f%% of %d cores): latencies include client-side queueing; use fewer targets per machine, or several machines and `cloudinfer report --merge`",
+			100*tr.CPU, runtime.NumCPU()))
+	}
+	if tr.Sent > 0 && float64(tr.Late)/float64(tr.Sent) > LateShare {
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
+			"the client fell behind its schedule: %d of %d sends (%.1f%%) were more than %v late; see the schedule-lag row and the coordinated-omission corrected figures",
+			tr.Late, tr.Sent, 100*float64(tr.Late)/float64(tr.Sent), p.Load.LateAfter))
+	}
+	if tr.OfferedRate > 0 && tr.SendRate > 0 && tr.SendRate < tr.OfferedRate*(1-RateShortfall) && p.Load.Model == LoadConstant {
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
+			"achieved send rate %.1f/s is %.1f%% below the offered %.4g/s", tr.SendRate,
+			100*(1-tr.SendRate/tr.OfferedRate), tr.OfferedRate))
+	}
+}
+
+// Total returns the merge of the target's groups of the given start kinds
+// (all successful ones when none given), for metric m.
+func (tr *TargetResult) Total(m latency.Metric, starts ...string) *latency.Dist {
+	d := &latency.Dist{}
+	for _, g := range tr.Groups {
+		if g.Start == "error" || (len(starts) > 0 && !slices.Contains(starts, g.Start)) {
+			continue
+		}
+		if gd := g.Dist(m); gd != nil {
+			d.Merge(gd)
+		}
+	}
+	return d
+}
+
+// ClassTotal is Total restricted to one class.
+func (tr *TargetResult) ClassTotal(class string, m latency.Metric, starts ...string) *latency.Dist {
+	d := &latency.Dist{}
+	for _, g := range tr.Groups {
+		if g.Class != class || g.Start == "error" || (len(starts) > 0 && !slices.Contains(starts, g.Start)) {
+			continue
+		}
+		if gd := g.Dist(m); gd != nil {
+			d.Merge(gd)
+		}
+	}
+	return d
+}
+
+// Classes lists the target's classes in order ("" when no mix).
+func (tr *TargetResult) Classes() []string {
+	var cs []string
+	for _, g := range tr.Groups {
+		if !slices.Contains(cs, g.Class) {
+			cs = append(cs, g.Class)
+		}
+	}
+	return cs
+}
+
+// ClassCount returns the requests of a class (errors included).
+func (tr *TargetResult) ClassCount(class string) int64 {
+	var n int64
+	for _, g := range tr.Groups {
+		if g.Class == class {
+			n += g.Count
+		}
+	}
+	return n
+}
+
+// Save writes r as indented JSON to path.
+func (r *Result) Save(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return errcodes.Wrap(err, errcodes.InvalidParam, "bench: save result")
+	}
+	if err := r.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(r); err != nil {
+		return errcodes.Wrap(err, errcodes.Internal, "bench: encode result")
+	}
+	return nil
+}
+
+// ReadResult reads a result saved by Save.
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: read result")
+	}
+	return ParseResult(b)
+}
+
+// ParseResult decodes a result's JSON.
+func ParseResult(b []byte) (*Result, error) {
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: parse result: "+err.Error())
+	}
+	if r.Version != ResultVersion {
+		return nil, errcodes.Errorf(errcodes.InvalidParam, "bench: result format version %d; this build reads %d", r.Version, ResultVersion)
+	}
+	for _, t := range r.Targets {
+		if t == nil {
+			return nil, errcodes.New(errcodes.InvalidParam, "bench: parse result: null target")
+		}
+		if t.Series == nil || t.Series.Width <= 0 {
+			t.Series = &Series{Width: Duration(firstBucket)}
+		}
+		for _, g := range t.Groups {
+			if g == nil {
+				return nil, errcodes.New(errcodes.InvalidParam, "bench: parse result: null group")
+			}
+			if g.Dists == nil {
+				g.Dists = map[string]*latency.Dist{}
+			}
+		}
+		t.Groups = slices.DeleteFunc(t.Groups, func(g *Group) bool { return g == nil })
+	}
+	return &r, nil
+}

@@ -1,0 +1,438 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+// Options configures Run.
+type Options struct {
+	// Connect returns the client a target's requests go through; Run
+	// closes it when the target is done. Required.
+	Connect func(ctx context.Context, t *Target) (*cloudreq.Client, error)
+	// Progress, when set, is told about each target's run as it goes
+	// (see NewProgress).
+	Progress Progress
+	// Drain bounds the wait for requests still in flight when a target's
+	// limit is reached (default 30 s); those still running then are
+	// canceled and counted as ERR_CANCELED.
+	Drain time.Duration
+}
+
+// Progress receives a run's live state. Implementations must not block.
+type Progress interface {
+	// Begin is called when a target's measured run starts.
+	Begin(target string, total int, duration time.Duration)
+	// Update is called a few times a second.
+	Update(Snapshot)
+	// End is called when the target's run is over.
+	End()
+}
+
+// Snapshot is a target's live state, for progress displays.
+type Snapshot struct {
+	Target  string
+	Elapsed time.Duration
+	// Sent and Done count measured requests sent and finished.
+	Sent, Done int64
+	Errors     int64
+	// Rate is the completion rate over the last second or so.
+	Rate float64
+	// P95 is the p95 of E2E so far (0 before the first success).
+	P95 time.Duration
+	// Scheduled is the open loop's current rate (0 for a closed loop).
+	Scheduled float64
+}
+
+// DefaultDrain is Options.Drain's default.
+const DefaultDrain = 30 * time.Second
+
+// Run prepares p and benchmarks its targets one after another. A target
+// that cannot be reached, or whose every request failed, still has its
+// result: errors are part of what a benchmark measures. Run returns an
+// error only for a plan that cannot run or a canceled context.
+func Run(ctx context.Context, p *Plan, opts Options) (*Result, error) {
+	if err := p.Prepare(); err != nil {
+		return nil, err
+	}
+	if opts.Connect == nil {
+		return nil, errcodes.New(errcodes.InvalidParam, "bench: Options.Connect is required")
+	}
+	if opts.Drain <= 0 {
+		opts.Drain = DefaultDrain
+	}
+	res := newResult(p)
+	for i := range p.Targets {
+		tr, err := runTarget(ctx, p, &p.Targets[i], opts)
+		if err != nil {
+			return nil, err
+		}
+		res.Targets = append(res.Targets, tr)
+	}
+	res.finish()
+	return res, nil
+}
+
+// target is one target's run.
+type target struct {
+	plan   *Plan
+	t      *Target
+	opts   Options
+	client *cloudreq.Client
+	col    *collector
+	obsOpt func(*cloudreq.Options)
+
+	pickMu sync.Mutex
+	picker *Picker
+	bases  map[*Class]*cloudreq.CloudRequest
+	base   *cloudreq.CloudRequest
+
+	sent atomic.Int64
+}
+
+func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetResult, error) {
+	tg := &target{plan: p, t: t, opts: opts}
+	tg.col = newCollector(p, t)
+	tg.obsOpt = func(o *cloudreq.Options) { o.Observers = append(o.Observers, tg.col) }
+	tg.base = buildRequest(t, nil)
+	if p.Mix != nil {
+		tg.picker = NewPicker(p.Mix, p.Seed)
+		tg.bases = map[*Class]*cloudreq.CloudRequest{}
+		for i := range p.Mix.Classes {
+			c := &p.Mix.Classes[i]
+			tg.bases[c] = buildRequest(t, c)
+		}
+	}
+	client, err := opts.Connect(ctx, t)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errcodes.FromContext(ctx)
+		}
+		tr := tg.col.result()
+		tr.Fatal = errcodes.Of(err).String() + ": " + err.Error()
+		return tr, nil
+	}
+	tg.client = client
+	defer client.Close()
+
+	for range p.Limits.Warmup {
+		if ctx.Err() != nil {
+			break
+		}
+		tg.do(ctx, tg.request(time.Time{}), false)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, errcodes.FromContext(ctx)
+	}
+
+	cpu0 := processCPU()
+	tg.col.begin(time.Now())
+	stopProgress := tg.progress()
+	switch p.Load.Model {
+	case LoadClosed:
+		tg.closed(ctx)
+	default:
+		tg.open(ctx)
+	}
+	stopProgress()
+	tr := tg.col.result()
+	tr.CPU = cpuShare(processCPU()-cpu0, tr.Wall.D())
+	tr.warnings(p)
+	if err := ctx.Err(); err != nil {
+		return nil, errcodes.FromContext(ctx)
+	}
+	return tr, nil
+}
+
+// request returns the next request to send.
+func (tg *target) request(intended time.Time) *cloudreq.CloudRequest {
+	base := tg.base
+	var tags map[string]string
+	if tg.picker != nil {
+		tg.pickMu.Lock()
+		pk := tg.picker.Next()
+		tg.pickMu.Unlock()
+		base, tags = tg.bases[pk.Class], pk.Tags
+	}
+	r := *base
+	r.IntendedSend = intended
+	r.Tags = tags
+	return &r
+}
+
+// do sends one request and reads its response to the end; measured calls
+// are seen by the collector through the client's observer hook.
+func (tg *target) do(ctx context.Context, req *cloudreq.CloudRequest, measured bool) {
+	var opt []func(*cloudreq.Options)
+	if measured {
+		opt = append(opt, tg.obsOpt)
+	}
+	if !tg.t.Stream {
+		_, _ = tg.client.Invoke(ctx, req, opt...)
+		return
+	}
+	s, err := tg.client.Stream(ctx, req, opt...)
+	if err != nil {
+		return
+	}
+	// A stream is bounded by the server's output and the call's context.
+	for s.Next() {
+	}
+	_ = s.Close()
+}
+
+// closed runs the closed loop: Concurrency workers, each sending when its
+// previous request ends, until a limit.
+func (tg *target) closed(ctx context.Context) {
+	lim := tg.plan.Limits
+	ctx, cancel := tg.limitContext(ctx)
+	defer cancel()
+	deadline := tg.col.start.Add(lim.Duration.D())
+	var wg sync.WaitGroup
+	for range tg.plan.Load.Concurrency {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if lim.Duration > 0 && !time.Now().Before(deadline) {
+					return
+				}
+				if n := tg.sent.Add(1); lim.Requests > 0 && n > int64(lim.Requests) {
+					return
+				}
+				tg.col.sent.Add(1)
+				tg.do(ctx, tg.request(time.Time{}), true)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// limitContext returns the context of the measured calls: canceled Drain
+// after the duration limit, so nothing outlives the run for long.
+func (tg *target) limitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d := tg.plan.Limits.Duration.D(); d > 0 {
+		return context.WithDeadline(ctx, tg.col.start.Add(d+tg.opts.Drain))
+	}
+	return context.WithCancel(ctx)
+}
+
+// open runs an open loop: a dispatcher sleeps until each intended send
+// time of the schedule and hands the request to a goroutine, at most
+// MaxInFlight at a time. A send that finds no free slot waits for one: it
+// is late, and its lag is measured; it is never dropped.
+func (tg *target) open(ctx context.Context) {
+	p := tg.plan
+	ld := p.Load
+	rate, arrivals := ld.Rate, Uniform
+	if ld.Model == LoadPoisson {
+		arrivals = Poisson
+	}
+	var lad *ladderRun
+	if ld.Model == LoadLadder {
+		rate = ld.Ladder.Start
+		lad = &ladderRun{cfg: ld.Ladder, next: ld.Ladder.Step.D()}
+		tg.col.ladder = newStepStats(ld.Ladder.Metric)
+	}
+	pacer := NewPacer(arrivals, rate, p.Seed)
+	tg.col.setScheduled(rate)
+
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	slots := make(chan struct{}, ld.MaxInFlight)
+	var wg sync.WaitGroup
+	start := tg.col.start
+	limit := p.Limits.Duration.D()
+	sleep := newSleeper()
+	defer sleep.stop()
+	for n := 0; ctx.Err() == nil; {
+		off := pacer.Peek()
+		if lad != nil && off >= lad.next {
+			if !sleep.until(ctx, start.Add(lad.next)) || (limit > 0 && lad.next >= limit) {
+				break
+			}
+			r := lad.step(tg.col, pacer.Rate())
+			pacer.Rebase(lad.next-lad.cfg.Step.D(), r)
+			tg.col.setScheduled(r)
+			continue
+		}
+		if (limit > 0 && off >= limit) || (p.Limits.Requests > 0 && n >= p.Limits.Requests) {
+			break
+		}
+		pacer.Next()
+		at := start.Add(off)
+		if !sleep.until(ctx, at) {
+			break
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		n++
+		tg.sent.Add(1)
+		tg.col.sent.Add(1)
+		if lad != nil {
+			lad.sent++
+		}
+		req := tg.request(at)
+		wg.Go(func() {
+			defer func() { <-slots }()
+			tg.do(callCtx, req, true)
+		})
+	}
+	if lad != nil {
+		tg.col.ladderTrace = &LadderTrace{Config: lad.cfg, Steps: lad.steps}
+	}
+	// Drain: wait for the requests in flight, at most Drain.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(tg.opts.Drain)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		cancel()
+		<-done
+	case <-ctx.Done():
+		cancel()
+		<-done
+	}
+}
+
+// ladderRun is the ladder's state during a run.
+type ladderRun struct {
+	cfg   Ladder
+	next  time.Duration // end of the current step, from the start
+	sent  int
+	steps []LadderStep
+}
+
+// step closes the current step and returns the next step's rate.
+func (l *ladderRun) step(col *collector, rate float64) float64 {
+	st := col.ladder.swap()
+	p95, ok := time.Duration(0), st.n > 0
+	if ok {
+		p95 = time.Duration(st.dist.Quantile(0.95))
+	}
+	next, act := rate, Hold
+	if ok || l.sent > 0 {
+		next, act = l.cfg.NextRate(rate, p95, ok)
+	}
+	l.steps = append(l.steps, LadderStep{
+		Index: len(l.steps), Start: Duration(l.next - l.cfg.Step.D()), Rate: rate,
+		Sent: l.sent, Completed: st.completed, Errors: st.errors,
+		P95: Duration(p95), P95Known: ok, Action: act, Next: next,
+	})
+	l.sent = 0
+	l.next += l.cfg.Step.D()
+	return next
+}
+
+// stepStats collects the current ladder step's latencies.
+type stepStats struct {
+	metric latency.Metric
+	mu     sync.Mutex
+	cur    stepBucket
+}
+
+type stepBucket struct {
+	dist      *latency.Dist
+	n         int
+	completed int
+	errors    int
+}
+
+func newStepStats(metric string) *stepStats {
+	m := latency.E2E
+	if strings.EqualFold(metric, MetricTTFT) {
+		m = latency.TTFT
+	}
+	return &stepStats{metric: m, cur: stepBucket{dist: &latency.Dist{}}}
+}
+
+func (s *stepStats) add(smp *latency.Sample) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur.completed++
+	if smp.Err != "" {
+		s.cur.errors++
+		return
+	}
+	if v, ok := smp.Value(s.metric); ok {
+		s.cur.dist.Add(v)
+		s.cur.n++
+	}
+}
+
+func (s *stepStats) swap() stepBucket {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.cur
+	s.cur = stepBucket{dist: &latency.Dist{}}
+	return b
+}
+
+// progress starts the progress updates and returns their stop.
+func (tg *target) progress() func() {
+	pr := tg.opts.Progress
+	if pr == nil {
+		return func() {}
+	}
+	pr.Begin(tg.t.Name, tg.plan.Limits.Requests, tg.plan.Limits.Duration.D())
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tk := time.NewTicker(250 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				pr.Update(tg.col.snapshot())
+				return
+			case <-tk.C:
+				pr.Update(tg.col.snapshot())
+			}
+		}
+	})
+	return func() {
+		close(stop)
+		wg.Wait()
+		pr.End()
+	}
+}
+
+// sleeper sleeps until absolute times on one reusable timer.
+type sleeper struct{ t *time.Timer }
+
+func newSleeper() *sleeper {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &sleeper{t: t}
+}
+
+// until sleeps until at (returning at once when it is past) and reports
+// whether ctx is still live.
+func (s *sleeper) until(ctx context.Context, at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	s.t.Reset(d)
+	select {
+	case <-s.t.C:
+		return true
+	case <-ctx.Done():
+		s.t.Stop()
+		return false
+	}
+}
+
+func (s *sleeper) stop() { s.t.Stop() }

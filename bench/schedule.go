@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Arrivals is the arrival process of an open-loop schedule.
+type Arrivals int
+
+// Arrival processes.
+const (
+	// Uniform sends at exactly 1/R intervals: t0, t0+1/R, t0+2/R, …
+	Uniform Arrivals = iota
+	// Poisson sends with exponential inter-arrival times of mean 1/R
+	// (seeded, so a run can be repeated).
+	Poisson
+)
+
+// String returns "constant" or "poisson".
+func (a Arrivals) String() string {
+	if a == Poisson {
+		return "poisson"
+	}
+	return "constant"
+}
+
+// Pacer computes an open-loop schedule: the intended send time of every
+// request, as an offset from the run's start. Offsets are computed from an
+// anchor (the start, or the last rate change) as anchor + k/R, or anchor +
+// (sum of exponential draws)/R, so rounding never accumulates and a late
+// send never shifts the ones after it. A Pacer is not safe for concurrent
+// use; the dispatcher owns it.
+type Pacer struct {
+	arrivals Arrivals
+	rng      *rand.Rand
+	rate     float64
+	anchor   time.Duration
+	k        float64 // events since the anchor (Uniform) or summed Exp(1) draws (Poisson)
+	next     time.Duration
+}
+
+// NewPacer returns a pacer at rate requests per second, starting at offset
+// 0. rate must be positive.
+func NewPacer(arrivals Arrivals, rate float64, seed uint64) *Pacer {
+	p := &Pacer{arrivals: arrivals, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
+	p.Rebase(0, rate)
+	return p
+}
+
+// Rate returns the current rate in requests per second.
+func (p *Pacer) Rate() float64 { return p.rate }
+
+// Peek returns the next intended offset without consuming it.
+func (p *Pacer) Peek() time.Duration { return p.next }
+
+// Next returns the next intended offset and advances the schedule.
+func (p *Pacer) Next() time.Duration {
+	off := p.next
+	p.advance()
+	return off
+}
+
+// Rebase changes the rate from offset at on: the next send is at at
+// (Uniform) or at + Exp(1)/rate (Poisson, memoryless).
+func (p *Pacer) Rebase(at time.Duration, rate float64) {
+	p.rate, p.anchor, p.k = rate, at, 0
+	if p.arrivals == Poisson {
+		p.k = p.rng.ExpFloat64()
+	}
+	p.next = p.offset()
+}
+
+func (p *Pacer) advance() {
+	if p.arrivals == Poisson {
+		p.k += p.rng.ExpFloat64()
+	} else {
+		p.k++
+	}
+	p.next = p.offset()
+}
+
+func (p *Pacer) offset() time.Duration {
+	return p.anchor + time.Duration(p.k/p.rate*float64(time.Second))
+}

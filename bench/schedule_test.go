@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPacerUniformIsExact(t *testing.T) {
+	p := NewPacer(Uniform, 300, 1)
+	for i := range 3000 {
+		want := time.Duration(float64(i) / 300 * float64(time.Second))
+		require.Equal(t, want, p.Next(), "send %d", i)
+	}
+	// A rate change restarts the schedule at its anchor.
+	p.Rebase(20*time.Second, 4)
+	assert.Equal(t, 20*time.Second, p.Next())
+	assert.Equal(t, 20*time.Second+250*time.Millisecond, p.Next())
+	assert.Equal(t, 4.0, p.Rate())
+}
+
+func TestPacerPoissonStatistics(t *testing.T) {
+	const rate, n = 200.0, 40000
+	p := NewPacer(Poisson, rate, 42)
+	prev := time.Duration(0)
+	var sum, sumSq float64
+	for range n {
+		off := p.Next()
+		gap := (off - prev).Seconds()
+		require.GreaterOrEqual(t, gap, 0.0)
+		sum += gap
+		sumSq += gap * gap
+		prev = off
+	}
+	mean := sum / n
+	sd := math.Sqrt(sumSq/n - mean*mean)
+	// Exponential gaps: mean 1/R and coefficient of variation 1.
+	assert.InDelta(t, 1/rate, mean, 0.02/rate)
+	assert.InDelta(t, 1.0, sd/mean, 0.03)
+	// Seeded: the same seed gives the same schedule, another seed another.
+	a, b, c := NewPacer(Poisson, rate, 7), NewPacer(Poisson, rate, 7), NewPacer(Poisson, rate, 8)
+	same, differ := true, false
+	for range 100 {
+		x, y, z := a.Next(), b.Next(), c.Next()
+		same = same && x == y
+		differ = differ || x != z
+	}
+	assert.True(t, same)
+	assert.True(t, differ)
+}
+
+func TestArrivalsString(t *testing.T) {
+	assert.Equal(t, "constant", Uniform.String())
+	assert.Equal(t, "poisson", Poisson.String())
+}
