@@ -214,11 +214,17 @@ func sampleSD(n uint64, sum, sumSq wide, scale float64) float64 {
 }
 
 // Quantile returns the value at quantile q (0 ≤ q ≤ 1) within the sketch's
-// 1% relative accuracy, clamped to the exact [Min, Max]; 0 when empty or q
-// is out of range.
+// 1% relative accuracy, clamped to the exact [Min, Max]; quantiles 0 and 1
+// are the exact Min and Max. It is 0 when d is empty or q out of range.
 func (d *Dist) Quantile(q float64) float64 {
 	if d.n == 0 || d.sketch == nil || !(q >= 0 && q <= 1) {
 		return 0
+	}
+	switch q {
+	case 0:
+		return float64(d.min)
+	case 1:
+		return float64(d.max)
 	}
 	v, err := d.sketch.GetValueAtQuantile(q)
 	if err != nil {

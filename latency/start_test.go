@@ -1,0 +1,158 @@
+package latency
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// call builds a finished non-streamed call: sent at sendMs, first byte
+// fbMs later, ended endMs after the send.
+func call(sendMs, fbMs, endMs float64, reused bool) *Timeline {
+	send := at(sendMs)
+	return &Timeline{IntendedSend: send, Start: send, End: send.Add(ms(endMs)),
+		Attempts: []Attempt{{Number: 1, Send: send, GotConn: send, ConnReused: reused, FirstByte: send.Add(ms(fbMs)), End: send.Add(ms(endMs))}},
+		Chunks:   []Chunk{{At: send.Add(ms(endMs)), Content: true}}}
+}
+
+func TestClassifierEvidenceOrder(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		name   string
+		ev     func(tl *Timeline) Evidence
+		kind   StartKind
+		reason StartReason
+		ready  func(tl *Timeline) time.Time
+		over   time.Duration
+	}{
+		{
+			name: "1. server says cold, with its setup time",
+			ev: func(tl *Timeline) Evidence {
+				return Evidence{Endpoint: "e", ServerCold: &yes, ServerSetup: 2 * time.Second, NotReadyThenReady: true, Timeline: tl}
+			},
+			kind: Cold, reason: ReasonServerReported, over: 2 * time.Second,
+			ready: func(tl *Timeline) time.Time { return tl.Send().Add(2 * time.Second) },
+		},
+		{
+			name: "1. server says warm beats a not-ready retry",
+			ev: func(tl *Timeline) Evidence {
+				return Evidence{Endpoint: "e", ServerCold: &no, NotReadyThenReady: true, Timeline: tl}
+			},
+			kind: Warm, reason: ReasonServerReported,
+			ready: func(*Timeline) time.Time { return time.Time{} },
+		},
+		{
+			name: "2. not ready, then ready",
+			ev: func(tl *Timeline) Evidence {
+				tl.Attempts = append([]Attempt{{Number: 1, Send: tl.Send().Add(-ms(700)), End: tl.Send().Add(-ms(690)), Code: "ERR_MODEL_NOT_READY"}}, tl.Attempts...)
+				return Evidence{Endpoint: "e", NotReadyThenReady: true, Timeline: tl}
+			},
+			kind: Cold, reason: ReasonNotReadyThenReady, over: ms(700),
+			ready: func(tl *Timeline) time.Time { return tl.Send() },
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewClassifier(time.Minute, true)
+			tl := call(1000, 100, 120, true)
+			st := c.Classify(tc.ev(tl))
+			assert.Equal(t, tc.kind, st.Kind)
+			assert.Equal(t, tc.reason, st.Reason)
+			assert.Equal(t, tc.over, st.Overhead)
+			assert.Equal(t, tc.ready(tl), tl.ModelReady)
+		})
+	}
+}
+
+func TestClassifierFirstRequestAndIdleGap(t *testing.T) {
+	c := NewClassifier(time.Minute, true)
+	classify := func(tl *Timeline) Start { return c.Classify(Evidence{Endpoint: "e", Timeline: tl}) }
+
+	st := classify(call(0, 100, 120, false))
+	assert.Equal(t, Start{Kind: Cold, Reason: ReasonFirstRequest, ConnectionCold: true}, st)
+	assert.Equal(t, Start{Kind: Warm, Reason: ReasonNoEvidence}, classify(call(200, 100, 120, true)))
+	// Another endpoint has its own state.
+	assert.Equal(t, ReasonFirstRequest, c.Classify(Evidence{Endpoint: "other", Timeline: call(300, 10, 20, true)}).Reason)
+	// 59 s idle: warm; then 61 s after the last end: idle gap.
+	assert.Equal(t, Warm, classify(call(320+59_000, 100, 120, true)).Kind)
+	st = classify(call(320+59_000+120+61_000, 100, 120, true))
+	assert.Equal(t, Start{Kind: Cold, Reason: ReasonIdleGap}, st)
+
+	// Without a window or first-is-cold, neither applies.
+	c2 := NewClassifier(0, false)
+	assert.Equal(t, Warm, c2.Classify(Evidence{Endpoint: "e", Timeline: call(0, 1, 2, true)}).Kind)
+	assert.Equal(t, Warm, c2.Classify(Evidence{Endpoint: "e", Timeline: call(1e7, 1, 2, true)}).Kind)
+}
+
+func TestClassifierConcurrentFirstRequestsAreAllCold(t *testing.T) {
+	// Four requests sent together to a scaled-to-zero endpoint all waited
+	// for it: each was sent before any call had completed.
+	c := NewClassifier(time.Minute, true)
+	var tls []*Timeline
+	for i := range 4 {
+		tls = append(tls, call(float64(i), 2000, 2100+float64(i), true))
+	}
+	for _, tl := range tls {
+		assert.Equal(t, ReasonFirstRequest, c.Classify(Evidence{Endpoint: "e", Timeline: tl}).Reason)
+	}
+	// One sent after the first completion is warm.
+	assert.Equal(t, Warm, c.Classify(Evidence{Endpoint: "e", Timeline: call(2200, 100, 120, true)}).Kind)
+}
+
+func TestClassifierSuspectsSlowFirstByte(t *testing.T) {
+	c := NewClassifier(0, false, SuspectSlowFirstByte(3, 5))
+	classify := func(sendMs, fbMs float64) Start {
+		return c.Classify(Evidence{Endpoint: "e", Timeline: call(sendMs, fbMs, fbMs+10, true)})
+	}
+	// Before 5 warm calls, nothing is suspected.
+	assert.Equal(t, Warm, classify(0, 5000).Kind)
+	for i := range 5 {
+		assert.Equal(t, Warm, classify(float64(10_000+i*1000), 100).Kind)
+	}
+	// Warm p50 is now 100 ms (and one 5 s outlier): 299 ms is warm, 301 ms suspected.
+	assert.Equal(t, Warm, classify(20_000, 250).Kind)
+	st := classify(30_000, 400)
+	assert.Equal(t, Start{Kind: SuspectedCold, Reason: ReasonSlowFirstByte}, st)
+	// A suspected call does not feed the warm baseline.
+	for range 20 {
+		assert.Equal(t, SuspectedCold, classify(40_000, 1000).Kind)
+	}
+
+	off := NewClassifier(0, false, SuspectSlowFirstByte(0, 0))
+	for i := range 20 {
+		off.Classify(Evidence{Endpoint: "e", Timeline: call(float64(i*1000), 100, 110, true)})
+	}
+	assert.Equal(t, Warm, off.Classify(Evidence{Endpoint: "e", Timeline: call(1e6, 5000, 5010, true)}).Kind)
+}
+
+func TestFirstByteTime(t *testing.T) {
+	tl := call(0, 40, 100, true)
+	d, ok := FirstByteTime(tl)
+	assert.True(t, ok)
+	assert.Equal(t, ms(40), d)
+	// A stream's first body chunk, not its headers.
+	st := stream(empty(300), content(350, 1))
+	d, ok = FirstByteTime(st)
+	assert.True(t, ok)
+	assert.Equal(t, ms(300), d)
+	_, ok = FirstByteTime(&Timeline{})
+	assert.False(t, ok)
+}
+
+func TestClassifierIsSafeForConcurrentUse(t *testing.T) {
+	c := NewClassifier(time.Second, true)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				c.Classify(Evidence{Endpoint: []string{"a", "b"}[g%2], Timeline: call(float64(i*10), 5, 6, true)})
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, c.endpoints, 2)
+	assert.Equal(t, 800, c.endpoints["a"].total)
+}
