@@ -1,0 +1,222 @@
+package telemetry
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// benchLoad runs a short, bounded load of streamed calls, as a benchmark
+// run would; the first call's first attempt is throttled and retried.
+func benchLoad(ctx context.Context, obs *Observer, calls int, done *atomic.Int64) error {
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
+		{Err: errcodes.New(errcodes.Throttled, "queue full")},
+		{Chunks: []cloudreq.StreamChunk{{Text: "a"}, {Text: "b"}, {Text: "c", Usage: &cloudreq.Usage{InputTokens: 3, OutputTokens: 3}}},
+			ChunkDelay: time.Millisecond},
+	}}
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake},
+		Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, NoBudget: true}},
+		WithObserver(obs))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for i := 0; i < calls && ctx.Err() == nil; i++ {
+		s, err := c.Stream(ctx, generateReq())
+		if err != nil {
+			return err
+		}
+		for s.Next() {
+		}
+		if err := s.Err(); err != nil {
+			return err
+		}
+		done.Add(1)
+	}
+	return nil
+}
+
+func TestPrometheusScrapeDuringRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := ServePrometheus(ctx, "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Shutdown(context.Background())) }()
+	obs, err := New(Options{MeterProvider: p.MeterProvider})
+	require.NoError(t, err)
+
+	const calls = 200
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	var runErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runErr = benchLoad(ctx, obs, calls, &done)
+	}()
+
+	want := []string{
+		`gen_ai_client_operation_duration_seconds_bucket{`,
+		`gen_ai_client_token_usage_bucket{`,
+		`gen_ai_client_operation_time_to_first_chunk_seconds_bucket{`,
+		`gen_ai_client_operation_time_per_output_chunk_seconds_bucket{`,
+		`cloudinfer_client_operation_retries_total{`,
+		`cloudinfer_client_operation_throttles_total{`,
+		`gen_ai_provider_name="openai"`,
+		`gen_ai_operation_name="chat"`,
+		`le="81.92"`,
+		`le="6.7108864e+07"`,
+	}
+	var body string
+	var seenAt int64
+	for i := 0; i < 200; i++ { // bounded: 200 × 10 ms
+		body = scrape(t, p.URL())
+		if strings.Contains(body, want[0]) && strings.Contains(body, want[4]) {
+			seenAt = done.Load()
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	wg.Wait()
+	require.NoError(t, runErr)
+	require.Greater(t, seenAt, int64(0), "metrics appeared while the run was going")
+	require.Less(t, seenAt, int64(calls), "the scrape happened during the run, not after it")
+	for _, w := range want {
+		assert.Contains(t, body, w)
+	}
+	assert.NotContains(t, body, "the secret prompt")
+
+	final := scrape(t, p.URL())
+	assert.Contains(t, final, `gen_ai_client_operation_duration_seconds_count{cloudinfer_endpoint="http://127.0.0.1:8000/v1",cloudinfer_start_kind="warm",gen_ai_operation_name="chat",gen_ai_provider_name="openai",gen_ai_request_model="llama-3-8b",otel_scope_name="github.com/cloudinfer/cloudinfer/telemetry"`)
+	assert.Contains(t, final, `cloudinfer_client_operation_throttles_total{`)
+	assert.Regexp(t, `cloudinfer_client_operation_retries_total\{[^}]*error_type="ERR_THROTTLED"[^}]*\} 1\n`, final)
+}
+
+func scrape(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestServePrometheusBadAddr(t *testing.T) {
+	_, err := ServePrometheus(context.Background(), "127.0.0.1:notaport")
+	require.ErrorIs(t, err, errcodes.InvalidParam)
+}
+
+// collector is a fake OTLP/HTTP collector.
+type collector struct {
+	mu      sync.Mutex
+	spans   []string
+	metrics []string
+	headers []string
+	paths   []string
+}
+
+func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.paths = append(c.paths, r.URL.Path)
+	c.headers = append(c.headers, r.Header.Get("X-Collector-Key"))
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/v1/traces"):
+		var req coltrace.ExportTraceServiceRequest
+		if proto.Unmarshal(b, &req) == nil {
+			for _, rs := range req.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					for _, s := range ss.Spans {
+						c.spans = append(c.spans, s.Name)
+					}
+				}
+			}
+		}
+	case strings.HasSuffix(r.URL.Path, "/v1/metrics"):
+		var req colmetric.ExportMetricsServiceRequest
+		if proto.Unmarshal(b, &req) == nil {
+			for _, rm := range req.ResourceMetrics {
+				for _, sm := range rm.ScopeMetrics {
+					for _, m := range sm.Metrics {
+						c.metrics = append(c.metrics, m.Name)
+					}
+				}
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.WriteHeader(http.StatusOK)
+}
+
+func TestOTLPExport(t *testing.T) {
+	col := &collector{}
+	srv := httptest.NewServer(col)
+	defer srv.Close()
+	ctx := context.Background()
+	ps, err := OTLP(ctx, srv.URL+"/otlp", func(o *OTLPOptions) {
+		o.Headers = map[string]string{"X-Collector-Key": "k1"}
+		o.Interval = time.Hour // only Shutdown exports
+	})
+	require.NoError(t, err)
+	obs, err := New(Options{TracerProvider: ps.TracerProvider, MeterProvider: ps.MeterProvider})
+	require.NoError(t, err)
+	var done atomic.Int64
+	require.NoError(t, benchLoad(ctx, obs, 3, &done))
+	require.NoError(t, ps.Shutdown(ctx))
+
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	assert.Contains(t, col.paths, "/otlp/v1/traces")
+	assert.Contains(t, col.paths, "/otlp/v1/metrics")
+	for _, h := range col.headers {
+		assert.Equal(t, "k1", h)
+	}
+	assert.Contains(t, col.spans, "chat llama-3-8b")
+	assert.Contains(t, col.spans, AttemptSpanName)
+	for _, m := range []string{MetricOperationDuration, MetricTokenUsage, MetricTimeToFirstChunk, MetricTimePerOutputChunk, MetricRetries, MetricThrottles} {
+		assert.Contains(t, col.metrics, m)
+	}
+}
+
+func TestParseOTLPEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		in             string
+		host, base     string
+		insecure, fail bool
+	}{
+		{in: "localhost:4318", host: "localhost:4318", insecure: true},
+		{in: "http://127.0.0.1:4318", host: "127.0.0.1:4318", insecure: true},
+		{in: "https://otlp.example.com/base/", host: "otlp.example.com", base: "/base"},
+		{in: "", fail: true},
+		{in: "collector", fail: true},
+		{in: "grpc://x:4317", fail: true},
+		{in: "http://", fail: true},
+	} {
+		host, base, insecure, err := parseOTLPEndpoint(tc.in)
+		if tc.fail {
+			assert.ErrorIs(t, err, errcodes.InvalidParam, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, []any{tc.host, tc.base, tc.insecure}, []any{host, base, insecure}, tc.in)
+	}
+}
