@@ -1,0 +1,129 @@
+// Package vertex is the cloudreq adapter for Google Vertex AI online
+// prediction (provider "gcp", service "vertex"), built on the official
+// gRPC client cloud.google.com/go/aiplatform/apiv1 PredictionClient.
+//
+//	ad, err := vertex.New(ctx, vertex.Options{Project: "my-project", Location: "us-central1"})
+//	if err != nil { … }
+//	client, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}})
+//	defer client.Close() // closes the adapter too
+//
+// # Targets
+//
+// Target.Endpoint is a full resource name
+// ("projects/P/locations/L/endpoints/E" or
+// "projects/P/locations/L/publishers/google/models/M") or a bare endpoint id,
+// completed with Options.Project and Options.Location. With no endpoint,
+// Target.Model names a publisher model: a full resource name,
+// "publishers/PUB/models/M", or a bare Google model id such as
+// "gemini-2.0-flash". Without Options.Endpoint the adapter talks to
+// {Location}-aiplatform.googleapis.com:443 with Application Default
+// Credentials, and refuses resources of another location (use one adapter
+// per location).
+//
+// # Methods
+//
+//	Action    Invoke                          Stream
+//	invoke    predict or rawPredict (below)   streamRawPredict
+//	generate  generateContent                 streamGenerateContent
+//
+// An invoke call sends the caller's bytes. Its RPC is chosen by this rule:
+// a body that is a JSON object whose only members are "instances" (an array)
+// and, optionally, "parameters", sent with a JSON content type (or none),
+// goes to Predict; anything else goes to RawPredict as a google.api.HttpBody
+// of Payload.ContentType (default application/json). Set
+// CloudRequest.Attributes.Extra[AttrMethod] ("vertex.method") to
+// MethodPredict or MethodRawPredict to force one; forcing predict with a
+// body that is not a predict request is ERR_INVALID_PARAM.
+//
+// A generate call's body is written by Encode: the JSON form of a
+// GenerateContentRequest, as the REST API takes it — user and assistant
+// messages as contents (roles "user" and "model"), system messages as
+// systemInstruction, and generationConfig{maxOutputTokens, temperature,
+// topP, stopSequences}. The GAPIC call sends protos, so each attempt decodes
+// those bytes with protojson and adds the model; the bytes themselves are
+// written once, with encoding/json, and replayed byte-identical on every
+// attempt.
+//
+// Responses: Data is the response in JSON for predict and generateContent
+// (protojson), the HttpBody's bytes for rawPredict. A generate response also
+// has Text (the first candidate's text parts), FinishReason ("stop",
+// "length", "content_filter", or the lower-case Vertex reason) and Usage
+// (promptTokenCount, candidatesTokenCount). Metadata holds
+// MetaDeployedModelID, MetaModelVersionID, MetaModel where the service said
+// them, and any x-vertex-ai-* response header. CloudRequest.Header entries
+// are sent as gRPC metadata (lower-case keys).
+//
+// # Streams
+//
+// Each streamGenerateContent message is one chunk: Data is the message in
+// JSON (as the REST stream's data field), Text the first candidate's text
+// parts, FinishReason and Usage as above. A stream that ends without a
+// finish reason is ERR_STREAM_INTERRUPTED. Each streamRawPredict message is
+// one chunk of the HttpBody's bytes; any non-empty chunk counts as content,
+// and Text is extracted best effort from OpenAI-compatible, TGI and Vertex
+// JSON or SSE framing. A raw stream's clean end is the end of the RPC. A
+// status that arrives mid-stream is mapped as below, except that a transport
+// break after the first message (UNAVAILABLE with no details, or grpc-go's
+// RST_STREAM / missing-trailers / connection messages) is
+// ERR_STREAM_INTERRUPTED. Closing a stream cancels the RPC.
+//
+// # Errors
+//
+// Errors arrive as *apierror.APIError (unary calls) or bare gRPC status
+// errors (stream reads); the adapter reads the status and its details
+// (ErrorInfo, QuotaFailure, RetryInfo, RequestInfo) and returns an
+// *errcodes.Error of provider "gcp" that wraps the *apierror.APIError, so
+// errors.As reaches it. ProviderCode is the canonical status name,
+// HTTPStatus its HTTP equivalent, Details["reason"] and Details["domain"]
+// the ErrorInfo's, RetryAfter the RetryInfo delay, RequestID the
+// RequestInfo id.
+//
+//	gRPC status           HTTP  code                 refined by details
+//	INVALID_ARGUMENT      400   ERR_INVALID_PARAM
+//	FAILED_PRECONDITION   400   ERR_INVALID_PARAM
+//	OUT_OF_RANGE          400   ERR_INVALID_PARAM
+//	UNAUTHENTICATED       401   ERR_UNAUTHENTICATED
+//	PERMISSION_DENIED     403   ERR_PERMISSION_DENIED
+//	NOT_FOUND             404   ERR_NOT_FOUND
+//	ALREADY_EXISTS        409   ERR_INVALID_PARAM    (a conflict: retrying the same request cannot help)
+//	ABORTED               409   ERR_UNAVAILABLE      (a concurrency conflict: a retry may succeed)
+//	RESOURCE_EXHAUSTED    429   ERR_THROTTLED        ERR_QUOTA_EXCEEDED with a QuotaFailure detail or an ErrorInfo reason containing QUOTA
+//	CANCELLED             499   ERR_CANCELED
+//	UNKNOWN               500   ERR_INTERNAL
+//	INTERNAL              500   ERR_INTERNAL
+//	DATA_LOSS             500   ERR_INTERNAL
+//	UNIMPLEMENTED         501   ERR_INVALID_PARAM
+//	UNAVAILABLE           503   ERR_UNAVAILABLE      ERR_MODEL_NOT_READY with an ErrorInfo reason containing NOT_READY, SCALING, SCALE_UP, LOADING or COLD_START
+//	DEADLINE_EXCEEDED     504   ERR_TIMEOUT
+//
+// Errors without a gRPC status (context and transport errors) are left to
+// cloudreq's own classification.
+//
+// # Timing
+//
+// gRPC does not go through net/http/httptrace. A gRPC stats handler
+// installed on the client fills each attempt's latency.AttemptTrace, found
+// through the RPC's context: GotConn when the stream got its connection,
+// WroteRequest when the request message was written, FirstByte when the
+// response headers (or the trailers, or a message) arrived. An attempt that
+// waited for a new connection records ConnReused=false and the connection's
+// ready time as ConnectDone (and TLSDone over TLS); gRPC reports no dial
+// start, so ConnectStart and TLSStart stay zero.
+//
+// # Cold starts
+//
+// The emulator's x-emulator-cold-start and x-emulator-cold-start-ms header
+// metadata become CloudResponse.ServerStart (the server-reported cold-start
+// evidence). Vertex itself reports no such thing; its scale-from-zero
+// refusals map to ERR_MODEL_NOT_READY, which cloudreq's classifier reads as
+// not-ready-then-ready evidence.
+//
+// # Transport options
+//
+// The client has no gax retries and no default timeouts (cloudreq's retry
+// loop and deadlines are in charge), gRPC retries are disabled, and the
+// SDK's default OpenTelemetry handler is off (cloudreq observers trace
+// calls). Options.Insecure dials Options.Endpoint in plain text with
+// authentication off, for the emulator; credentials never travel in plain
+// text.
+package vertex

@@ -1,0 +1,201 @@
+package vertex
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
+	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// chunkStream is one open server stream: streamGenerateContent (gen) or
+// streamRawPredict (raw).
+type chunkStream struct {
+	gen aiplatformpb.PredictionService_StreamGenerateContentClient
+	raw aiplatformpb.PredictionService_StreamRawPredictClient
+
+	resp *cloudreq.CloudResponse
+
+	// A message (or end) read before the stream was handed out.
+	pendingGen *aiplatformpb.GenerateContentResponse
+	pendingRaw *httpbody.HttpBody
+	pendingErr error
+	pending    bool
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	closed bool
+
+	// Read state, touched only by Next.
+	chunks   int
+	finished bool
+	ended    bool
+	buf      []byte
+	sb       strings.Builder
+}
+
+var jsonOut = protojson.MarshalOptions{}
+
+// Response implements cloudreq.ChunkStream.
+func (s *chunkStream) Response() *cloudreq.CloudResponse { return s.resp }
+
+// peek reads the first message ahead, for streams that ended without
+// headers. It returns the mapped error of a failed RPC.
+func (s *chunkStream) peek() error {
+	s.pending = true
+	if s.gen != nil {
+		s.pendingGen, s.pendingErr = s.gen.Recv()
+	} else {
+		s.pendingRaw, s.pendingErr = s.raw.Recv()
+	}
+	if s.pendingErr != nil && !errors.Is(s.pendingErr, io.EOF) {
+		return mapError(s.pendingErr)
+	}
+	return nil
+}
+
+// Next implements cloudreq.ChunkStream.
+func (s *chunkStream) Next() (cloudreq.StreamChunk, error) {
+	if s.ended {
+		return cloudreq.StreamChunk{}, io.EOF
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return cloudreq.StreamChunk{}, s.fail(errcodes.New(errcodes.Canceled, "vertex: stream closed"))
+	}
+	if s.gen != nil {
+		m, err := s.recvGen()
+		if err != nil {
+			return cloudreq.StreamChunk{}, s.endWith(err)
+		}
+		return s.genChunk(m)
+	}
+	m, err := s.recvRaw()
+	if err != nil {
+		return cloudreq.StreamChunk{}, s.endWith(err)
+	}
+	s.chunks++
+	data := m.GetData()
+	text, fin := rawText(data)
+	if fin != "" {
+		s.finished = true
+	}
+	return cloudreq.StreamChunk{Data: data, Text: text, Content: len(data) > 0, FinishReason: fin}, nil
+}
+
+func (s *chunkStream) recvGen() (*aiplatformpb.GenerateContentResponse, error) {
+	if s.pending {
+		s.pending = false
+		return s.pendingGen, s.pendingErr
+	}
+	return s.gen.Recv()
+}
+
+func (s *chunkStream) recvRaw() (*httpbody.HttpBody, error) {
+	if s.pending {
+		s.pending = false
+		return s.pendingRaw, s.pendingErr
+	}
+	return s.raw.Recv()
+}
+
+// genChunk turns one GenerateContentResponse into a chunk. Data is the
+// message in JSON (the REST stream's data field), valid until the next
+// call to Next.
+func (s *chunkStream) genChunk(m *aiplatformpb.GenerateContentResponse) (cloudreq.StreamChunk, error) {
+	s.chunks++
+	var err error
+	s.buf, err = jsonOut.MarshalAppend(s.buf[:0], m)
+	if err != nil {
+		return cloudreq.StreamChunk{}, s.fail(errcodes.Wrap(err, errcodes.Internal, "vertex: encoding a stream message"))
+	}
+	s.sb.Reset()
+	fin := candidateText(&s.sb, m)
+	if fin != "" {
+		s.finished = true
+	}
+	ch := cloudreq.StreamChunk{Data: s.buf, Text: s.sb.String(), FinishReason: fin, Usage: usageOf(m)}
+	return ch, nil
+}
+
+// endWith ends the stream on a read error: io.EOF is a clean end for raw
+// streams and for generate streams that reported a finish reason; anything
+// else is mapped.
+func (s *chunkStream) endWith(err error) error {
+	if errors.Is(err, io.EOF) {
+		if s.gen != nil && !s.finished {
+			return s.fail(errcodes.Errorf(errcodes.StreamInterrupted,
+				"vertex: stream ended after %d messages without a finish reason", s.chunks))
+		}
+		s.ended = true
+		s.cancel()
+		return io.EOF
+	}
+	if s.chunks > 0 && transportBreak(err) {
+		e := errcodes.Wrap(mapError(err), errcodes.StreamInterrupted,
+			"vertex: stream broke after "+strconv.Itoa(s.chunks)+" messages: "+status.Convert(err).Message())
+		return s.fail(e)
+	}
+	return s.fail(mapError(err))
+}
+
+// fail ends the stream with err and releases the RPC.
+func (s *chunkStream) fail(err error) error {
+	s.ended = true
+	s.cancel()
+	var e *errcodes.Error
+	if errors.As(err, &e) && e.Provider == "" {
+		e.Provider = cloudreq.ProviderGCP
+	}
+	if e != nil && e.Code == errcodes.StreamInterrupted {
+		e.Retryable = false
+	}
+	return err
+}
+
+// transportBreak reports whether a read error is the connection or the
+// HTTP/2 stream breaking rather than a status the server sent. gRPC gives
+// such breaks a status with no details; UNAVAILABLE without details always
+// counts, INTERNAL and UNKNOWN only with grpc-go's transport messages (a
+// documented last-resort string match: grpc-go exposes no other signal).
+func transportBreak(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok || len(st.Details()) > 0 {
+		return false
+	}
+	switch st.Code() {
+	case codes.Unavailable:
+		return true
+	case codes.Internal, codes.Unknown:
+		m := st.Message()
+		for _, frag := range []string{"RST_STREAM", "without sending trailers", "error reading from server", "transport is closing", "connection error"} {
+			if strings.Contains(m, frag) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Close implements cloudreq.ChunkStream: it cancels the RPC.
+func (s *chunkStream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		s.cancel()
+	}
+	return nil
+}
