@@ -25,15 +25,10 @@ const (
 	firstBucket = 250 * time.Millisecond
 )
 
-// groupMetrics are the single-valued metrics kept per group.
-var groupMetrics = []latency.Metric{
-	latency.TTFT, latency.TPOT, latency.E2E, latency.TTFTIntended, latency.E2EIntended,
-	latency.ScheduleLag, latency.ColdStart, latency.Queue, latency.ServerWait, latency.OutputTokens,
-}
-
 // collector is a target run's cloudreq.Observer: it measures every
-// finished call once (latency.Measure) and files the sample by class and
-// start kind, by tag, by time bucket, and in the chart reservoir.
+// finished call once (latency.Measure) and files the sample in the
+// target's latency.Recorder, by tag, by time bucket and in the chart
+// reservoir.
 type collector struct {
 	plan  *Plan
 	t     *Target
@@ -49,10 +44,10 @@ type collector struct {
 	ladder      *stepStats
 	ladderTrace *LadderTrace
 
+	rec *latency.Recorder
+
 	mu       sync.Mutex
-	groups   map[groupKey]*Group
 	tags     map[string]map[string]*TagStats
-	errors   map[string]int64
 	series   *Series
 	points   []Point
 	seen     int64
@@ -61,23 +56,29 @@ type collector struct {
 	first    time.Time    // first send
 	last     time.Time    // last send
 	end      time.Time    // last end
-	tokens   int64
 	prevSnap Snapshot
 	prevAt   time.Time
 	rate     float64
 }
 
-type groupKey struct{ class, start string }
-
-func newCollector(p *Plan, t *Target) *collector {
+func newCollector(p *Plan, t *Target) (*collector, error) {
+	var mine []latency.SLA
+	for _, s := range p.slas() {
+		if s.Endpoint == "" || s.Endpoint == t.Name {
+			s.Endpoint = t.Name
+			mine = append(mine, s)
+		}
+	}
+	rec, err := latency.NewRecorder(latency.RecorderOptions{SLAs: mine})
+	if err != nil {
+		return nil, err
+	}
 	return &collector{
-		plan: p, t: t,
-		groups: map[groupKey]*Group{},
+		plan: p, t: t, rec: rec,
 		tags:   map[string]map[string]*TagStats{},
-		errors: map[string]int64{},
 		series: &Series{Width: Duration(firstBucket)},
 		rng:    rand.New(rand.NewPCG(p.Seed, 7)),
-	}
+	}, nil
 }
 
 func (c *collector) begin(t time.Time) {
@@ -89,15 +90,14 @@ func (c *collector) setScheduled(r float64) { c.scheduled.Store(math.Float64bits
 
 // StartCall implements cloudreq.Observer.
 func (c *collector) StartCall(ctx context.Context, req *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
-	return ctx, &call{c: c, class: req.Class, tags: req.Tags, endpoint: req.EndpointKey()}
+	return ctx, &call{c: c, class: req.Class, tags: req.Tags}
 }
 
 // call is one call's observer.
 type call struct {
-	c        *collector
-	class    string
-	endpoint string
-	tags     map[string]string
+	c     *collector
+	class string
+	tags  map[string]string
 }
 
 // EndAttempt implements cloudreq.CallObserver.
@@ -105,7 +105,7 @@ func (*call) EndAttempt(latency.Attempt, *errcodes.Error) {}
 
 // EndCall implements cloudreq.CallObserver.
 func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *errcodes.Error) {
-	out := latency.Outcome{Endpoint: o.endpoint, Class: o.class}
+	out := latency.Outcome{Endpoint: o.c.t.Name, Class: o.class}
 	if err != nil {
 		out.Err = string(err.Code)
 	} else if resp != nil {
@@ -133,6 +133,7 @@ func (c *collector) add(s *latency.Sample, tags map[string]string, send time.Tim
 	if c.ladder != nil {
 		c.ladder.add(s)
 	}
+	c.rec.Add(s)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !send.IsZero() {
@@ -146,23 +147,9 @@ func (c *collector) add(s *latency.Sample, tags map[string]string, send time.Tim
 	if s.End.After(c.end) {
 		c.end = s.End
 	}
-	start := string(s.Start)
-	if s.Err != "" {
-		start = "error"
-		c.errors[s.Err]++
-	} else {
-		c.tokens += int64(s.OutputTokens)
-		if v, ok := s.Value(latency.E2E); ok {
-			c.e2e.Add(v)
-		}
+	if v, ok := s.Value(latency.E2E); ok && s.Err == "" {
+		c.e2e.Add(v)
 	}
-	k := groupKey{class: s.Class, start: start}
-	g := c.groups[k]
-	if g == nil {
-		g = &Group{Class: s.Class, Start: start, Dists: map[string]*latency.Dist{}}
-		c.groups[k] = g
-	}
-	g.add(s)
 	for dim, v := range tags {
 		m := c.tags[dim]
 		if m == nil {
@@ -221,8 +208,7 @@ func (c *collector) result() *TargetResult {
 		Name: t.Name, Provider: t.Provider, Service: t.Service, Endpoint: t.Endpoint,
 		Model: t.Model, Action: t.Action, Stream: t.Stream,
 		Load: c.plan.Load.String(), Begin: c.start,
-		Sent: c.sent.Load(), Completed: c.done.Load(), Errors: c.errs.Load(), Late: c.late.Load(),
-		OutputTokens: c.tokens, ErrorCodes: c.errors,
+		Sent: c.sent.Load(), Late: c.late.Load(), Recorder: c.rec,
 		Series: c.series, Points: c.points, Ladder: c.ladderTrace,
 	}
 	if !c.start.IsZero() {
@@ -241,12 +227,8 @@ func (c *collector) result() *TargetResult {
 	case LoadConstant, LoadPoisson:
 		tr.OfferedRate = c.plan.Load.Rate
 	}
-	for _, g := range c.groups {
-		tr.Groups = append(tr.Groups, g)
-	}
 	if len(c.tags) > 0 {
 		tr.Tags = c.tags
 	}
-	tr.sortGroups()
 	return tr
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 // Plan is a whole benchmark: targets, load model, limits, request mix and
@@ -27,8 +29,10 @@ type Plan struct {
 	Limits  Limits   `json:"limits" yaml:"limits"`
 	// Mix, when set, picks each request's class and tags.
 	Mix *Mix `json:"mix,omitempty" yaml:"mix,omitempty"`
-	// SLAs apply to every target (and, with a Class, to that class only).
-	SLAs []SLA `json:"slas,omitempty" yaml:"slas,omitempty"`
+	// SLAs apply to every target (with a class, to that class only; with
+	// an endpoint, to the target of that name only), in latency.SLA's text
+	// form: "ttft p95 150ms starts=warm".
+	SLAs []latency.SLA `json:"slas,omitempty" yaml:"slas,omitempty"`
 	// Seed makes Poisson arrivals and the mix repeatable (default 1).
 	Seed uint64 `json:"seed,omitempty" yaml:"seed,omitempty"`
 }
@@ -127,32 +131,6 @@ type Limits struct {
 	// Warmup requests are sent one at a time before the measured run and
 	// left out of the results.
 	Warmup int `json:"warmup,omitempty" yaml:"warmup,omitempty"`
-}
-
-// SLA is one SLA spec: a percentile of a metric must not exceed a
-// threshold, for warm, cold or all starts, optionally of one class.
-type SLA struct {
-	Metric     string   `json:"metric" yaml:"metric"`
-	Percentile float64  `json:"percentile" yaml:"percentile"`
-	Threshold  Duration `json:"threshold" yaml:"threshold"`
-	// Starts is warm, cold or all (default all).
-	Starts string `json:"starts,omitempty" yaml:"starts,omitempty"`
-	Class  string `json:"class,omitempty" yaml:"class,omitempty"`
-}
-
-// Validate reports an SLA spec that cannot be evaluated.
-func (s SLA) Validate() error {
-	switch {
-	case s.Metric != MetricTTFT && s.Metric != MetricTPOT && s.Metric != MetricITL && s.Metric != MetricE2E:
-		return errcodes.Errorf(errcodes.InvalidParam, "bench: SLA metric %q: want ttft, tpot, itl or e2e", s.Metric)
-	case !(s.Percentile > 0 && s.Percentile < 100):
-		return errcodes.Errorf(errcodes.InvalidParam, "bench: SLA percentile %g must lie in (0, 100)", s.Percentile)
-	case s.Threshold <= 0:
-		return errcodes.Errorf(errcodes.InvalidParam, "bench: SLA threshold %v must be positive", s.Threshold)
-	case s.Starts != "" && s.Starts != "warm" && s.Starts != "cold" && s.Starts != "all":
-		return errcodes.Errorf(errcodes.InvalidParam, "bench: SLA starts %q: want warm, cold or all", s.Starts)
-	}
-	return nil
 }
 
 // Defaults.
@@ -311,6 +289,21 @@ func (p *Plan) Prepare() error {
 		}
 	}
 	return nil
+}
+
+// slas returns every SLA of the plan: its own and its classes'.
+func (p *Plan) slas() []latency.SLA {
+	out := slices.Clone(p.SLAs)
+	if p.Mix != nil {
+		for i := range p.Mix.Classes {
+			c := &p.Mix.Classes[i]
+			for _, s := range c.SLAs {
+				s.Class = c.Label()
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 func (t *Target) prepare() error {

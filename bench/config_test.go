@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 func TestLoadPlanYAML(t *testing.T) {
@@ -34,8 +35,11 @@ func TestLoadPlanYAML(t *testing.T) {
 	assert.Equal(t, Duration(DefaultLateAfter), p.Load.LateAfter)
 	require.NotNil(t, p.Mix)
 	assert.Equal(t, 0.45, p.Mix.Classes[1].Weight)
-	assert.Equal(t, Duration(300*time.Millisecond), p.Mix.Classes[0].SLAs[0].Threshold)
-	assert.Equal(t, "warm", p.SLAs[0].Starts)
+	assert.Equal(t, int64(300*time.Millisecond), p.Mix.Classes[0].SLAs[0].Threshold)
+	assert.Equal(t, latency.StartsWarm, p.SLAs[0].Starts)
+	slas := p.slas()
+	require.Len(t, slas, 2)
+	assert.Equal(t, "/api/order/create", slas[1].Class, "a class's SLA covers its class")
 	assert.Equal(t, uint64(9), p.Seed)
 
 	req := buildRequest(&p.Targets[1], &p.Mix.Classes[0])
@@ -94,7 +98,7 @@ func TestPrepareRejects(t *testing.T) {
 		{"bad action", func(p *Plan) { p.Targets[0].Action = "train" }, "action"},
 		{"invoke without body", func(p *Plan) { p.Targets[0].Action = "invoke" }, "payload"},
 		{"missing payload file", func(p *Plan) { p.Targets[0].Payload.File = "testdata/nope" }, "payload file"},
-		{"bad sla", func(p *Plan) { p.SLAs = []SLA{{Metric: "ttft", Percentile: 95}} }, "threshold"},
+		{"bad sla", func(p *Plan) { p.SLAs = []latency.SLA{{Metric: latency.TTFT, Percentile: 95}} }, "threshold"},
 		{"negative limit", func(p *Plan) { p.Limits.Warmup = -1 }, "negative"},
 	}
 	for _, tt := range tests {

@@ -51,10 +51,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Metric names, as reports and flags spell them.
+// Metrics the ladder can watch, as latency.Metric spells them.
 const (
 	MetricTTFT = "ttft"
-	MetricTPOT = "tpot"
-	MetricITL  = "itl"
 	MetricE2E  = "e2e"
 )

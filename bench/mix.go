@@ -5,8 +5,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 // Mix is a weighted request mix: classes picked in proportion to their
@@ -19,7 +21,7 @@ type Mix struct {
 
 // Class is one kind of request in a mix.
 type Class struct {
-	// Name labels the class in reports (default "METHOD path", or path).
+	// Name labels the class in reports (default: Path).
 	Name string `json:"name,omitempty" yaml:"name,omitempty"`
 	// Weight is the class's share; weights need not sum to 1.
 	Weight float64 `json:"weight" yaml:"weight"`
@@ -33,8 +35,9 @@ type Class struct {
 	Header map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"`
 	// Payload overrides the target's payload for this class.
 	Payload *Payload `json:"payload,omitempty" yaml:"payload,omitempty"`
-	// SLAs are the class's own SLA specs.
-	SLAs []SLA `json:"slas,omitempty" yaml:"slas,omitempty"`
+	// SLAs are the class's own SLAs (their class is set to the class's
+	// label), in latency.SLA's text form.
+	SLAs []latency.SLA `json:"slas,omitempty" yaml:"slas,omitempty"`
 	// Observed is what a traffic log recorded for the class, if it was
 	// built from one.
 	Observed *Observed `json:"observed,omitempty" yaml:"observed,omitempty"`
@@ -62,14 +65,10 @@ type Value struct {
 
 // Label returns the class's name for reports.
 func (c *Class) Label() string {
-	switch {
-	case c.Name != "":
+	if c.Name != "" {
 		return c.Name
-	case c.Method != "" && c.Path != "":
-		return c.Method + " " + c.Path
-	default:
-		return c.Path
 	}
+	return c.Path
 }
 
 // Validate reports a mix that cannot be used.
@@ -94,9 +93,13 @@ func (m *Mix) Validate() error {
 		}
 		seen[l] = true
 		for _, s := range m.Classes[i].SLAs {
+			s.Class = ""
 			if err := s.Validate(); err != nil {
 				return err
 			}
+		}
+		if strings.ContainsAny(l, " \t\n") && len(m.Classes[i].SLAs) > 0 {
+			return bad("class %q has SLAs, so its name cannot hold spaces; give it a name", l)
 		}
 	}
 	for _, d := range m.Dimensions {

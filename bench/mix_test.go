@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 func seedMix() *Mix {
@@ -88,7 +90,8 @@ func TestMixValidate(t *testing.T) {
 		{Classes: []Class{{Name: "a", Weight: 1}, {Name: "a", Weight: 1}}},
 		{Classes: []Class{{Weight: 1}}},
 		{Classes: []Class{{Name: "a", Weight: 1}}, Dimensions: []Dimension{{Name: "region"}}},
-		{Classes: []Class{{Name: "a", Weight: 1, SLAs: []SLA{{Metric: "ttft", Percentile: 150, Threshold: 1}}}}},
+		{Classes: []Class{{Name: "a", Weight: 1, SLAs: []latency.SLA{{Metric: latency.TTFT, Percentile: 150, Threshold: 1}}}}},
+		{Classes: []Class{{Name: "a b", Weight: 1, SLAs: []latency.SLA{{Metric: latency.TTFT, Percentile: 95, Threshold: 1}}}}},
 	}
 	for i, m := range bad {
 		assert.Error(t, m.Validate(), "case %d", i)

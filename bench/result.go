@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -54,26 +52,21 @@ type TargetResult struct {
 	// to the last response.
 	Begin time.Time `json:"begin"`
 	Wall  Duration  `json:"wall"`
-	// Sent, Completed and Errors count measured requests; Late counts
-	// sends whose schedule lag passed Load.LateAfter.
-	Sent      int64 `json:"sent"`
-	Completed int64 `json:"completed"`
-	Errors    int64 `json:"errors"`
-	Late      int64 `json:"late"`
+	// Sent counts measured requests sent; Late those whose schedule lag
+	// passed Load.LateAfter.
+	Sent int64 `json:"sent"`
+	Late int64 `json:"late"`
 	// OfferedRate is the open loop's scheduled rate (0 otherwise);
 	// SendRate the rate the sends achieved: (sent − 1) / (last − first send).
 	OfferedRate float64 `json:"offered_rate,omitempty"`
 	SendRate    float64 `json:"send_rate,omitempty"`
-	// OutputTokens sums N_out over successful requests.
-	OutputTokens int64 `json:"output_tokens"`
 	// CPU is the process's CPU use during the run, as a share of all the
 	// machine's cores (−1: not measured).
 	CPU float64 `json:"cpu"`
-	// ErrorCodes counts failed requests by portable code.
-	ErrorCodes map[string]int64 `json:"error_codes,omitempty"`
-	// Groups holds the distributions, by class and start kind ("warm",
-	// "cold", "suspected-cold"; "error" for failed requests).
-	Groups []*Group `json:"groups"`
+	// Recorder holds every measured request's metrics, split by class and
+	// start kind, with the target's name as endpoint; its counts hold the
+	// errors by code.
+	Recorder *latency.Recorder `json:"recorder"`
 	// Tags holds per tag dimension and value the count and E2E.
 	Tags map[string]map[string]*TagStats `json:"tags,omitempty"`
 	// Series is the run over time; Points a sample of requests for charts.
@@ -88,46 +81,6 @@ type TargetResult struct {
 	// Machines is how many runs were merged into this one.
 	Machines int `json:"machines,omitempty"`
 }
-
-// Group is the distributions of one class's requests with one start kind.
-type Group struct {
-	Class string `json:"class,omitempty"`
-	Start string `json:"start"`
-	Count int64  `json:"count"`
-	// Dists maps a metric name (latency.Metric's) to its distribution.
-	Dists map[string]*latency.Dist `json:"dists"`
-}
-
-func (g *Group) add(s *latency.Sample) {
-	g.Count++
-	if s.Err != "" {
-		return
-	}
-	for _, m := range groupMetrics {
-		if v, ok := s.Value(m); ok {
-			g.dist(m).Add(v)
-		}
-	}
-	if len(s.ITL) > 0 {
-		d, dt := g.dist(latency.ITL), g.dist(latency.ITLToken)
-		for i, v := range s.ITL {
-			d.Add(int64(v))
-			dt.Add(int64(s.ITLPerToken[i]))
-		}
-	}
-}
-
-func (g *Group) dist(m latency.Metric) *latency.Dist {
-	d := g.Dists[m.String()]
-	if d == nil {
-		d = &latency.Dist{}
-		g.Dists[m.String()] = d
-	}
-	return d
-}
-
-// Dist returns the group's distribution of m, or nil.
-func (g *Group) Dist(m latency.Metric) *latency.Dist { return g.Dists[m.String()] }
 
 // TagStats is the requests with one value of a tag dimension.
 type TagStats struct {
@@ -290,13 +243,6 @@ func (p *Plan) public() *Plan {
 	return &c
 }
 
-func (tr *TargetResult) sortGroups() {
-	order := map[string]int{"warm": 0, "cold": 1, "suspected-cold": 2, "error": 3}
-	slices.SortFunc(tr.Groups, func(a, b *Group) int {
-		return cmp.Or(strings.Compare(a.Class, b.Class), cmp.Compare(order[a.Start], order[b.Start]))
-	})
-}
-
 // cpuShare returns cpu as a share of wall × the machine's cores, −1 when
 // unknown.
 func cpuShare(cpu, wall time.Duration) float64 {
@@ -338,55 +284,26 @@ func (tr *TargetResult) warnings(p *Plan) {
 	}
 }
 
-// Total returns the merge of the target's groups of the given start kinds
-// (all successful ones when none given), for metric m.
-func (tr *TargetResult) Total(m latency.Metric, starts ...string) *latency.Dist {
-	d := &latency.Dist{}
-	for _, g := range tr.Groups {
-		if g.Start == "error" || (len(starts) > 0 && !slices.Contains(starts, g.Start)) {
-			continue
-		}
-		if gd := g.Dist(m); gd != nil {
-			d.Merge(gd)
-		}
-	}
-	return d
+// Counts returns the target's request counters (all classes and starts).
+func (tr *TargetResult) Counts() latency.Counts {
+	return tr.Recorder.Counts(latency.Filter{Endpoint: tr.Name})
 }
 
-// ClassTotal is Total restricted to one class.
-func (tr *TargetResult) ClassTotal(class string, m latency.Metric, starts ...string) *latency.Dist {
-	d := &latency.Dist{}
-	for _, g := range tr.Groups {
-		if g.Class != class || g.Start == "error" || (len(starts) > 0 && !slices.Contains(starts, g.Start)) {
-			continue
-		}
-		if gd := g.Dist(m); gd != nil {
-			d.Merge(gd)
-		}
-	}
-	return d
+// Dist returns the target's distribution of m over a class ("" for all)
+// and a start scope ("" for all).
+func (tr *TargetResult) Dist(m latency.Metric, class string, starts latency.Starts) *latency.Dist {
+	return tr.Recorder.Dist(m, latency.Filter{Endpoint: tr.Name, Class: class, Starts: starts})
 }
 
-// Classes lists the target's classes in order ("" when no mix).
+// Classes lists the target's request classes, in the recorder's order.
 func (tr *TargetResult) Classes() []string {
 	var cs []string
-	for _, g := range tr.Groups {
-		if !slices.Contains(cs, g.Class) {
-			cs = append(cs, g.Class)
+	for _, k := range tr.Recorder.Groups() {
+		if k.Endpoint == tr.Name && !slices.Contains(cs, k.Class) {
+			cs = append(cs, k.Class)
 		}
 	}
 	return cs
-}
-
-// ClassCount returns the requests of a class (errors included).
-func (tr *TargetResult) ClassCount(class string) int64 {
-	var n int64
-	for _, g := range tr.Groups {
-		if g.Class == class {
-			n += g.Count
-		}
-	}
-	return n
 }
 
 // Save writes r as indented JSON to path.
@@ -437,15 +354,14 @@ func ParseResult(b []byte) (*Result, error) {
 		if t.Series == nil || t.Series.Width <= 0 {
 			t.Series = &Series{Width: Duration(firstBucket)}
 		}
-		for _, g := range t.Groups {
-			if g == nil {
-				return nil, errcodes.New(errcodes.InvalidParam, "bench: parse result: null group")
-			}
-			if g.Dists == nil {
-				g.Dists = map[string]*latency.Dist{}
+		if t.Recorder == nil {
+			t.Recorder = &latency.Recorder{}
+		}
+		for _, b := range t.Series.Buckets {
+			if b == nil {
+				return nil, errcodes.New(errcodes.InvalidParam, "bench: parse result: null series bucket")
 			}
 		}
-		t.Groups = slices.DeleteFunc(t.Groups, func(g *Group) bool { return g == nil })
 	}
 	return &r, nil
 }

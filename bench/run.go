@@ -99,7 +99,11 @@ type target struct {
 
 func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetResult, error) {
 	tg := &target{plan: p, t: t, opts: opts}
-	tg.col = newCollector(p, t)
+	col, err := newCollector(p, t)
+	if err != nil {
+		return nil, err
+	}
+	tg.col = col
 	tg.obsOpt = func(o *cloudreq.Options) { o.Observers = append(o.Observers, tg.col) }
 	tg.base = buildRequest(t, nil)
 	if p.Mix != nil {
@@ -115,7 +119,7 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 		if ctx.Err() != nil {
 			return nil, errcodes.FromContext(ctx)
 		}
-		tr := tg.col.result()
+		tr := col.result()
 		tr.Fatal = errcodes.Of(err).String() + ": " + err.Error()
 		return tr, nil
 	}
@@ -253,11 +257,15 @@ func (tg *target) open(ctx context.Context) {
 	for n := 0; ctx.Err() == nil; {
 		off := pacer.Peek()
 		if lad != nil && off >= lad.next {
-			if !sleep.until(ctx, start.Add(lad.next)) || (limit > 0 && lad.next >= limit) {
+			if !sleep.until(ctx, start.Add(lad.next)) {
 				break
 			}
 			r := lad.step(tg.col, pacer.Rate())
-			pacer.Rebase(lad.next-lad.cfg.Step.D(), r)
+			boundary := lad.next - lad.cfg.Step.D()
+			if limit > 0 && boundary >= limit {
+				break
+			}
+			pacer.Rebase(boundary, r)
 			tg.col.setScheduled(r)
 			continue
 		}

@@ -251,17 +251,25 @@ func dropSecrets(h map[string]string) map[string]string {
 }
 
 // MixFromLog builds a Mix from traffic log records: one class per method
-// and path, weighted by its share of the records, with its headers (those
+// and path (named by the path, or "METHOD:path" when a path is logged
+// with several methods), weighted by its share of the records, with its headers (those
 // of its first record) and observed latencies; and one dimension per tag,
 // its values weighted by their shares.
 func MixFromLog(recs []LogRecord) *Mix {
 	m := &Mix{}
+	methods := map[string]map[string]bool{}
+	for _, r := range recs {
+		if methods[r.Path] == nil {
+			methods[r.Path] = map[string]bool{}
+		}
+		methods[r.Path][r.Method] = true
+	}
 	idx := map[string]int{}
 	dims := map[string]map[string]int{}
 	for _, r := range recs {
 		key := r.Path
-		if r.Method != "" {
-			key = r.Method + " " + r.Path
+		if len(methods[r.Path]) > 1 {
+			key = r.Method + ":" + r.Path
 		}
 		i, ok := idx[key]
 		if !ok {

@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// loadAdapter is a fake endpoint whose latency grows with the requests in
+// flight: base + perInFlight × in-flight, like a server whose batch slows
+// as it fills. It counts requests by class and tag.
+type loadAdapter struct {
+	base, perInFlight time.Duration
+	inflight          atomic.Int64
+	n                 atomic.Int64
+
+	mu      sync.Mutex
+	classes map[string]int
+	tags    map[string]int
+}
+
+func (a *loadAdapter) Describe() cloudreq.Description {
+	return cloudreq.Description{Provider: cloudreq.ProviderOpenAI, Service: cloudreq.ServiceOpenAICompatible,
+		Actions: []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate}}
+}
+
+func (a *loadAdapter) Encode(*cloudreq.CloudRequest, bool) (cloudreq.Payload, error) {
+	return cloudreq.Payload{Body: []byte("{}")}, nil
+}
+
+func (a *loadAdapter) Invoke(ctx context.Context, c *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	in := a.inflight.Add(1)
+	defer a.inflight.Add(-1)
+	a.n.Add(1)
+	a.mu.Lock()
+	if a.classes == nil {
+		a.classes, a.tags = map[string]int{}, map[string]int{}
+	}
+	a.classes[c.Request.Class]++
+	for k, v := range c.Request.Tags {
+		a.tags[k+"="+v]++
+	}
+	a.mu.Unlock()
+	if d := a.base + time.Duration(in)*a.perInFlight; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return &cloudreq.CloudResponse{StatusCode: 200, Usage: cloudreq.Usage{OutputTokens: 8, Source: "server"}}, nil
+}
+
+func connectTo(a cloudreq.Adapter) func(context.Context, *Target) (*cloudreq.Client, error) {
+	return func(context.Context, *Target) (*cloudreq.Client, error) {
+		return cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}, Retry: cloudreq.RetryOptions{MaxAttempts: 1}})
+	}
+}
+
+func fakeTarget() Target { return Target{Name: "fake", Provider: "openai", Model: "m"} }
+
+func TestClosedLoopStreamingCountsAndExcludesWarmup(t *testing.T) {
+	chunks := []cloudreq.StreamChunk{{}, {Text: "a"}, {Text: "b"}, {Text: "c"}, {Text: "d"}}
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Chunks: chunks, ChunkDelay: time.Millisecond}}}
+	tg := fakeTarget()
+	tg.Stream = true
+	p := &Plan{Targets: []Target{tg}, Load: Load{Concurrency: 3}, Limits: Limits{Requests: 30, Warmup: 2}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	require.Len(t, res.Targets, 1)
+	tr := res.Targets[0]
+	assert.Len(t, fake.Calls(), 32, "warm-up requests are sent")
+	c := tr.Counts()
+	assert.Equal(t, int64(30), c.Requests, "warm-up requests are left out")
+	assert.Equal(t, int64(30), tr.Sent)
+	assert.Zero(t, c.Failed)
+	assert.Equal(t, int64(4*30), c.OutputTokens)
+	ttft, tpot := tr.Dist(latency.TTFT, "", ""), tr.Dist(latency.TPOT, "", "")
+	assert.Equal(t, uint64(30), ttft.Count())
+	assert.Equal(t, uint64(30), tpot.Count())
+	assert.Greater(t, tpot.Mean(), float64(500*time.Microsecond))
+	assert.Len(t, tr.Points, 30)
+	assert.NotEmpty(t, tr.Series.Buckets)
+	assert.Equal(t, "closed loop, concurrency 3", tr.Load)
+}
+
+func TestClosedLoopErrorsByCode(t *testing.T) {
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
+		{Err: errcodes.New(errcodes.Throttled, "slow down")},
+		{Response: &cloudreq.CloudResponse{StatusCode: 200}},
+		{Err: errcodes.New(errcodes.ModelError, "boom")},
+		{Response: &cloudreq.CloudResponse{StatusCode: 200}},
+	}}
+	p := &Plan{Targets: []Target{fakeTarget()}, Limits: Limits{Requests: 6}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	c := res.Targets[0].Counts()
+	assert.Equal(t, int64(6), c.Requests)
+	assert.Equal(t, int64(1), c.Errors[string(errcodes.Throttled)])
+	assert.Equal(t, int64(1), c.Errors[string(errcodes.ModelError)])
+	assert.Equal(t, int64(2), c.Failed)
+}
+
+func TestConnectFailureIsAResult(t *testing.T) {
+	p := &Plan{Targets: []Target{fakeTarget()}, Limits: Limits{Requests: 1}}
+	res, err := Run(context.Background(), p, Options{Connect: func(context.Context, *Target) (*cloudreq.Client, error) {
+		return nil, errcodes.New(errcodes.Unauthenticated, "no credentials in the default chain")
+	}})
+	require.NoError(t, err)
+	assert.Contains(t, res.Targets[0].Fatal, "ERR_UNAUTHENTICATED")
+}
+
+func TestOpenLoopAchievedRate(t *testing.T) {
+	for _, model := range []string{LoadConstant, LoadPoisson} {
+		t.Run(model, func(t *testing.T) {
+			fake := &loadAdapter{base: 2 * time.Millisecond}
+			p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: model, Rate: 500},
+				Limits: Limits{Duration: Duration(2 * time.Second)}, Seed: 3}
+			res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+			require.NoError(t, err)
+			tr := res.Targets[0]
+			// The schedule's own count over the duration: exactly R×D for a
+			// constant rate; Poisson(R×D) for Poisson arrivals.
+			if model == LoadConstant {
+				assert.Equal(t, int64(1000), tr.Sent)
+				assert.InEpsilon(t, 500, tr.SendRate, 0.02, "achieved send rate")
+			} else {
+				assert.InEpsilon(t, 1000, float64(tr.Sent), 0.1)
+			}
+			lag := tr.Dist(latency.ScheduleLag, "", "")
+			assert.Equal(t, uint64(tr.Sent), lag.Count(), "every send's lag is measured")
+			assert.Equal(t, int64(tr.Sent), fake.n.Load(), "nothing dropped")
+			assert.Equal(t, 500.0, tr.OfferedRate)
+			assert.Equal(t, uint64(tr.Sent), tr.Dist(latency.E2EIntended, "", "").Count())
+		})
+	}
+}
+
+func TestOpenLoopNeverDropsAtTheInFlightCap(t *testing.T) {
+	// Two slots and 20 ms requests cap the throughput at 100/s; the
+	// schedule asks for 400/s. Every send still happens, late.
+	fake := &loadAdapter{base: 20 * time.Millisecond}
+	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadConstant, Rate: 400, MaxInFlight: 2},
+		Limits: Limits{Requests: 40}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	assert.Equal(t, int64(40), fake.n.Load())
+	assert.Equal(t, int64(40), tr.Counts().Requests)
+	assert.Greater(t, tr.Late, int64(20))
+	require.NotEmpty(t, tr.Warnings)
+	assert.Contains(t, tr.Warnings[0]+tr.Warnings[len(tr.Warnings)-1], "behind its schedule")
+	lag := tr.Dist(latency.ScheduleLag, "", "")
+	assert.Greater(t, lag.Max(), int64(100*time.Millisecond))
+	// CO-corrected E2E includes the lag; the plain E2E does not.
+	assert.Greater(t, tr.Dist(latency.E2EIntended, "", "").Mean(), 3*tr.Dist(latency.E2E, "", "").Mean())
+}
+
+func TestMixWeightsOver5000Requests(t *testing.T) {
+	fake := &loadAdapter{}
+	m := seedMix()
+	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Concurrency: 8}, Limits: Limits{Requests: 5000}, Mix: m}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	require.Equal(t, int64(5000), fake.n.Load())
+	for _, c := range m.Classes {
+		got := float64(fake.classes[c.Label()]) / 5000
+		assert.InEpsilon(t, c.Weight, got, 0.02, "%s: %.4f of requests, weight %.2f", c.Label(), got, c.Weight)
+		assert.Equal(t, int64(fake.classes[c.Label()]), tr.Recorder.Counts(latency.Filter{Class: c.Label()}).Requests)
+	}
+	for v, w := range map[string]float64{"mobile": 0.7, "desktop": 0.2, "tablet": 0.1} {
+		assert.InEpsilon(t, w, float64(fake.tags["device="+v])/5000, 0.02, v)
+		assert.Equal(t, int64(fake.tags["device="+v]), tr.Tags["device"][v].Count)
+	}
+}
+
+func TestLadderBacksOffAndClimbsAgain(t *testing.T) {
+	// Latency = 5 ms + 1 ms per request in flight: by Little's law about
+	// 5 ms / (1 − r/1000) at r req/s — 12.5 ms at 600/s, 33 ms at 850/s.
+	fake := &loadAdapter{base: 5 * time.Millisecond, perInFlight: time.Millisecond}
+	lad := Ladder{Start: 100, Increment: 250, Floor: 50, Target: 2000, Step: Duration(250 * time.Millisecond),
+		HighWater: Duration(20 * time.Millisecond), LowWater: Duration(15 * time.Millisecond)}
+	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadLadder, Ladder: lad},
+		Limits: Limits{Duration: Duration(4 * time.Second)}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	require.NotNil(t, tr.Ladder)
+	steps := tr.Ladder.Steps
+	require.Len(t, steps, 16)
+	for _, s := range steps {
+		t.Log(s)
+	}
+	// Every step follows the rule: the decision is the pure function of
+	// the step's rate and p95.
+	for i, s := range steps {
+		next, act := tr.Ladder.Config.NextRate(s.Rate, s.P95.D(), s.P95Known)
+		assert.Equal(t, act, s.Action, "%v", s)
+		assert.InDelta(t, next, s.Next, 1e-9, "%v", s)
+		if i > 0 {
+			assert.Equal(t, steps[i-1].Next, s.Rate, "each step runs at the rate the last decided")
+			assert.InDelta(t, s.Rate*0.25, float64(s.Sent), 2, "step %d sends rate × step", i)
+		}
+	}
+	// And the load makes it go both ways: it backs off once latency
+	// crosses the high-water mark, and climbs again once it recovers.
+	backoff := slices.IndexFunc(steps, func(s LadderStep) bool { return s.Action == BackOff })
+	require.Positive(t, backoff, "the ladder backs off")
+	assert.Greater(t, steps[backoff].Rate, 500.0, "the back-off comes from the load")
+	assert.True(t, slices.ContainsFunc(steps[backoff+1:], func(s LadderStep) bool { return s.Action == Climb }),
+		"the ladder climbs again")
+	best, ok := tr.Ladder.HighestHeld()
+	assert.True(t, ok)
+	assert.GreaterOrEqual(t, best, 600.0)
+	assert.Less(t, best, 1000.0)
+}
