@@ -27,6 +27,9 @@ type Counts struct {
 	Requests int64            `json:"requests"`
 	Failed   int64            `json:"failed"`
 	Errors   map[string]int64 `json:"errors,omitempty"`
+	// Reasons counts successful requests by the evidence behind their
+	// start kind.
+	Reasons map[StartReason]int64 `json:"reasons,omitempty"`
 	// Good counts successful requests that met every SLA covering them
 	// (goodput's numerator).
 	Good int64 `json:"good"`
@@ -49,6 +52,12 @@ func (c *Counts) merge(o *Counts) {
 			c.Errors = map[string]int64{}
 		}
 		c.Errors[k] += v
+	}
+	for k, v := range o.Reasons {
+		if c.Reasons == nil {
+			c.Reasons = map[StartReason]int64{}
+		}
+		c.Reasons[k] += v
 	}
 	c.Good += o.Good
 	c.ConnectionCold += o.ConnectionCold
@@ -155,6 +164,12 @@ func (r *Recorder) Add(s *Sample) {
 		}
 		c.Errors[s.Err]++
 		return
+	}
+	if s.Reason != "" {
+		if c.Reasons == nil {
+			c.Reasons = map[StartReason]int64{}
+		}
+		c.Reasons[s.Reason]++
 	}
 	if s.ConnectionCold {
 		c.ConnectionCold++

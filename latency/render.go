@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -105,6 +106,19 @@ func groupLine(g *GroupReport) string {
 		}
 		s += ")"
 	}
+	if len(c.Reasons) > 0 {
+		reasons := make(map[string]int64, len(c.Reasons))
+		for k, v := range c.Reasons {
+			reasons[string(k)] = v
+		}
+		s += "; reasons: "
+		for i, k := range sortedKeys(reasons) {
+			if i > 0 {
+				s += ", "
+			}
+			s += fmt.Sprintf("%s %d", k, reasons[k])
+		}
+	}
 	s += fmt.Sprintf("; connection-cold %d, retried %d", c.ConnectionCold, c.Retried)
 	s += fmt.Sprintf("; %s req/s, goodput %s req/s, %s tok/s", val(g.RequestRate), val(g.Goodput), val(g.TokenRate))
 	if g.TokenSource != "" {
@@ -119,7 +133,7 @@ func (rep *Report) renderTable(w io.Writer, md bool) error {
 		if md {
 			fmt.Fprintf(tw, "| %s |\n", strings.Join(cells, " | "))
 		} else {
-			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") // AlignRight pads tab-terminated cells only
 		}
 	}
 	rule := func(tw io.Writer, n int) {
@@ -172,6 +186,9 @@ func (rep *Report) renderTable(w io.Writer, md bool) error {
 						val(m.P90), val(m.P95), val(m.P99), val(m.P999), val(m.Max))
 				}
 			})
+		}
+		if len(g.Metrics) == 0 && len(g.Fits) == 0 && !md {
+			fmt.Fprintln(ew)
 		}
 		if len(g.Fits) > 0 {
 			table(func(tw io.Writer) {
@@ -242,6 +259,9 @@ func (rep *Report) renderCSV(w io.Writer) error {
 		put("counts", "failed", "count", strconv.FormatInt(c.Failed, 10), "requests")
 		for _, k := range sortedKeys(c.Errors) {
 			put("counts", "error", k, strconv.FormatInt(c.Errors[k], 10), "requests")
+		}
+		for _, k := range slices.Sorted(maps.Keys(c.Reasons)) {
+			put("counts", "reason", string(k), strconv.FormatInt(c.Reasons[k], 10), "requests")
 		}
 		put("counts", "good", "count", strconv.FormatInt(c.Good, 10), "requests")
 		put("counts", "connection-cold", "count", strconv.FormatInt(c.ConnectionCold, 10), "requests")

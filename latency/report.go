@@ -13,8 +13,8 @@ const AllStarts StartKind = "all"
 type ReportOptions struct {
 	// SLAs are checked against the recorder; nil checks the recorder's own.
 	SLAs []SLA
-	// Metrics lists the metrics each group shows; nil shows every metric
-	// that has data.
+	// Metrics lists the metrics each group shows (those with data); nil
+	// shows every metric that has data.
 	Metrics []Metric
 }
 
@@ -127,7 +127,7 @@ func (r *Recorder) groupReport(k GroupKey, f Filter, metrics []Metric, secs floa
 	for _, m := range show {
 		d := r.Dist(m, f)
 		dists[m] = d
-		if d.Count() == 0 && metrics == nil {
+		if d.Count() == 0 {
 			continue
 		}
 		g.Metrics = append(g.Metrics, metricStats(m, d))
