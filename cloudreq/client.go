@@ -274,14 +274,14 @@ func normalizeWith(err error, code errcodes.Code, provider string) *errcodes.Err
 	return e
 }
 
-// attemptCause marks an attempt's own deadline, as opposed to the call's.
-var attemptCause = errors.New("attempt timeout")
+// errAttemptTimeout marks an attempt's own deadline, as opposed to the call's.
+var errAttemptTimeout = errors.New("attempt timeout")
 
 // attemptInvoke makes attempt n of a non-streaming call.
 func (cl *call) attemptInvoke(ctx context.Context, n int) (*CloudResponse, *errcodes.Error) {
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if cl.o.AttemptTimeout > 0 {
-		actx, cancel = context.WithTimeoutCause(ctx, cl.o.AttemptTimeout, attemptCause)
+		actx, cancel = context.WithTimeoutCause(ctx, cl.o.AttemptTimeout, errAttemptTimeout)
 	}
 	defer cancel()
 	tr := latency.NewAttemptTrace(n, cl.wait)
@@ -312,7 +312,7 @@ func (cl *call) normalize(ctx, actx context.Context, err error) *errcodes.Error 
 		e.Provider = cl.req.Provider
 		return e
 	}
-	if actx.Err() != nil && context.Cause(actx) == attemptCause {
+	if actx.Err() != nil && context.Cause(actx) == errAttemptTimeout {
 		e := errcodes.Wrap(err, errcodes.Timeout, "attempt timed out")
 		e.Retryable = true
 		e.Provider = cl.req.Provider

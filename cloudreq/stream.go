@@ -104,7 +104,7 @@ func (s *Stream) open(n int) *errcodes.Error {
 	actx, acancel := context.WithCancelCause(s.ctx)
 	var attemptTimer *time.Timer
 	if d := cl.o.AttemptTimeout; d > 0 {
-		attemptTimer = time.AfterFunc(d, func() { acancel(attemptCause) })
+		attemptTimer = time.AfterFunc(d, func() { acancel(errAttemptTimeout) })
 	}
 	tr := latency.NewAttemptTrace(n, cl.wait)
 	tctx := httptrace.WithClientTrace(actx, tr.ClientTrace())
