@@ -1,6 +1,7 @@
 package sagemaker
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -141,6 +142,7 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 		// cloudreq's retry loop is in charge: one attempt per call here.
 		o.Retryer = aws.NopRetryer{}
 		o.RetryMaxAttempts = 0
+		o.HTTPClient = ownBody{next: o.HTTPClient}
 	})
 	if ep := aws.ToString(client.Options().BaseEndpoint); ep != "" {
 		u, err := url.Parse(ep)
@@ -153,6 +155,41 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 		}
 	}
 	return &Adapter{client: client, opts: opts}, nil
+}
+
+// ownBody is an aws.HTTPClient that hands the transport its own in-memory
+// copy of the request body. smithy-go closes the request body as soon as
+// Do returns, that is when the response headers arrive; net/http may still
+// be reading that body then (it reads once more to check for extra bytes),
+// gets io.EOF from the closed reader and tears the connection down,
+// cutting a streamed response short. A copy the SDK does not hold cannot be
+// closed under the transport.
+type ownBody struct{ next aws.HTTPClient }
+
+// Do implements aws.HTTPClient.
+func (c ownBody) Do(req *http.Request) (*http.Response, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return c.next.Do(req)
+	}
+	b, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	r := new(http.Request)
+	*r = *req
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	r.ContentLength = int64(len(b))
+	return c.next.Do(r)
+}
+
+// CloseIdleConnections closes the idle connections of the wrapped client,
+// when it can.
+func (c ownBody) CloseIdleConnections() {
+	if ci, ok := c.next.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
 }
 
 // Client returns the underlying sagemakerruntime client.

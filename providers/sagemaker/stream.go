@@ -207,7 +207,12 @@ func (s *chunkStream) streamError(err error) *errcodes.Error {
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
-		return mapError(err)
+		e := mapError(err)
+		if e.Code == errcodes.Unknown {
+			// An error frame this adapter has no row for: still a broken stream.
+			e.Code = errcodes.StreamInterrupted
+		}
+		return e
 	}
 	e := errcodes.FromTransport(err)
 	if s.yielded || e.Code == errcodes.Unknown {
