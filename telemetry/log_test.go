@@ -1,0 +1,218 @@
+package telemetry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/hooks"
+)
+
+// jsonLines decodes a JSON handler's output, one record a line.
+func jsonLines(t *testing.T, b *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		out = append(out, m)
+	}
+	return out
+}
+
+func byMsg(recs []map[string]any, msg string) []map[string]any {
+	var out []map[string]any
+	for _, r := range recs {
+		if r["msg"] == msg {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestLogHookInstalled(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	set := hooks.Default()
+	require.NoError(t, NewLogHook(logger, LogOptions{}).Install(set))
+	assert.Equal(t, []string{hooks.NameRequestID, LogHookName}, set.Serialize.Names())
+	assert.Equal(t, []string{LogHookName}, set.Deserialize.Names())
+	require.Error(t, NewLogHook(logger, LogOptions{}).Install(set), "a second log hook under the same name")
+
+	throttled := errcodes.New(errcodes.Throttled, "queue full")
+	throttled.HTTPStatus, throttled.ProviderCode, throttled.RetryAfter = 450, "450", time.Millisecond
+	fake := &cloudreqtest.Adapter{Provider: cloudreq.ProviderAlibaba, Service: cloudreq.ServicePAIEAS,
+		Outcomes: []cloudreqtest.Outcome{{Err: throttled}, {Response: &cloudreq.CloudResponse{StatusCode: 200, Data: []byte("ok"), RequestID: "eas-7"}}}}
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: set,
+		Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond, NoBudget: true}})
+	require.NoError(t, err)
+	req := &cloudreq.CloudRequest{Provider: cloudreq.ProviderAlibaba, Service: cloudreq.ServicePAIEAS, Action: cloudreq.ActionInvoke,
+		Target:  cloudreq.Target{Endpoint: "http://127.0.0.1:9/api/predict/svc?token=abcdef", Path: "/v1/x"},
+		Header:  http.Header{"Authorization": {"EAS c2lnbmF0dXJlLXZhbHVl"}, "X-Trace": {"t-1"}},
+		Payload: cloudreq.Payload{Body: []byte(`{"prompt":"private words"}`)}}
+	_, err = c.Invoke(context.Background(), req)
+	require.NoError(t, err)
+
+	recs := jsonLines(t, &buf)
+	reqs := byMsg(recs, LogMsgRequest)
+	require.Len(t, reqs, 1)
+	r := reqs[0]
+	assert.Equal(t, "INFO", r["level"])
+	assert.Equal(t, "alibaba", r["provider"])
+	assert.Equal(t, "pai-eas", r["service"])
+	assert.Equal(t, "invoke", r["action"])
+	assert.Equal(t, "/v1/x", r["path"])
+	assert.Equal(t, "http://127.0.0.1:9/api/predict/svc?token=%5BREDACTED%5D", r["endpoint"])
+	assert.Regexp(t, `^[0-9a-f]{32}$`, r["request_id"], "logged after the request-id hook")
+	assert.Equal(t, map[string]any{"Authorization": hooks.Redacted, "X-Trace": "t-1"}, r["header"])
+	assert.EqualValues(t, 26, r["payload_bytes"])
+	assert.NotContains(t, r, "body", "no content unless asked")
+
+	resps := byMsg(recs, LogMsgResponse)
+	require.Len(t, resps, 2)
+	assert.Equal(t, "WARN", resps[0]["level"], "a failed attempt is one level up")
+	assert.Equal(t, "ERR_THROTTLED", resps[0]["code"])
+	assert.Equal(t, "450", resps[0]["provider_code"])
+	assert.EqualValues(t, 450, resps[0]["status"])
+	assert.Equal(t, true, resps[0]["retryable"])
+	assert.Equal(t, "queue full", resps[0]["message"])
+	assert.EqualValues(t, 1, resps[0]["attempt"])
+	assert.Equal(t, "INFO", resps[1]["level"])
+	assert.EqualValues(t, 200, resps[1]["status"])
+	assert.EqualValues(t, 2, resps[1]["attempt"])
+	assert.Equal(t, "eas-7", resps[1]["provider_request_id"])
+	assert.EqualValues(t, 2, resps[1]["body_bytes"])
+	assert.Greater(t, resps[1]["elapsed"].(float64), resps[0]["elapsed"].(float64))
+	assert.Equal(t, r["request_id"], resps[1]["request_id"])
+	assert.NotContains(t, buf.String(), "private words")
+	assert.NotContains(t, buf.String(), "c2lnbmF0dXJlLXZhbHVl")
+	assert.NotContains(t, buf.String(), "abcdef")
+}
+
+func TestWithLogging(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
+		{Err: errcodes.New(errcodes.Unavailable, "try again")},
+		{Response: &cloudreq.CloudResponse{StatusCode: 200, Text: "hello there", FinishReason: "stop",
+			Usage: cloudreq.Usage{InputTokens: 3, OutputTokens: 2}}}}}
+	veto := hooks.PostDeserializeFunc(func(_ context.Context, _ *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error {
+		if err == nil && resp.Text == "" {
+			return errcodes.New(errcodes.ModelError, "empty text")
+		}
+		return nil
+	})
+	set := &hooks.Set{}
+	require.NoError(t, set.Deserialize.Add("veto-empty", veto))
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: set,
+		Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond, NoBudget: true}})
+	require.NoError(t, err)
+	resp, err := c.Invoke(context.Background(), generateReq(), WithLogging(logger, LogOptions{Level: slog.LevelDebug, CaptureContent: true}))
+	require.NoError(t, err)
+	require.Equal(t, "hello there", resp.Text)
+	assert.Equal(t, []string{"veto-empty"}, set.Deserialize.Names(), "the configured set is not modified")
+
+	recs := jsonLines(t, &buf)
+	reqs := byMsg(recs, LogMsgRequest)
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "DEBUG", reqs[0]["level"])
+	assert.Equal(t, "req-1", reqs[0]["request_id"])
+	assert.JSONEq(t, `[{"role":"user","parts":[{"type":"text","content":"the secret prompt"}]}]`, reqs[0]["input_messages"].(string))
+	resps := byMsg(recs, LogMsgResponse)
+	require.Len(t, resps, 2)
+	assert.Equal(t, "INFO", resps[0]["level"], "Debug steps up to Info on failure")
+	assert.Equal(t, "ERR_UNAVAILABLE", resps[0]["code"])
+	assert.Equal(t, "hello there", resps[1]["text"])
+	assert.EqualValues(t, 2, resps[1]["output_tokens"])
+	assert.Len(t, byMsg(recs, "cloudinfer retry"), 1, "the client's retry record goes to the same logger")
+
+	// Without content capture, and with a veto from the wrapped hooks.
+	buf.Reset()
+	fake2 := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Response: &cloudreq.CloudResponse{StatusCode: 200}}}}
+	c2, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake2}, Hooks: set,
+		Retry: cloudreq.RetryOptions{MaxAttempts: 1}}, WithLogging(logger, LogOptions{}))
+	require.NoError(t, err)
+	_, err = c2.Invoke(context.Background(), generateReq())
+	require.ErrorIs(t, err, errcodes.ModelError)
+	recs = jsonLines(t, &buf)
+	resps = byMsg(recs, LogMsgResponse)
+	require.Len(t, resps, 1)
+	assert.Equal(t, "ERR_MODEL_ERROR", resps[0]["code"], "the log shows the outcome after the veto")
+	assert.Equal(t, "WARN", resps[0]["level"])
+	assert.NotContains(t, buf.String(), "the secret prompt")
+}
+
+func TestRedactAttr(t *testing.T) {
+	const s = "s3cr3t-VALUE-0123456789"
+	wrapped := errcodes.Wrap(errors.New("upstream said "+s), errcodes.Unauthenticated, "")
+	for _, tc := range []struct {
+		in   slog.Attr
+		want string // the attribute as the text handler prints it
+	}{
+		{slog.String("Authorization", "Bearer "+s), "Authorization=[REDACTED]"},
+		{slog.String("x-api-key", s), "x-api-key=[REDACTED]"},
+		{slog.String("api_key", s), "api_key=[REDACTED]"},
+		{slog.String("openai_api_key", s), "openai_api_key=[REDACTED]"},
+		{slog.String("X-Amz-Security-Token", s), "X-Amz-Security-Token=[REDACTED]"},
+		{slog.String("eas_token", s), "eas_token=[REDACTED]"},
+		{slog.Int("token", 42), "token=[REDACTED]"},
+		{slog.String("note", "sent Bearer "+s+" to it"), `note="sent Bearer [REDACTED] to it"`},
+		{slog.String("note", "EAS "+s), `note="EAS [REDACTED]"`},
+		{slog.String("note", "PAI-EAS service busy"), `note="PAI-EAS service busy"`},
+		{slog.String("url", "https://h.example/p?sig="+s+"&x=1"), `url="https://h.example/p?sig=%5BREDACTED%5D&x=1"`},
+		{slog.String("q", "api-key="+s+"&b=2"), `q="api-key=[REDACTED]&b=2"`},
+		{slog.Any("u", &url.URL{Scheme: "https", Host: "h", User: url.UserPassword("me", s)}), `u=https://%5BREDACTED%5D@h`},
+		{slog.Any("h", http.Header{"X-Api-Key": {s}, "Accept": {"a/b"}}), `h.Accept=a/b h.X-Api-Key=[REDACTED]`},
+		{slog.Any("err", wrapped), `err=ERR_UNAUTHENTICATED`},
+		{slog.Any("err", errors.New("GET https://h/?key="+s+": refused")), `err="GET https://h/?key=%5BREDACTED%5D: refused"`},
+		{slog.Any("body", []byte("token="+s)), `body="token=[REDACTED]"`},
+		{slog.Group("g", slog.String("password", s), slog.Int("n", 1)), `g.password=[REDACTED] g.n=1`},
+		{slog.String("status", "ok"), `status=ok`},
+		{slog.Int("code", 7), `code=7`},
+	} {
+		var buf bytes.Buffer
+		l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == slog.LevelKey || a.Key == slog.MessageKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+		l.LogAttrs(context.Background(), slog.LevelInfo, "", RedactAttr(nil, tc.in))
+		assert.Equal(t, tc.want, strings.TrimSpace(buf.String()), tc.in.Key)
+		assert.NotContains(t, buf.String(), s)
+	}
+}
+
+func TestRedactHandler(t *testing.T) {
+	const s = "tok-ABCDEFGH-987654321"
+	var buf bytes.Buffer
+	h := RedactHandler(slog.NewJSONHandler(&buf, nil))
+	assert.Same(t, h, RedactHandler(h), "wrapping twice is wrapping once")
+	l := slog.New(h).With("authorization", "Bearer "+s, "svc", "pai-eas").WithGroup("call")
+	l.Info("calling https://x/?sig="+s, "x-amz-security-token", s, "ok", true)
+	out := buf.String()
+	assert.NotContains(t, out, s)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &m))
+	assert.Equal(t, "calling https://x/?sig=%5BREDACTED%5D", m["msg"])
+	assert.Equal(t, hooks.Redacted, m["authorization"])
+	assert.Equal(t, "pai-eas", m["svc"])
+	assert.Equal(t, map[string]any{"x-amz-security-token": hooks.Redacted, "ok": true}, m["call"])
+	assert.False(t, slog.New(RedactHandler(slog.NewJSONHandler(&buf, nil))).Enabled(context.Background(), slog.LevelDebug))
+}
