@@ -1,0 +1,121 @@
+package emulator
+
+import (
+	"net"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// Fault is one outcome the emulator can inject, by request header
+// (X-Emulator-Inject) or at random (Profile.ErrorRates).
+type Fault string
+
+// Error faults: answered before any token, in the provider's wire form.
+const (
+	FaultThrottle        Fault = "throttle"
+	FaultQuota           Fault = "quota"
+	FaultModelNotReady   Fault = "model-not-ready"
+	FaultModelError      Fault = "model-error"
+	FaultInvalid         Fault = "invalid"
+	FaultNotFound        Fault = "not-found"
+	FaultUnauthenticated Fault = "unauthenticated"
+	FaultForbidden       Fault = "forbidden"
+	FaultInternal        Fault = "internal"
+	FaultUnavailable     Fault = "unavailable"
+	FaultTimeout         Fault = "timeout"
+	FaultPayloadTooLarge Fault = "payload-too-large"
+	FaultQueueFull       Fault = "queue-full"
+)
+
+// Transport faults: the connection or the body misbehaves.
+const (
+	// FaultResetBeforeHeaders resets the TCP connection before any response byte.
+	FaultResetBeforeHeaders Fault = "reset-before-headers"
+	// FaultHTML502 answers 502 with an HTML page, as a load balancer does.
+	FaultHTML502 Fault = "html-502"
+	// FaultCloseMidStream closes the connection after about half the tokens.
+	FaultCloseMidStream Fault = "close-mid-stream"
+	// FaultStallMidStream stops sending after about half the tokens, for
+	// Profile.StallMs, then closes the connection.
+	FaultStallMidStream Fault = "stall-mid-stream"
+	// FaultMalformedBody sends a 200 whose body is not valid for the protocol.
+	FaultMalformedBody Fault = "malformed-body"
+	// FaultStreamError sends the provider's in-stream error after about
+	// half the tokens (SageMaker ModelStreamError, OpenAI data:{"error":…},
+	// Vertex mid-stream error); a non-streaming call gets the model-error answer.
+	FaultStreamError Fault = "stream-error"
+)
+
+var allFaults = []Fault{
+	FaultThrottle, FaultQuota, FaultModelNotReady, FaultModelError, FaultInvalid, FaultNotFound,
+	FaultUnauthenticated, FaultForbidden, FaultInternal, FaultUnavailable, FaultTimeout,
+	FaultPayloadTooLarge, FaultQueueFull,
+	FaultResetBeforeHeaders, FaultHTML502, FaultCloseMidStream, FaultStallMidStream,
+	FaultMalformedBody, FaultStreamError,
+}
+
+// Faults lists every fault name, in a stable order.
+func Faults() []Fault { return slices.Clone(allFaults) }
+
+func isFault(s string) bool { return slices.Contains(allFaults, Fault(s)) }
+
+// isError reports whether f is answered with an error response before any token.
+func (f Fault) isError() bool {
+	i := slices.Index(allFaults, f)
+	return i >= 0 && i <= slices.Index(allFaults, FaultQueueFull)
+}
+
+// midStream reports whether f happens after some tokens were sent.
+func (f Fault) midStream() bool {
+	switch f {
+	case FaultCloseMidStream, FaultStallMidStream, FaultMalformedBody, FaultStreamError:
+		return true
+	}
+	return false
+}
+
+// html502 is the page a fronting load balancer answers with.
+const html502 = `<html>
+<head><title>502 Bad Gateway</title></head>
+<body>
+<center><h1>502 Bad Gateway</h1></center>
+<hr><center>nginx</center>
+</body>
+</html>
+`
+
+func writeHTML502(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/html")
+	w.WriteHeader(http.StatusBadGateway)
+	_, _ = w.Write([]byte(html502))
+}
+
+// abortConn cuts the connection under w: with reset, by a TCP RST (linger
+// 0), else by a plain close. Data already flushed stays sent; a chunked body
+// is left unterminated, so the client sees an unexpected EOF.
+func abortConn(w http.ResponseWriter, reset bool) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// Not hijackable (e.g. HTTP/2): net/http's documented way to abort.
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok && reset {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.SetDeadline(time.Now())
+	_ = conn.Close()
+}
+
+// retryAfterHeaders sets Retry-After (whole seconds, rounded up, at least
+// 1) and the millisecond forms retry-after-ms and x-ms-retry-after-ms.
+func retryAfterHeaders(h http.Header, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	secs := int64((d + time.Second - 1) / time.Second)
+	h.Set("Retry-After", itoa(secs))
+	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
+	h.Set("retry-after-ms", itoa(ms))
+	h.Set("x-ms-retry-after-ms", itoa(ms))
+}

@@ -1,0 +1,449 @@
+package emulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// dialect is the LLM payload form of a request.
+type dialect int
+
+const (
+	dialectChat       dialect = iota + 1 // OpenAI chat completions (also LMI, EAS /v1, Azure serverless)
+	dialectCompletion                    // OpenAI completions
+	dialectTGI                           // {"inputs":…,"parameters":{"max_new_tokens":…},"stream":…}
+	dialectInstances                     // Vertex Model Garden vLLM: {"instances":[{"prompt":…,"max_tokens":…}]}
+	dialectContents                      // Vertex generateContent: {"contents":[{"parts":[{"text":…}]}]}
+	dialectEASPrompt                     // PAI-EAS legacy: {"prompt":…,"use_stream_chat":"True"}
+	dialectAMLInput                      // Azure ML model catalog: {"input_data":{"input_string":[…],"parameters":{…}}}
+)
+
+// genRequest is what the emulator needs from an LLM request body.
+type genRequest struct {
+	dialect      dialect
+	model        string
+	promptTokens int
+	maxTokens    int // 0: no limit asked
+	stream       bool
+	includeUsage bool
+	instances    int // Vertex predict: number of instances
+}
+
+// promptTokens estimates tokens the way the profiles assume: one token per
+// 4 bytes of UTF-8 text, rounded up. A 512-token reference prompt is 2,048
+// bytes of text.
+func countTokens(n int) int { return (n + 3) / 4 }
+
+// maxBody is the largest request body read (bigger bodies get the
+// provider's payload-too-large answer).
+const maxBody = 8 << 20
+
+var errNotObject = errors.New("request body must be a JSON object")
+
+// decodeObject decodes body into v, requiring one JSON object.
+func decodeObject(body []byte, v any) error {
+	b := bytes.TrimSpace(body)
+	if len(b) == 0 || b[0] != '{' {
+		return errNotObject
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid JSON: %s", jsonErrText(err))
+	}
+	if dec.More() {
+		return errors.New("invalid JSON: trailing data after the object")
+	}
+	return nil
+}
+
+// jsonErrText shortens a decoding error to what a client can act on.
+func jsonErrText(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("field %q has the wrong type (%s)", te.Field, te.Value)
+		}
+		return fmt.Sprintf("wrong type (%s)", te.Value)
+	}
+	return err.Error()
+}
+
+// textContent is OpenAI message content: a string, null, or a list of parts.
+type textContent struct{ n int }
+
+// UnmarshalJSON accepts a string, null, or [{"type":"text","text":…},…].
+func (t *textContent) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		t.n = len(s)
+		return nil
+	case len(b) > 0 && b[0] == '[':
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(b, &parts); err != nil {
+			return err
+		}
+		for _, p := range parts {
+			t.n += len(p.Text)
+		}
+		return nil
+	}
+	return errors.New("content must be a string, null or a list of parts")
+}
+
+type chatMessage struct {
+	Role    string      `json:"role"`
+	Content textContent `json:"content"`
+}
+
+// maxTokensField is an optional positive integer.
+type maxTokensField struct {
+	set bool
+	n   int
+}
+
+// UnmarshalJSON accepts null or a positive integer.
+func (m *maxTokensField) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return errors.New("must be an integer")
+	}
+	v, err := n.Int64()
+	if err != nil || v < 1 || v > 1<<20 {
+		return fmt.Errorf("must be an integer between 1 and %d", 1<<20)
+	}
+	m.set, m.n = true, int(v)
+	return nil
+}
+
+func (m maxTokensField) or(o maxTokensField) int {
+	if m.set {
+		return m.n
+	}
+	return o.n
+}
+
+// boolish accepts true/false and the strings "True"/"False" (PAI-EAS).
+type boolish bool
+
+// UnmarshalJSON accepts a JSON boolean, null or a string spelling one.
+func (v *boolish) UnmarshalJSON(b []byte) error {
+	var x any
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	switch t := x.(type) {
+	case nil:
+		*v = false
+	case bool:
+		*v = boolish(t)
+	case string:
+		switch strings.ToLower(t) {
+		case "true", "1", "yes":
+			*v = true
+		case "false", "0", "no", "":
+			*v = false
+		default:
+			return fmt.Errorf("%q is not a boolean", t)
+		}
+	default:
+		return errors.New("must be a boolean")
+	}
+	return nil
+}
+
+type chatBody struct {
+	Model               *string        `json:"model"`
+	Messages            []chatMessage  `json:"messages"`
+	MaxTokens           maxTokensField `json:"max_tokens"`
+	MaxCompletionTokens maxTokensField `json:"max_completion_tokens"`
+	Stream              boolish        `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage boolish `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// parseChat parses an OpenAI chat completions body.
+func parseChat(body []byte) (genRequest, error) {
+	var c chatBody
+	if err := decodeObject(body, &c); err != nil {
+		return genRequest{}, err
+	}
+	if c.Messages == nil {
+		return genRequest{}, errors.New("field \"messages\" is required")
+	}
+	if len(c.Messages) == 0 {
+		return genRequest{}, errors.New("\"messages\" must not be empty")
+	}
+	n := 0
+	for i, m := range c.Messages {
+		switch m.Role {
+		case "system", "user", "assistant", "tool", "developer", "function":
+		default:
+			return genRequest{}, fmt.Errorf("messages[%d]: invalid role %q", i, m.Role)
+		}
+		n += m.Content.n
+	}
+	g := genRequest{dialect: dialectChat, promptTokens: countTokens(n), maxTokens: c.MaxCompletionTokens.or(c.MaxTokens), stream: bool(c.Stream)}
+	if c.Model != nil {
+		g.model = *c.Model
+	}
+	if c.StreamOptions != nil {
+		g.includeUsage = bool(c.StreamOptions.IncludeUsage)
+	}
+	return g, nil
+}
+
+// promptField is a completions prompt: a string, a list of strings, or token ids.
+type promptField struct {
+	set bool
+	n   int // tokens
+}
+
+// UnmarshalJSON accepts a string, a list of strings, or a list of token ids.
+func (p *promptField) UnmarshalJSON(b []byte) error {
+	var x any
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	switch t := x.(type) {
+	case string:
+		p.set, p.n = true, countTokens(len(t))
+		return nil
+	case []any:
+		bytes, ids := 0, 0
+		for _, e := range t {
+			switch v := e.(type) {
+			case string:
+				bytes += len(v)
+			case float64:
+				ids++
+			default:
+				return errors.New("prompt must be a string, a list of strings or a list of token ids")
+			}
+		}
+		p.set, p.n = true, countTokens(bytes)+ids
+		return nil
+	}
+	return errors.New("prompt must be a string, a list of strings or a list of token ids")
+}
+
+type completionBody struct {
+	Model         *string        `json:"model"`
+	Prompt        promptField    `json:"prompt"`
+	MaxTokens     maxTokensField `json:"max_tokens"`
+	Stream        boolish        `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage boolish `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// parseCompletion parses an OpenAI completions body.
+func parseCompletion(body []byte) (genRequest, error) {
+	var c completionBody
+	if err := decodeObject(body, &c); err != nil {
+		return genRequest{}, err
+	}
+	if !c.Prompt.set {
+		return genRequest{}, errors.New("field \"prompt\" is required")
+	}
+	g := genRequest{dialect: dialectCompletion, promptTokens: c.Prompt.n, maxTokens: c.MaxTokens.n, stream: bool(c.Stream)}
+	if c.Model != nil {
+		g.model = *c.Model
+	}
+	if c.StreamOptions != nil {
+		g.includeUsage = bool(c.StreamOptions.IncludeUsage)
+	}
+	return g, nil
+}
+
+type tgiBody struct {
+	Inputs     *string `json:"inputs"`
+	Parameters *struct {
+		MaxNewTokens maxTokensField `json:"max_new_tokens"`
+	} `json:"parameters"`
+	Stream boolish `json:"stream"`
+}
+
+// parseSageMakerLLM parses what SageMaker LLM containers accept: TGI's
+// {"inputs","parameters","stream"} or OpenAI chat messages (LMI).
+func parseSageMakerLLM(body []byte) (genRequest, error) {
+	var probe map[string]json.RawMessage
+	if err := decodeObject(body, &probe); err != nil {
+		return genRequest{}, err
+	}
+	if _, ok := probe["messages"]; ok {
+		return parseChat(body)
+	}
+	if _, ok := probe["inputs"]; !ok {
+		return genRequest{}, errors.New("expected a TGI body {\"inputs\":…,\"parameters\":{…}} or a chat body {\"messages\":[…]}")
+	}
+	var t tgiBody
+	if err := decodeObject(body, &t); err != nil {
+		return genRequest{}, err
+	}
+	if t.Inputs == nil {
+		return genRequest{}, errors.New("field \"inputs\" must be a string")
+	}
+	g := genRequest{dialect: dialectTGI, promptTokens: countTokens(len(*t.Inputs)), stream: bool(t.Stream)}
+	if t.Parameters != nil {
+		g.maxTokens = t.Parameters.MaxNewTokens.n
+	}
+	return g, nil
+}
+
+type instance struct {
+	Prompt    *string        `json:"prompt"`
+	MaxTokens maxTokensField `json:"max_tokens"`
+}
+
+type instancesBody struct {
+	Instances  []json.RawMessage `json:"instances"`
+	Parameters *struct {
+		MaxTokens       maxTokensField `json:"max_tokens"`
+		MaxOutputTokens maxTokensField `json:"maxOutputTokens"`
+	} `json:"parameters"`
+}
+
+// parseInstances parses a Vertex predict body in Model Garden's vLLM form.
+func parseInstances(body []byte) (genRequest, error) {
+	var b instancesBody
+	if err := decodeObject(body, &b); err != nil {
+		return genRequest{}, err
+	}
+	if len(b.Instances) == 0 {
+		return genRequest{}, errors.New("\"instances\" must be a non-empty list")
+	}
+	g := genRequest{dialect: dialectInstances, instances: len(b.Instances)}
+	for i, raw := range b.Instances {
+		var in instance
+		if err := decodeObject(raw, &in); err != nil {
+			return genRequest{}, fmt.Errorf("instances[%d]: %w", i, err)
+		}
+		if in.Prompt == nil {
+			return genRequest{}, fmt.Errorf("instances[%d]: field \"prompt\" is required", i)
+		}
+		g.promptTokens = max(g.promptTokens, countTokens(len(*in.Prompt)))
+		if in.MaxTokens.set {
+			g.maxTokens = in.MaxTokens.n
+		}
+	}
+	if b.Parameters != nil && g.maxTokens == 0 {
+		g.maxTokens = b.Parameters.MaxTokens.or(b.Parameters.MaxOutputTokens)
+	}
+	return g, nil
+}
+
+type contentsBody struct {
+	Contents []struct {
+		Role  string `json:"role"`
+		Parts []struct {
+			Text *string `json:"text"`
+		} `json:"parts"`
+	} `json:"contents"`
+	GenerationConfig *struct {
+		MaxOutputTokens maxTokensField `json:"maxOutputTokens"`
+	} `json:"generationConfig"`
+}
+
+// parseContents parses a Vertex generateContent body.
+func parseContents(body []byte) (genRequest, error) {
+	var b contentsBody
+	if err := decodeObject(body, &b); err != nil {
+		return genRequest{}, err
+	}
+	if len(b.Contents) == 0 {
+		return genRequest{}, errors.New("contents is not specified")
+	}
+	n := 0
+	for i, c := range b.Contents {
+		if len(c.Parts) == 0 {
+			return genRequest{}, fmt.Errorf("contents[%d].parts must not be empty", i)
+		}
+		for _, p := range c.Parts {
+			if p.Text != nil {
+				n += len(*p.Text)
+			}
+		}
+	}
+	g := genRequest{dialect: dialectContents, promptTokens: countTokens(n)}
+	if b.GenerationConfig != nil {
+		g.maxTokens = b.GenerationConfig.MaxOutputTokens.n
+	}
+	return g, nil
+}
+
+type easBody struct {
+	Prompt        *string        `json:"prompt"`
+	UseStreamChat boolish        `json:"use_stream_chat"`
+	MaxNewTokens  maxTokensField `json:"max_new_tokens"`
+	MaxTokens     maxTokensField `json:"max_tokens"`
+	History       []any          `json:"history"`
+}
+
+// parseEASPrompt parses the legacy PAI-EAS LLM body.
+func parseEASPrompt(body []byte) (genRequest, error) {
+	var b easBody
+	if err := decodeObject(body, &b); err != nil {
+		return genRequest{}, err
+	}
+	if b.Prompt == nil {
+		return genRequest{}, errors.New("field \"prompt\" is required")
+	}
+	return genRequest{dialect: dialectEASPrompt, promptTokens: countTokens(len(*b.Prompt)), maxTokens: b.MaxNewTokens.or(b.MaxTokens), stream: bool(b.UseStreamChat)}, nil
+}
+
+type amlBody struct {
+	InputData *struct {
+		InputString []chatMessage `json:"input_string"`
+		Parameters  *struct {
+			MaxNewTokens maxTokensField `json:"max_new_tokens"`
+			MaxTokens    maxTokensField `json:"max_tokens"`
+		} `json:"parameters"`
+	} `json:"input_data"`
+}
+
+// parseAMLScore parses what an Azure ML LLM /score accepts: the model
+// catalog's {"input_data":{"input_string":[messages],"parameters":{…}}} or
+// an OpenAI chat body.
+func parseAMLScore(body []byte) (genRequest, error) {
+	var probe map[string]json.RawMessage
+	if err := decodeObject(body, &probe); err != nil {
+		return genRequest{}, err
+	}
+	if _, ok := probe["messages"]; ok {
+		return parseChat(body)
+	}
+	var b amlBody
+	if err := decodeObject(body, &b); err != nil {
+		return genRequest{}, err
+	}
+	if b.InputData == nil || len(b.InputData.InputString) == 0 {
+		return genRequest{}, errors.New("expected {\"input_data\":{\"input_string\":[{\"role\":…,\"content\":…}],\"parameters\":{…}}} or {\"messages\":[…]}")
+	}
+	n := 0
+	for _, m := range b.InputData.InputString {
+		n += m.Content.n
+	}
+	g := genRequest{dialect: dialectAMLInput, promptTokens: countTokens(n)}
+	if p := b.InputData.Parameters; p != nil {
+		g.maxTokens = p.MaxNewTokens.or(p.MaxTokens)
+	}
+	return g, nil
+}

@@ -1,0 +1,326 @@
+package emulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// openAIError is the vLLM error envelope.
+type openAIError struct {
+	Error openAIErrorBody `json:"error"`
+}
+
+type openAIErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    any     `json:"code"`
+}
+
+// openAIErrorFor maps a fault to its OpenAI-compatible answer: vLLM's
+// envelope {"error":{"message","type","param","code":<status>}}, except
+// quota, which only OpenAI itself has ("insufficient_quota").
+func openAIErrorFor(f Fault, model string) (int, openAIError) {
+	mk := func(status int, typ, msg string) (int, openAIError) {
+		return status, openAIError{openAIErrorBody{Message: msg, Type: typ, Code: status}}
+	}
+	switch f {
+	case FaultThrottle:
+		return mk(429, "RateLimitError", "Too many requests: rate limit exceeded, retry later")
+	case FaultQuota:
+		return 429, openAIError{openAIErrorBody{Message: "You exceeded your current quota, please check your plan and billing details.", Type: "insufficient_quota", Code: "insufficient_quota"}}
+	case FaultModelNotReady:
+		return mk(503, "ServiceUnavailableError", fmt.Sprintf("The model `%s` is loading, retry later", model))
+	case FaultModelError:
+		return mk(500, "InternalServerError", "The model raised an exception while generating")
+	case FaultInvalid:
+		return mk(400, "BadRequestError", "Invalid request body")
+	case FaultNotFound:
+		return mk(404, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", model))
+	case FaultUnauthenticated:
+		return mk(401, "AuthenticationError", "Unauthorized: invalid or missing API key")
+	case FaultForbidden:
+		return mk(403, "PermissionDeniedError", "The API key is not allowed to use this model")
+	case FaultUnavailable:
+		return mk(503, "ServiceUnavailableError", "The server is temporarily unavailable")
+	case FaultTimeout:
+		return mk(504, "TimeoutError", "The request timed out")
+	case FaultPayloadTooLarge:
+		return mk(413, "BadRequestError", "Request body too large")
+	case FaultQueueFull:
+		return mk(429, "RateLimitError", "Too many pending requests: the server queue is full")
+	}
+	return mk(500, "InternalServerError", "Internal server error")
+}
+
+func writeOpenAIError(w http.ResponseWriter, f Fault, model, msg string) {
+	status, body := openAIErrorFor(f, model)
+	if msg != "" {
+		body.Error.Message = msg
+	}
+	writeJSON(w, status, body)
+}
+
+// serveOpenAI serves the OpenAI-compatible routes at /v1/… (epName "":
+// the endpoint is the body's model).
+func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, _ string, path string) {
+	if path == "/v1/models" || strings.HasPrefix(path, "/v1/models/") {
+		if r.Method != http.MethodGet {
+			writeOpenAIError(w, FaultInvalid, "", "method not allowed: use GET")
+			return
+		}
+		s.serveModels(w, r, strings.TrimPrefix(strings.TrimPrefix(path, "/v1/models"), "/"))
+		return
+	}
+	chat := path == "/v1/chat/completions"
+	s.serveOpenAIGen(w, r, nil, OpenAI, chat, writeOpenAIError)
+}
+
+// errorWriter answers fault f for the endpoint named name, with msg (if
+// not empty) as the message, in one provider's form.
+type errorWriter func(w http.ResponseWriter, f Fault, name, msg string)
+
+// serveOpenAIGen serves an OpenAI-style generation. With ep nil the body's
+// model picks the endpoint (OpenAI-compatible servers); else ep is the one
+// the path named (PAI-EAS /v1/…, Azure serverless). errw writes errors in
+// the provider's form.
+func (s *Server) serveOpenAIGen(w http.ResponseWriter, r *http.Request, ep *endpoint, prov Provider, chat bool, errw errorWriter) {
+	fail := func(f Fault, model, msg string) { errw(w, f, model, msg) }
+	if r.Method != http.MethodPost {
+		fail(FaultInvalid, "", "method not allowed: use POST")
+		return
+	}
+	body, tooLarge, err := readBody(r)
+	if err != nil {
+		return
+	}
+	if tooLarge {
+		fail(FaultPayloadTooLarge, "", "")
+		return
+	}
+	parse := parseCompletion
+	route := "completions"
+	if chat {
+		parse, route = parseChat, "chat/completions"
+	}
+	gen, perr := parse(body)
+	if perr != nil {
+		fail(FaultInvalid, "", perr.Error())
+		return
+	}
+	if ep == nil {
+		if gen.model == "" {
+			fail(FaultInvalid, "", "field \"model\" is required")
+			return
+		}
+		ep = s.lookup(gen.model, prov)
+		if ep == nil {
+			fail(FaultNotFound, gen.model, "")
+			return
+		}
+	}
+	if !s.authorized(ep, prov, r, body) {
+		fail(FaultUnauthenticated, ep.Name, "")
+		return
+	}
+	c, err := s.newCall(ep, prov, route, gen, r.Header.Get)
+	if err != nil {
+		c.end(http.StatusBadRequest, "error")
+		fail(FaultInvalid, ep.Name, err.Error())
+		return
+	}
+	model := gen.model
+	if model == "" {
+		model = ep.Name
+	}
+	s.serveGen(w, r, c, &openAIWire{chat: chat, model: model, created: time.Now().Unix(), errw: errw})
+}
+
+// serveModels answers GET /v1/models[/{id}].
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request, id string) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+		Root    string `json:"root"`
+	}
+	var data []model
+	for _, n := range s.order {
+		ep := s.endpoints[n]
+		if !ep.serves(OpenAI) || (id != "" && id != n) {
+			continue
+		}
+		if !s.authorized(ep, OpenAI, r, nil) {
+			continue
+		}
+		data = append(data, model{ID: n, Object: "model", Created: 1700000000, OwnedBy: "vllm", Root: n})
+	}
+	if id != "" {
+		if len(data) == 0 {
+			writeOpenAIError(w, FaultNotFound, id, "")
+			return
+		}
+		writeJSON(w, http.StatusOK, data[0])
+		return
+	}
+	if data == nil {
+		data = []model{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// openAIWire writes chat completions or completions, streamed as SSE
+// (data: {chunk}\n\n … data: [DONE]\n\n) or whole.
+type openAIWire struct {
+	chat    bool
+	model   string
+	created int64
+	errw    errorWriter
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func callUsage(c *call) *usage {
+	return &usage{PromptTokens: c.gen.promptTokens, CompletionTokens: c.n, TotalTokens: c.gen.promptTokens + c.n}
+}
+
+type delta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int     `json:"index"`
+	Delta        *delta  `json:"delta,omitempty"`
+	Text         *string `json:"text,omitempty"`
+	Logprobs     any     `json:"logprobs"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type chunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usage        `json:"usage,omitempty"`
+}
+
+func (o *openAIWire) id(c *call) string {
+	if o.chat {
+		return "chatcmpl-" + c.rec.ID
+	}
+	return "cmpl-" + c.rec.ID
+}
+
+func (o *openAIWire) chunk(c *call, ch chunkChoice) chunk {
+	obj := "text_completion"
+	if o.chat {
+		obj = "chat.completion.chunk"
+	}
+	return chunk{ID: o.id(c), Object: obj, Created: o.created, Model: o.model, Choices: []chunkChoice{ch}}
+}
+
+func writeSSE(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(b)+8)
+	buf = append(buf, "data: "...)
+	buf = append(buf, b...)
+	buf = append(buf, "\n\n"...)
+	_, err = w.Write(buf)
+	return err
+}
+
+func (o *openAIWire) writeError(w http.ResponseWriter, c *call, f Fault) { o.errw(w, f, c.ep.Name, "") }
+
+func (o *openAIWire) streamContentType() string { return "text/event-stream; charset=utf-8" }
+
+func (o *openAIWire) begin(w io.Writer, c *call) error {
+	if !o.chat {
+		return nil
+	}
+	empty := ""
+	return writeSSE(w, o.chunk(c, chunkChoice{Delta: &delta{Role: "assistant", Content: &empty}}))
+}
+
+func (o *openAIWire) token(w io.Writer, c *call, i int) error {
+	text := c.words[i]
+	ch := chunkChoice{}
+	if o.chat {
+		ch.Delta = &delta{Content: &text}
+	} else {
+		ch.Text = &text
+	}
+	if i == c.n-1 {
+		ch.FinishReason = &c.finish
+	}
+	return writeSSE(w, o.chunk(c, ch))
+}
+
+func (o *openAIWire) end(w io.Writer, c *call) error {
+	if c.gen.includeUsage {
+		ch := o.chunk(c, chunkChoice{})
+		ch.Choices = []chunkChoice{}
+		ch.Usage = callUsage(c)
+		if err := writeSSE(w, ch); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, "data: [DONE]\n\n")
+	return err
+}
+
+func (o *openAIWire) streamError(w io.Writer, c *call) error {
+	_, body := openAIErrorFor(FaultInternal, c.ep.Name)
+	body.Error.Message = "The model stream failed: engine error during generation"
+	if err := writeSSE(w, body); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "data: [DONE]\n\n")
+	return err
+}
+
+func (o *openAIWire) malformed(w io.Writer, _ *call) error {
+	_, err := io.WriteString(w, "data: {\"id\":\"chatcmpl-broken\",\"choices\":[{\"delta\":{\"content\n\n")
+	return err
+}
+
+func (o *openAIWire) whole(c *call) (string, []byte) {
+	type message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	type choice struct {
+		Index        int      `json:"index"`
+		Message      *message `json:"message,omitempty"`
+		Text         *string  `json:"text,omitempty"`
+		Logprobs     any      `json:"logprobs"`
+		FinishReason string   `json:"finish_reason"`
+	}
+	text := c.text()
+	ch := choice{FinishReason: c.finish}
+	obj := "text_completion"
+	if o.chat {
+		ch.Message = &message{Role: "assistant", Content: text}
+		obj = "chat.completion"
+	} else {
+		ch.Text = &text
+	}
+	b, _ := json.Marshal(map[string]any{
+		"id": o.id(c), "object": obj, "created": o.created, "model": o.model,
+		"choices": []choice{ch}, "usage": callUsage(c),
+	})
+	return "application/json", b
+}

@@ -1,0 +1,110 @@
+package emulator
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func openAIClient(s *Server, opts ...option.RequestOption) openai.Client {
+	return openai.NewClient(append([]option.RequestOption{
+		option.WithBaseURL(s.URL() + "/v1"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0),
+	}, opts...)...)
+}
+
+func TestOpenAIStreamingIncludeUsage(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 7})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var resp *http.Response
+	client := openAIClient(s)
+	stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model:         "llama-3-8b",
+		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage(strings.Repeat("word ", 400))},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}, option.WithResponseInto(&resp))
+	var text strings.Builder
+	contentChunks := 0
+	var usage openai.CompletionUsage
+	finish := ""
+	for stream.Next() {
+		ch := stream.Current()
+		if len(ch.Choices) > 0 {
+			if ch.Choices[0].Delta.Content != "" {
+				contentChunks++
+				text.WriteString(ch.Choices[0].Delta.Content)
+			}
+			if ch.Choices[0].FinishReason != "" {
+				finish = ch.Choices[0].FinishReason
+			}
+		}
+		if ch.Usage.CompletionTokens > 0 {
+			usage = ch.Usage
+		}
+	}
+	require.NoError(t, stream.Err())
+	require.NoError(t, stream.Close())
+	assert.Equal(t, "stop", finish)
+	assert.Equal(t, int64(contentChunks), usage.CompletionTokens)
+	assert.Equal(t, int64(500), usage.PromptTokens) // 2000 bytes / 4
+	assert.Equal(t, usage.PromptTokens+usage.CompletionTokens, usage.TotalTokens)
+
+	require.NotNil(t, resp)
+	assert.Equal(t, strconv.Itoa(contentChunks), resp.Header.Get(HeaderOutputTokens))
+	ttft, err := strconv.ParseFloat(resp.Header.Get(HeaderTTFTMs), 64)
+	require.NoError(t, err)
+	assert.Greater(t, ttft, 0.0)
+	assert.Equal(t, "false", resp.Header.Get(HeaderColdStart))
+
+	recs := s.Records()
+	require.Len(t, recs, 1)
+	r := recs[0]
+	assert.Equal(t, OpenAI, r.Provider)
+	assert.Equal(t, "ok", r.Outcome)
+	assert.Equal(t, contentChunks, r.TokensSent)
+	assert.InDelta(t, ttft, r.TTFTMs, 0.001)
+	assert.Equal(t, resp.Header.Get(HeaderRequestID), r.ID)
+	assert.GreaterOrEqual(t, r.FirstTokenMs, r.TTFTMs)
+}
+
+func TestOpenAINonStreaming(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 7})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := openAIClient(s)
+	res, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:     "phi-3-mini",
+		Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
+		MaxTokens: openai.Int(5),
+	})
+	require.NoError(t, err)
+	require.Len(t, res.Choices, 1)
+	assert.Equal(t, "length", res.Choices[0].FinishReason)
+	assert.Equal(t, int64(5), res.Usage.CompletionTokens)
+	assert.Len(t, strings.Fields(res.Choices[0].Message.Content), 5)
+
+	comp, err := c.Completions.New(ctx, openai.CompletionNewParams{
+		Model:  "qwen2-7b",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("once upon a time")},
+	})
+	require.NoError(t, err)
+	require.Len(t, comp.Choices, 1)
+	assert.NotEmpty(t, comp.Choices[0].Text)
+
+	_, err = c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:    "no-such-model",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
+	})
+	var apiErr *openai.Error
+	require.True(t, errors.As(err, &apiErr), "got %v", err)
+	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode)
+}

@@ -1,0 +1,370 @@
+package emulator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// Options configure a Server.
+type Options struct {
+	// TimeScale multiplies every injected duration (default 1; e.g. 0.01 in tests).
+	TimeScale float64
+	// Seed makes every draw deterministic.
+	Seed uint64
+	// Endpoints are the served endpoints; nil means DefaultEndpoints().
+	Endpoints []Endpoint
+	// MaxRecords bounds the kept ground-truth records (default 100000; the oldest go first).
+	MaxRecords int
+	// Logger receives one line per request at debug level and server errors; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is the emulator: one HTTP listener for every provider's REST
+// protocol plus one gRPC listener for Vertex AI's PredictionService.
+type Server struct {
+	opts      Options
+	scale     float64
+	instance  uint32
+	endpoints map[string]*endpoint
+	order     []string
+	log       *slog.Logger
+	metrics   *metrics
+
+	closed    chan struct{}
+	closeOnce sync.Once
+
+	mu        sync.Mutex
+	httpSrv   *http.Server
+	httpLn    net.Listener
+	grpcSrv   *grpc.Server
+	grpcLn    net.Listener
+	serveDone sync.WaitGroup
+	started   bool
+
+	recMu   sync.Mutex
+	records []Record
+	recHead int // ring start when full
+}
+
+var instances atomic.Uint32
+
+// New validates the options and returns a Server ready to Start.
+func New(opts Options) (*Server, error) {
+	if opts.TimeScale == 0 {
+		opts.TimeScale = 1
+	}
+	if math.IsNaN(opts.TimeScale) || math.IsInf(opts.TimeScale, 0) || opts.TimeScale < 0 {
+		return nil, errcodes.Errorf(errcodes.InvalidParam, "emulator: time scale must be a finite number > 0, got %v", opts.TimeScale)
+	}
+	if opts.MaxRecords <= 0 {
+		opts.MaxRecords = 100000
+	}
+	if opts.Endpoints == nil {
+		opts.Endpoints = DefaultEndpoints()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts:      opts,
+		scale:     opts.TimeScale,
+		instance:  instances.Add(1),
+		endpoints: make(map[string]*endpoint),
+		log:       log,
+		closed:    make(chan struct{}),
+	}
+	for _, e := range opts.Endpoints {
+		if err := e.Validate(); err != nil {
+			return nil, errcodes.Wrap(err, errcodes.InvalidParam, "emulator: "+err.Error())
+		}
+		if _, dup := s.endpoints[e.Name]; dup {
+			return nil, errcodes.Errorf(errcodes.InvalidParam, "emulator: endpoint %q defined twice", e.Name)
+		}
+		for i, p := range e.Providers {
+			e.Providers[i], _ = ParseProvider(string(p))
+		}
+		if e.ColdMode == "" {
+			e.ColdMode = ColdHold
+		}
+		s.endpoints[e.Name] = newEndpoint(e, opts.TimeScale, opts.Seed)
+		s.order = append(s.order, e.Name)
+	}
+	s.metrics = newMetrics(s)
+	return s, nil
+}
+
+// Start listens on httpAddr (every REST protocol) and, unless grpcAddr is
+// empty, on grpcAddr (Vertex gRPC), and serves in the background until
+// Close. Use "127.0.0.1:0" for free ports.
+func (s *Server) Start(httpAddr, grpcAddr string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errcodes.New(errcodes.InvalidParam, "emulator: already started")
+	}
+	select {
+	case <-s.closed:
+		return errcodes.New(errcodes.InvalidParam, "emulator: closed")
+	default:
+	}
+	ln, err := net.Listen("tcp", httpAddr)
+	if err != nil {
+		return errcodes.Wrap(err, errcodes.InvalidParam, "emulator: listen "+httpAddr)
+	}
+	var gln net.Listener
+	if grpcAddr != "" {
+		gln, err = net.Listen("tcp", grpcAddr)
+		if err != nil {
+			_ = ln.Close()
+			return errcodes.Wrap(err, errcodes.InvalidParam, "emulator: listen "+grpcAddr)
+		}
+	}
+	s.started = true
+	s.httpLn = ln
+	s.httpSrv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.serveDone.Add(1)
+	go func() {
+		defer s.serveDone.Done()
+		if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("emulator: http serve", "err", err)
+		}
+	}()
+	if gln != nil {
+		s.grpcLn = gln
+		s.grpcSrv = s.newGRPCServer()
+		s.serveDone.Add(1)
+		go func() {
+			defer s.serveDone.Done()
+			if err := s.grpcSrv.Serve(gln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				s.log.Error("emulator: grpc serve", "err", err)
+			}
+		}()
+	}
+	return nil
+}
+
+// URL returns the HTTP base URL, e.g. "http://127.0.0.1:8080" ("" before Start).
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.httpLn == nil {
+		return ""
+	}
+	return "http://" + s.httpLn.Addr().String()
+}
+
+// GRPCAddr returns the gRPC listener's address ("" when not serving gRPC).
+func (s *Server) GRPCAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grpcLn == nil {
+		return ""
+	}
+	return s.grpcLn.Addr().String()
+}
+
+// Close stops both listeners, ends every request in flight (sleeping
+// requests stop at once) and waits for the serving goroutines.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	s.mu.Lock()
+	hs, gs := s.httpSrv, s.grpcSrv
+	s.mu.Unlock()
+	var err error
+	if hs != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = hs.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			err = hs.Close()
+		}
+	}
+	if gs != nil {
+		stopped := make(chan struct{})
+		go func() { gs.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			gs.Stop()
+			<-stopped
+		}
+	}
+	s.serveDone.Wait()
+	return err
+}
+
+// Endpoints returns the served endpoints' configuration, in definition order.
+func (s *Server) Endpoints() []Endpoint {
+	out := make([]Endpoint, 0, len(s.order))
+	for _, n := range s.order {
+		out = append(out, s.endpoints[n].Endpoint)
+	}
+	return out
+}
+
+// TimeScale returns the time scale in force.
+func (s *Server) TimeScale() float64 { return s.scale }
+
+// Records returns a copy of the ground-truth records of finished requests,
+// oldest first.
+func (s *Server) Records() []Record {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	out := make([]Record, 0, len(s.records))
+	out = append(out, s.records[s.recHead:]...)
+	out = append(out, s.records[:s.recHead]...)
+	return out
+}
+
+// ResetRecords drops the kept records.
+func (s *Server) ResetRecords() {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	s.records, s.recHead = nil, 0
+}
+
+func (s *Server) store(r Record) {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	if len(s.records) < s.opts.MaxRecords {
+		s.records = append(s.records, r)
+		return
+	}
+	s.records[s.recHead] = r
+	s.recHead = (s.recHead + 1) % len(s.records)
+}
+
+// sleepUntil waits until t, the context's end or Close, whichever is first.
+// Deadlines are absolute, so timer overshoot does not accumulate over a stream.
+func (s *Server) sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closed:
+		return errClosed
+	}
+}
+
+// lookup returns the endpoint named name if provider p serves it.
+func (s *Server) lookup(name string, p Provider) *endpoint {
+	ep := s.endpoints[name]
+	if ep == nil || !ep.serves(p) {
+		return nil
+	}
+	return ep
+}
+
+// ServeHTTP routes a request to its provider. Routes:
+//
+//	POST /endpoints/{name}/invocations                       SageMaker InvokeEndpoint
+//	POST /endpoints/{name}/invocations-response-stream       SageMaker InvokeEndpointWithResponseStream
+//	POST /azureml/{endpoint}/score                           Azure ML online endpoint
+//	POST /azureml/{endpoint}/chat/completions                Azure serverless chat completions
+//	POST /v1/projects/{p}/locations/{l}/endpoints/{e}:{method}            Vertex AI REST
+//	POST /v1/projects/{p}/locations/{l}/publishers/{pub}/models/{m}:{method}
+//	POST /api/predict/{service}[/sub/path]                   PAI-EAS
+//	POST /v1/chat/completions, /v1/completions; GET /v1/models   OpenAI-compatible
+//	GET  /metrics                                            vLLM-style Prometheus metrics
+//	GET  /emulator/requests, DELETE /emulator/requests       ground-truth records
+//	GET  /emulator/endpoints                                 served endpoints and profiles
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case strings.HasPrefix(p, "/endpoints/"):
+		s.serveSageMaker(w, r)
+	case strings.HasPrefix(p, "/azureml/"):
+		s.serveAzureML(w, r)
+	case strings.HasPrefix(p, "/v1/projects/"), strings.HasPrefix(p, "/v1beta1/projects/"):
+		s.serveVertexREST(w, r)
+	case strings.HasPrefix(p, "/api/predict/"):
+		s.servePAIEAS(w, r)
+	case p == "/v1/chat/completions", p == "/v1/completions", p == "/v1/models", strings.HasPrefix(p, "/v1/models/"):
+		s.serveOpenAI(w, r, "", p)
+	case p == "/metrics":
+		s.metrics.serve(w, r)
+	case p == "/emulator/requests":
+		s.serveRecords(w, r)
+	case p == "/emulator/endpoints":
+		writeJSON(w, http.StatusOK, s.Endpoints())
+	case p == "/health", p == "/healthz", p == "/ping":
+		w.WriteHeader(http.StatusOK)
+	default:
+		http.Error(w, "404 page not found: see the route table in the emulator package documentation", http.StatusNotFound)
+	}
+}
+
+func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		recs := s.Records()
+		if ep := r.URL.Query().Get("endpoint"); ep != "" {
+			recs = slices.DeleteFunc(recs, func(x Record) bool { return x.Endpoint != ep })
+		}
+		writeJSON(w, http.StatusOK, recs)
+	case http.MethodDelete:
+		s.ResetRecords()
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "GET, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// readBody reads at most maxBody bytes; tooLarge says the body was bigger.
+func readBody(r *http.Request) (body []byte, tooLarge bool, err error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if len(b) > maxBody {
+		return nil, true, nil
+	}
+	return b, false, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("encode: %v", err), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(headerContentLength, fmt.Sprint(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// flush sends what was written so far.
+func flush(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).Flush()
+}
