@@ -329,7 +329,9 @@ func (c *call) endResponse(span trace.Span, resp *cloudreq.CloudResponse) {
 	}
 }
 
-// recordSuccess records the metrics only a successful call has.
+// recordSuccess records the metrics only a successful call has. The
+// per-request numbers come from latency.Measure, the one implementation of
+// MEASUREMENT.md's formulas.
 func (c *call) recordSuccess(ctx context.Context, span trace.Span, resp *cloudreq.CloudResponse, tl *latency.Timeline, extra []attribute.KeyValue) {
 	u := resp.Usage
 	if u.InputTokens > 0 {
@@ -338,54 +340,39 @@ func (c *call) recordSuccess(ctx context.Context, span trace.Span, resp *cloudre
 	if u.OutputTokens > 0 || u.Source != "" {
 		c.o.tokens.RecordSet(ctx, int64(u.OutputTokens), c.baseSet(semconv.GenAITokenTypeKey.String(string(genaiconv.TokenTypeOutput))))
 	}
-	if resp.Start.Kind == latency.Cold && resp.Start.Overhead > 0 {
-		c.o.coldStart.Record(ctx, resp.Start.Overhead.Seconds(), metric.WithAttributeSet(
-			c.baseSet(attribute.String(attrStartReason, string(resp.Start.Reason)))))
-	}
-	if !c.stream || tl == nil {
+	if tl == nil {
 		return
 	}
-	set := c.baseSet(extra...)
-	if ttfc, ok := timeToFirstChunk(tl); ok {
-		span.SetAttributes(semconv.GenAIResponseTimeToFirstChunkKey.Float64(ttfc.Seconds()))
-		c.o.ttfc.RecordSet(ctx, ttfc.Seconds(), set)
+	m := latency.Measure(tl, latency.Outcome{
+		Endpoint: c.req.EndpointKey(), Class: c.req.Class, Start: resp.Start,
+		OutputTokens: u.OutputTokens, TokenSource: latency.TokenSource(u.Source),
+	})
+	if m.Has.Has(latency.ColdStart) {
+		c.o.coldStart.Record(ctx, m.ColdStart.Seconds(), metric.WithAttributeSet(
+			c.baseSet(attribute.String(attrStartReason, string(resp.Start.Reason)))))
 	}
-	for _, gap := range chunkGaps(tl) {
+	if m.Has.Has(latency.Queue) {
+		span.SetAttributes(attribute.Float64(attrQueue, m.Phases.Queue.Seconds()))
+	}
+	if !c.stream {
+		return
+	}
+	if m.Has.Has(latency.TTFT) {
+		span.SetAttributes(attribute.Float64(attrTTFT, m.TTFT.Seconds()), attribute.String(attrClock, string(m.Clock)))
+	}
+	if m.Has.Has(latency.TPOT) {
+		span.SetAttributes(attribute.Float64(attrTPOT, m.TPOT.Seconds()))
+	}
+	set := c.baseSet(extra...)
+	if m.Has.Has(latency.TTFT) {
+		// The conventions measure from when the client issued the request:
+		// the final attempt's send, whatever the SLA clock.
+		span.SetAttributes(semconv.GenAIResponseTimeToFirstChunkKey.Float64(m.TTFTFromSend.Seconds()))
+		c.o.ttfc.RecordSet(ctx, m.TTFTFromSend.Seconds(), set)
+	}
+	for _, gap := range m.ITL {
 		c.o.tpoc.RecordSet(ctx, gap.Seconds(), set)
 	}
-}
-
-// timeToFirstChunk is MEASUREMENT.md's TTFT: the arrival of the first chunk
-// that carries content minus the send time of the final attempt.
-func timeToFirstChunk(tl *latency.Timeline) (time.Duration, bool) {
-	send := tl.Send()
-	if send.IsZero() {
-		return 0, false
-	}
-	for _, ch := range tl.Chunks {
-		if ch.Content {
-			return ch.At.Sub(send), true
-		}
-	}
-	return 0, false
-}
-
-// chunkGaps returns the gaps between consecutive content chunks, the first
-// chunk excluded: the values of gen_ai.client.operation.time_per_output_chunk
-// (MEASUREMENT.md's ITL per chunk).
-func chunkGaps(tl *latency.Timeline) []time.Duration {
-	var out []time.Duration
-	var prev time.Time
-	for _, ch := range tl.Chunks {
-		if !ch.Content {
-			continue
-		}
-		if !prev.IsZero() {
-			out = append(out, ch.At.Sub(prev))
-		}
-		prev = ch.At
-	}
-	return out
 }
 
 // statusDescription describes a failure for the span status from the

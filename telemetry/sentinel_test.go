@@ -231,4 +231,3 @@ func (f fanout) WithGroup(name string) slog.Handler {
 	}
 	return out
 }
-
