@@ -34,8 +34,21 @@ var sketchMapping = func() mapping.IndexMapping {
 	return m
 }()
 
+// logMultiplier is sketchMapping's 1/ln(γ), computed as the library does,
+// so that Dist.Add can index a positive value with the logarithm it takes
+// anyway for the LogNormal moments: index = ⌊ln(v)·logMultiplier⌋, the
+// logarithmic mapping's definition (TestSketchIndexMatchesMapping checks
+// it against the library).
+var logMultiplier = 1 / math.Log((1+RelativeAccuracy)/(1-RelativeAccuracy))
+
 func newSketch() *ddsketch.DDSketch {
 	return ddsketch.NewDDSketch(sketchMapping, store.NewDenseStore(), store.NewDenseStore())
+}
+
+// positive returns the sketch's positive-value store.
+func positive(s *ddsketch.DDSketch) *store.DenseStore {
+	p, _ := s.GetPositiveValueStore().(*store.DenseStore)
+	return p
 }
 
 // wide is a signed 128-bit two's-complement integer. Dist keeps its sums
@@ -106,6 +119,7 @@ func wideFromBig(b *big.Int) (wide, bool) {
 // empty Dist. A Dist is not safe for concurrent use; Recorder guards its own.
 type Dist struct {
 	sketch   *ddsketch.DDSketch
+	pos      *store.DenseStore // sketch's positive store
 	n        uint64
 	sum      wide
 	sumSq    wide
@@ -120,9 +134,19 @@ type Dist struct {
 func (d *Dist) Add(v int64) {
 	if d.sketch == nil {
 		d.sketch = newSketch()
+		d.pos = positive(d.sketch)
 	}
-	// Every int64 is within the sketch's indexable range, so Add cannot fail.
-	_ = d.sketch.Add(float64(v))
+	if v > 0 {
+		ln := math.Log(float64(v)) // ≥ 0: v is a positive integer
+		d.pos.Add(int(ln * logMultiplier))
+		l := int64(math.Round(ln * logScale))
+		d.logN++
+		d.logSum.add(l)
+		d.logSumSq.addSquare(l)
+	} else {
+		// Every int64 is within the sketch's indexable range: no error.
+		_ = d.sketch.Add(float64(v))
+	}
 	if d.n == 0 || v < d.min {
 		d.min = v
 	}
@@ -132,12 +156,6 @@ func (d *Dist) Add(v int64) {
 	d.n++
 	d.sum.add(v)
 	d.sumSq.addSquare(v)
-	if v > 0 {
-		l := int64(math.Round(math.Log(float64(v)) * logScale))
-		d.logN++
-		d.logSum.add(l)
-		d.logSumSq.addSquare(l)
-	}
 }
 
 // Merge adds o's values to d.
@@ -147,6 +165,7 @@ func (d *Dist) Merge(o *Dist) {
 	}
 	if d.sketch == nil {
 		d.sketch = newSketch()
+		d.pos = positive(d.sketch)
 	}
 	// Both sketches use sketchMapping, so the merge cannot fail.
 	_ = d.sketch.MergeWith(o.sketch)
@@ -169,6 +188,7 @@ func (d *Dist) Copy() *Dist {
 	c := *d
 	if d.sketch != nil {
 		c.sketch = d.sketch.Copy()
+		c.pos = positive(c.sketch)
 	}
 	return &c
 }
@@ -353,7 +373,7 @@ func (d *Dist) UnmarshalJSON(b []byte) error {
 		if err != nil {
 			return bad("sketch: %v", err)
 		}
-		out.sketch = s
+		out.sketch, out.pos = s, positive(s)
 	}
 	var sc float64
 	if out.sketch != nil {
@@ -363,7 +383,7 @@ func (d *Dist) UnmarshalJSON(b []byte) error {
 		return bad("sketch holds %g values, count says %d", sc, out.n)
 	}
 	if out.n == 0 {
-		out.sketch = nil
+		out.sketch, out.pos = nil, nil
 	}
 	*d = out
 	return nil

@@ -176,3 +176,30 @@ func TestDistUnmarshalRejects(t *testing.T) {
 		})
 	}
 }
+
+func TestSketchIndexMatchesMapping(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	vals := []int64{1, 2, 3, 999, 1000, 1001, math.MaxInt64}
+	for range 100000 {
+		vals = append(vals, 1+rng.Int64N(1<<uint(1+rng.IntN(62))))
+	}
+	for _, v := range vals {
+		want := sketchMapping.Index(float64(v))
+		got := int(math.Log(float64(v)) * logMultiplier)
+		if got != want {
+			t.Fatalf("value %d: index %d, mapping says %d", v, got, want)
+		}
+	}
+	// And a Dist built through the fast path equals one built by the sketch's Add.
+	var d Dist
+	ref := newSketch()
+	for _, v := range vals[:5000] {
+		d.Add(v)
+		_ = ref.Add(float64(v))
+	}
+	for _, q := range []float64{0.01, 0.5, 0.99} {
+		want, _ := ref.GetValueAtQuantile(q)
+		got, _ := d.sketch.GetValueAtQuantile(q)
+		assert.Equal(t, want, got)
+	}
+}
