@@ -57,8 +57,10 @@
 //
 // Errors are mapped from the SDK's typed errors and smithy.APIError codes
 // first, then the HTTP status, then transport errors (errcodes.FromTransport).
-// The only string match is the ValidationError message of a missing
-// endpoint, for which SageMaker has no code. Every error is an
+// Two cases have no code of their own and are told by their message, as a
+// last resort: the ValidationError of a missing endpoint, and the
+// ModelError of an invocation that timed out before the container answered
+// (OriginalStatusCode 0). Every error is an
 // *errcodes.Error with Provider "aws", ProviderCode (the AWS error code),
 // HTTPStatus, RequestID and RetryAfter, and wraps the SDK error, so
 // errors.As reaches *types.ModelError and the others. ModelError keeps
@@ -69,11 +71,12 @@
 //	ValidationError (400)                            ERR_INVALID_PARAM       no
 //	ValidationError "Endpoint … not found" (400)     ERR_NOT_FOUND           no
 //	ModelError (424)                                 ERR_MODEL_ERROR         no
+//	ModelError "invocation timed out" (424)          ERR_TIMEOUT             yes
 //	ModelNotReadyException (429)                     ERR_MODEL_NOT_READY     yes (a cold-start signal)
 //	ThrottlingException (400 or 429)                 ERR_THROTTLED           yes
 //	ServiceUnavailable (503)                         ERR_UNAVAILABLE         yes
 //	InternalFailure (500)                            ERR_INTERNAL            yes
-//	InternalDependencyException (530)                ERR_UNAVAILABLE         yes
+//	InternalDependencyException (530)                ERR_UNAVAILABLE         no
 //	ModelStreamError (in stream)                     ERR_STREAM_INTERRUPTED  before the first chunk
 //	ModelStreamError ModelInvocationTimeExceeded     ERR_TIMEOUT             before the first chunk
 //	InternalStreamFailure (in stream)                ERR_STREAM_INTERRUPTED  before the first chunk

@@ -42,7 +42,7 @@ var (
 // notFoundMessage recognizes the ValidationError SageMaker sends for a
 // missing endpoint ("Endpoint foo of account 123 not found.") or inference
 // component. SageMaker gives these no code of their own, so the message is
-// the only evidence: this is the adapter's one string match.
+// the only evidence: a documented last resort, like timedOutMessage.
 var notFoundMessage = regexp.MustCompile(`(?i)\bnot found\b|could not find`)
 
 // mapError turns an SDK error into an *errcodes.Error: the modelled error
@@ -80,6 +80,7 @@ func mapError(err error) *errcodes.Error {
 	}
 	var code errcodes.Code
 	var details map[string]string
+	terminal := false
 	var (
 		validation  *types.ValidationError
 		modelErr    *types.ModelError
@@ -110,10 +111,18 @@ func mapError(err error) *errcodes.Error {
 		if v := modelErr.LogStreamArn; v != nil {
 			details["LogStreamArn"] = *v
 		}
+		if invocationTimedOut(modelErr) {
+			code = errcodes.Timeout
+		}
 	case errors.As(err, &notReady):
 		code = errcodes.ModelNotReady
-	case errors.As(err, &unavailable), errors.As(err, &dependency):
+	case errors.As(err, &unavailable):
 		code = errcodes.Unavailable
+	case errors.As(err, &dependency):
+		// A failed dependency of the service: retrying at once adds load
+		// and does not help (the AWS SDK does not retry it either).
+		code = errcodes.Unavailable
+		terminal = true
 	case errors.As(err, &internal):
 		code = errcodes.Internal
 	case errors.As(err, &streamErr):
@@ -139,8 +148,25 @@ func mapError(err error) *errcodes.Error {
 	}
 	e := errcodes.Wrap(err, code, msg)
 	e.Details = details
+	if terminal {
+		e.Retryable = false
+	}
 	fill(e, providerCode, status, reqID, header)
 	return e
+}
+
+// timedOutMessage recognizes the ModelError SageMaker sends when the
+// container did not answer within the invocation timeout ("Your invocation
+// timed out while waiting for a response from container primary"). It
+// carries no code of its own: OriginalStatusCode 0 (no answer) is the
+// structured half of the evidence, the message the other.
+var timedOutMessage = regexp.MustCompile(`(?i)timed out`)
+
+func invocationTimedOut(e *types.ModelError) bool {
+	if e.OriginalStatusCode != nil && *e.OriginalStatusCode != 0 {
+		return false
+	}
+	return timedOutMessage.MatchString(e.ErrorMessage()) || (e.OriginalMessage != nil && timedOutMessage.MatchString(*e.OriginalMessage))
 }
 
 func fill(e *errcodes.Error, providerCode string, status int, reqID string, header http.Header) {
