@@ -1,6 +1,7 @@
 package cloudreq
 
 import (
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -136,35 +137,68 @@ func (b *RetryBudget) give(n int) {
 
 // RetryAfter reads a server-requested retry delay from response headers, in
 // order of precision: retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after
-// (all milliseconds), then Retry-After (seconds or an HTTP date). Invalid
-// and negative values are ignored. It returns 0, false when none is usable.
+// (all milliseconds, digits with an optional fraction), then Retry-After
+// (whole seconds or an HTTP date). Invalid and negative values are ignored.
+// A value too large to represent is a request to wait practically forever:
+// it is returned as the longest Duration, so that it ends the retries like
+// any delay beyond RetryOptions.MaxRetryAfter, rather than being ignored and
+// retried at once. It returns 0, false when no header is usable.
 func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	for _, k := range []string{"Retry-After-Ms", "X-Ms-Retry-After-Ms", "X-Amz-Retry-After"} {
-		if v := strings.TrimSpace(h.Get(k)); v != "" {
-			ms, err := strconv.ParseFloat(v, 64)
-			if err == nil && ms >= 0 && ms < float64(1<<62)/1e6 {
-				return time.Duration(ms * float64(time.Millisecond)), true
-			}
+		if d, ok := parseMillis(strings.TrimSpace(h.Get(k))); ok {
+			return d, true
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0, false
 	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 || secs > int64(1<<62)/int64(time.Second) {
-			return 0, false
+	if isDigits(v) {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || secs > int64(maxRetryAfter/time.Second) {
+			return maxRetryAfter, true // only a range error is possible here
 		}
 		return time.Duration(secs) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		d := t.Sub(now)
+		d := t.Sub(now) // saturates at the longest Duration
 		if d < 0 {
 			d = 0
 		}
 		return d, true
 	}
 	return 0, false
+}
+
+// maxRetryAfter is what RetryAfter returns for a delay too large to
+// represent.
+const maxRetryAfter = time.Duration(math.MaxInt64)
+
+// parseMillis parses a millisecond delay: digits, optionally followed by a
+// fraction ("250", "1.5").
+func parseMillis(v string) (time.Duration, bool) {
+	whole, frac, hasFrac := strings.Cut(v, ".")
+	if !isDigits(whole) || (hasFrac && !isDigits(frac)) {
+		return 0, false
+	}
+	ms, err := strconv.ParseFloat(v, 64)
+	if err != nil || ms >= float64(maxRetryAfter/time.Millisecond) {
+		return maxRetryAfter, true // only a range error is possible here
+	}
+	return time.Duration(ms * float64(time.Millisecond)), true
+}
+
+// isDigits reports whether s is a non-empty run of ASCII digits.
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // retryCost is what retrying after err takes from the budget.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -218,8 +219,13 @@ func TestRetryAfterParsing(t *testing.T) {
 		{"invalid", map[string]string{"Retry-After": "soon"}, 0, false},
 		{"negative", map[string]string{"Retry-After": "-3"}, 0, false},
 		{"invalid ms falls back", map[string]string{"retry-after-ms": "x", "Retry-After": "2"}, 2 * time.Second, true},
-		{"huge", map[string]string{"Retry-After": "99999999999999999"}, 0, false},
-		{"huge ms", map[string]string{"retry-after-ms": "1e300"}, 0, false},
+		{"huge", map[string]string{"Retry-After": "99999999999999999999"}, time.Duration(math.MaxInt64), true},
+		{"huge but representable", map[string]string{"Retry-After": "9999999999"}, time.Duration(math.MaxInt64), true},
+		{"huge ms", map[string]string{"x-amz-retry-after": "1" + strings.Repeat("0", 300)}, time.Duration(math.MaxInt64), true},
+		{"fractional ms", map[string]string{"retry-after-ms": "1.5"}, 1500 * time.Microsecond, true},
+		{"exponent ms is invalid", map[string]string{"retry-after-ms": "1e3"}, 0, false},
+		{"infinite ms is invalid", map[string]string{"retry-after-ms": "Inf"}, 0, false},
+		{"fractional seconds are invalid", map[string]string{"Retry-After": "1.5"}, 0, false},
 		{"none", nil, 0, false},
 	}
 	for _, tt := range tests {
