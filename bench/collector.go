@@ -48,6 +48,7 @@ type collector struct {
 
 	mu       sync.Mutex
 	tags     map[string]map[string]*TagStats
+	examples map[string]string
 	series   *Series
 	points   []Point
 	seen     int64
@@ -62,22 +63,16 @@ type collector struct {
 }
 
 func newCollector(p *Plan, t *Target) (*collector, error) {
-	var mine []latency.SLA
-	for _, s := range p.slas() {
-		if s.Endpoint == "" || s.Endpoint == t.Name {
-			s.Endpoint = t.Name
-			mine = append(mine, s)
-		}
-	}
-	rec, err := latency.NewRecorder(latency.RecorderOptions{SLAs: mine})
+	rec, err := latency.NewRecorder(latency.RecorderOptions{SLAs: p.slas()})
 	if err != nil {
 		return nil, err
 	}
 	return &collector{
 		plan: p, t: t, rec: rec,
-		tags:   map[string]map[string]*TagStats{},
-		series: &Series{Width: Duration(firstBucket)},
-		rng:    rand.New(rand.NewPCG(p.Seed, 7)),
+		tags:     map[string]map[string]*TagStats{},
+		examples: map[string]string{},
+		series:   &Series{Width: Duration(firstBucket)},
+		rng:      rand.New(rand.NewPCG(p.Seed, 7)),
 	}, nil
 }
 
@@ -114,11 +109,32 @@ func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 		out.TokenSource = latency.TokenSource(resp.Usage.Source)
 	}
 	s := latency.Measure(tl, out)
+	if err != nil {
+		o.c.example(err)
+	}
 	var send time.Time
 	if tl != nil && len(tl.Attempts) > 0 {
 		send = tl.Attempts[0].Send
 	}
 	o.c.add(&s, o.tags, send)
+}
+
+// MaxErrorExample bounds a kept error message.
+const MaxErrorExample = 300
+
+// example keeps the first message of each error code, for the report.
+func (c *collector) example(err *errcodes.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	code := string(err.Code)
+	if _, ok := c.examples[code]; ok {
+		return
+	}
+	msg := err.Error()
+	if len(msg) > MaxErrorExample {
+		msg = msg[:MaxErrorExample] + "…"
+	}
+	c.examples[code] = msg
 }
 
 // add files one measured call.
@@ -229,6 +245,9 @@ func (c *collector) result() *TargetResult {
 	}
 	if len(c.tags) > 0 {
 		tr.Tags = c.tags
+	}
+	if len(c.examples) > 0 {
+		tr.ErrorExamples = c.examples
 	}
 	return tr
 }

@@ -8,8 +8,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 )
 
-// promptWords are common English words, each one token in the usual LLM
-// tokenizers, so a generated prompt of n words is about n tokens.
+// promptWords are common English words, for generated prompts.
 var promptWords = strings.Fields(`the of and to in is was for on are with as be at by this had not
 are but from or have an they which one you were her all she there would their we him been has when
 who will more no if out so said what up its about into than them can only other new some could time
@@ -19,19 +18,24 @@ people how too little state good very make world still own see men work long get
 life being under never day same another know while last might us great old year off come since
 against go came right used take three`)
 
-// Prompt returns a prompt of about n tokens: n common words, the same for
-// the same n, so every request of a run (and of a rerun) sends the same
-// text.
+// CharsPerToken is the usual estimate of English text per token, which
+// the emulator also assumes; Prompt(n) is 4n bytes long.
+const CharsPerToken = 4
+
+// Prompt returns a prompt of about n tokens: common words, CharsPerToken
+// × n bytes, the same for the same n, so every request of a run (and of a
+// rerun) sends the same text.
 func Prompt(n int) string {
+	size := n * CharsPerToken
 	var b strings.Builder
-	b.Grow(n * 6)
-	for i := range n {
+	b.Grow(size + 16)
+	for i := 0; b.Len() < size; i++ {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
 		b.WriteString(promptWords[(i*7+i/len(promptWords))%len(promptWords)])
 	}
-	return b.String()
+	return b.String()[:size]
 }
 
 // buildRequest returns the request a target sends, for class c (nil: no

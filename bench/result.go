@@ -69,6 +69,8 @@ type TargetResult struct {
 	Recorder *latency.Recorder `json:"recorder"`
 	// Tags holds per tag dimension and value the count and E2E.
 	Tags map[string]map[string]*TagStats `json:"tags,omitempty"`
+	// ErrorExamples holds the first message seen of each error code.
+	ErrorExamples map[string]string `json:"error_examples,omitempty"`
 	// Series is the run over time; Points a sample of requests for charts.
 	Series *Series      `json:"series"`
 	Points []Point      `json:"points,omitempty"`

@@ -1,9 +1,538 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/cloudinfer/cloudinfer/bench"
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/emulator"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/providers/sagemaker"
+	"github.com/cloudinfer/cloudinfer/providers/vertex"
+	"github.com/cloudinfer/cloudinfer/telemetry"
+)
 
 // benchCmd is the `cloudinfer bench` command.
-type benchCmd struct{}
+type benchCmd struct {
+	Config string `help:"Plan file (YAML or JSON) with targets, load, limits, mix and SLAs; load and limit flags given here override it." type:"existingfile" placeholder:"FILE" group:"Targets"`
+
+	Provider string   `help:"Provider of the flag-built targets: openai, aws (sagemaker), azure (azureml), gcp (vertex), alibaba (pai-eas)." placeholder:"NAME" group:"Targets"`
+	Endpoint []string `help:"Endpoint to benchmark; repeat for side-by-side targets." placeholder:"NAME" group:"Targets"`
+	Model    string   `help:"Model name (OpenAI-compatible model, SageMaker target model, Vertex publisher model)." group:"Targets"`
+	Variant  string   `help:"SageMaker production variant or Azure ML deployment." group:"Targets"`
+	Path     string   `help:"Sub-path under the endpoint (PAI-EAS)." group:"Targets"`
+	URL      string   `name:"url" help:"Base URL to send to instead of the cloud's own (an OpenAI-compatible server, a gateway)." group:"Targets"`
+	Region   string   `help:"AWS region." group:"Targets"`
+	Project  string   `help:"GCP project." group:"Targets"`
+	Location string   `help:"GCP location." group:"Targets"`
+	Cloud    bool     `help:"Send targets without a URL to the real cloud, with its default credential chain, instead of the embedded emulator." group:"Targets"`
+
+	Action       string `help:"generate (portable text generation) or invoke (the payload's bytes as they are)." enum:",generate,invoke" default:"" group:"Payload"`
+	NoStream     bool   `help:"Read whole responses instead of streams (no TTFT/TPOT)." group:"Payload"`
+	Payload      string `help:"Raw request body file (implies invoke)." type:"existingfile" placeholder:"FILE" group:"Payload"`
+	ContentType  string `help:"Content type of --payload." group:"Payload"`
+	Prompt       string `help:"Prompt text (generate); default: a generated prompt of --prompt-tokens." group:"Payload"`
+	PromptTokens int    `help:"Length of the generated prompt in tokens." default:"512" group:"Payload"`
+	OutputTokens int    `help:"Maximum output tokens (0: the server's default)." group:"Payload"`
+
+	Load        string        `help:"Load model: closed, constant, poisson or ladder." enum:",closed,constant,poisson,ladder" default:"" group:"Load"`
+	Concurrency int           `help:"Closed loop: concurrent workers (1: sequential)." group:"Load"`
+	Rate        float64       `help:"Open loop: requests per second." group:"Load"`
+	MaxInFlight int           `help:"Open loop: cap on requests in flight (sends past it are late, never dropped)." group:"Load"`
+	LateAfter   time.Duration `help:"Schedule lag beyond which a send counts as late (default 10ms)." group:"Load"`
+	Requests    int           `help:"Measured requests per target (default run: chosen so the whole run takes about a minute; --requests 100 for the full reference run)." group:"Load"`
+	Duration    time.Duration `help:"Measured duration per target." group:"Load"`
+	Warmup      int           `help:"Warm-up requests per target, left out of the results (default 1 for the default run)." default:"-1" group:"Load"`
+	Seed        uint64        `help:"Seed for Poisson arrivals and the mix." group:"Load"`
+
+	LadderStart      float64       `help:"Ladder: first step's rate (default: the floor)." group:"Ladder"`
+	LadderStep       float64       `help:"Ladder: rate added on a climb (default 50)." group:"Ladder"`
+	LadderStepLength time.Duration `help:"Ladder: how long each rate is held (default 10s)." group:"Ladder"`
+	LadderHighWater  time.Duration `help:"Ladder: p95 above which the rate backs off (default 200ms)." group:"Ladder"`
+	LadderLowWater   time.Duration `help:"Ladder: p95 below which the rate climbs (default 120ms)." group:"Ladder"`
+	LadderBackoff    float64       `help:"Ladder: back-off factor (default 0.7)." group:"Ladder"`
+	LadderFloor      float64       `help:"Ladder: lowest rate (default 10)." group:"Ladder"`
+	LadderTarget     float64       `help:"Ladder: highest rate (default 500)." group:"Ladder"`
+	LadderMetric     string        `help:"Ladder: latency watched, e2e or ttft." enum:",e2e,ttft" default:"" group:"Ladder"`
+
+	Mix        string   `help:"Weighted request mix file (YAML or JSON: classes, dimensions)." type:"existingfile" placeholder:"FILE" group:"Mix"`
+	TrafficLog string   `help:"Build the mix from a traffic log (CSV or JSONL: path, method, headers, latency_ms, tag columns)." type:"existingfile" placeholder:"FILE" group:"Mix"`
+	SLA        []string `name:"sla" help:"SLA, e.g. \"ttft p95 150ms starts=warm\" (repeatable)." placeholder:"SPEC" group:"Mix"`
+
+	TimeScale float64 `help:"Embedded emulator's time scale (1: real time)." default:"1" group:"Emulator"`
+
+	Retries int           `help:"Retries per request (0: none, so every failure is seen)." group:"Client"`
+	Timeout time.Duration `help:"Per-request timeout." default:"2m" group:"Client"`
+
+	Out      string `help:"Result JSON file (default: bench-results/bench-TIME.json)." placeholder:"FILE" group:"Output"`
+	Format   string `help:"What to print: text, markdown, csv, json or html." enum:"text,markdown,csv,json,html" default:"text" group:"Output"`
+	HTML     string `name:"html" help:"Also write the HTML report here." placeholder:"FILE" group:"Output"`
+	CSV      string `name:"csv" help:"Also write CSV here." placeholder:"FILE" group:"Output"`
+	Markdown string `help:"Also write Markdown here." placeholder:"FILE" group:"Output"`
+	Detail   bool   `help:"Add the full per-group latency report to the text output." group:"Output"`
+	Quiet    bool   `help:"No progress bar." group:"Output"`
+
+	MetricsAddr string `help:"Serve Prometheus metrics of the run on this address (e.g. :9464)." group:"Telemetry"`
+	OTLP        string `name:"otlp" help:"Export spans and metrics over OTLP/HTTP to this endpoint." group:"Telemetry"`
+}
+
+// ReferenceModels are the default run's endpoints: the emulator's A10
+// reference profiles.
+var referenceModels = []string{"llama-3-8b", "phi-3-mini", "qwen2-7b"}
+
+// referenceBudget is the default run's target wall time.
+const referenceBudget = 60 * time.Second
 
 // Run runs the command.
-func (c *benchCmd) Run() error { return errors.New("bench: not available in this build yet") }
+func (c *benchCmd) Run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return c.run(ctx, os.Stdout, os.Stderr)
+}
+
+func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) error {
+	plan, reference, err := c.plan()
+	if err != nil {
+		return err
+	}
+	env := &environment{cmd: c}
+	defer env.close()
+	if c.needsEmulator(plan) {
+		if err := env.startEmulator(); err != nil {
+			return err
+		}
+	}
+	if reference && c.Requests == 0 && c.Duration == 0 {
+		plan.Limits.Requests = referenceRequests(c.TimeScale, plan.Limits.Warmup)
+	}
+	if err := env.telemetry(ctx); err != nil {
+		return err
+	}
+	opts := bench.Options{Connect: env.connect}
+	if !c.Quiet {
+		opts.Progress = bench.NewProgress(stderr)
+	}
+	if env.emu != nil && stderr != nil {
+		fmt.Fprintf(stderr, "embedded emulator at %s (time scale %g)\n", env.emu.URL(), c.TimeScale)
+	}
+	res, err := bench.Run(ctx, plan, opts)
+	if err != nil {
+		return err
+	}
+	out := c.Out
+	if out == "" {
+		if err := os.MkdirAll("bench-results", 0o755); err != nil {
+			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: create bench-results")
+		}
+		out = filepath.Join("bench-results", "bench-"+res.Begin.Format("20060102-150405")+".json")
+	}
+	if err := res.Save(out); err != nil {
+		return err
+	}
+	for _, extra := range []struct {
+		path string
+		f    bench.Format
+	}{{c.HTML, bench.FormatHTML}, {c.CSV, bench.FormatCSV}, {c.Markdown, bench.FormatMarkdown}} {
+		if extra.path != "" {
+			if err := writeFile(extra.path, func(w io.Writer) error { return res.Render(w, extra.f, bench.RenderOptions{}) }); err != nil {
+				return err
+			}
+		}
+	}
+	if err := res.Render(stdout, bench.Format(c.Format), bench.RenderOptions{Detail: c.Detail}); err != nil {
+		return err
+	}
+	if c.Format == "text" || c.Format == "markdown" {
+		fmt.Fprintf(stdout, "\nresult: %s\n", out)
+	} else if stderr != nil {
+		fmt.Fprintf(stderr, "result: %s\n", out)
+	}
+	return nil
+}
+
+func writeFile(path string, render func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return errcodes.Wrap(err, errcodes.InvalidParam, "bench: create "+path)
+	}
+	if err := render(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// plan builds the plan from the config file and the flags, and says
+// whether it is the default reference experiment.
+func (c *benchCmd) plan() (*bench.Plan, bool, error) {
+	p := &bench.Plan{}
+	if c.Config != "" {
+		lp, err := bench.LoadPlan(c.Config)
+		if err != nil {
+			return nil, false, err
+		}
+		p = lp
+	}
+	reference := false
+	switch {
+	case len(c.Endpoint) > 0 || c.Model != "" || c.URL != "":
+		eps := c.Endpoint
+		if len(eps) == 0 {
+			eps = []string{""}
+		}
+		prov := cmpOr(c.Provider, cloudreq.ProviderOpenAI)
+		for _, ep := range eps {
+			t := bench.Target{
+				Provider: prov, Endpoint: ep, Model: c.Model, Variant: c.Variant, Path: c.Path, URL: c.URL,
+				Region: c.Region, Project: c.Project, Location: c.Location, Action: c.Action, Stream: !c.NoStream,
+				Payload: bench.Payload{File: c.Payload, ContentType: c.ContentType, Prompt: c.Prompt,
+					PromptTokens: c.PromptTokens, OutputTokens: c.OutputTokens},
+			}
+			if t.Model == "" && t.Endpoint != "" && prov == cloudreq.ProviderOpenAI {
+				t.Model = t.Endpoint // an OpenAI-compatible server routes by model
+			}
+			p.Targets = append(p.Targets, t)
+		}
+	case c.Config == "":
+		reference = true
+		prov := cmpOr(c.Provider, defaultProvider())
+		for _, m := range referenceModels {
+			t := bench.Target{Provider: prov, Endpoint: m, Stream: !c.NoStream,
+				Payload: bench.Payload{PromptTokens: c.PromptTokens, OutputTokens: c.OutputTokens, Prompt: c.Prompt}}
+			if prov == cloudreq.ProviderOpenAI {
+				t.Model = m
+			}
+			p.Targets = append(p.Targets, t)
+		}
+		if c.Warmup < 0 {
+			p.Limits.Warmup = 1
+		}
+	default:
+		if c.NoStream {
+			for i := range p.Targets {
+				p.Targets[i].Stream = false
+			}
+		}
+	}
+	c.applyLoad(p)
+	for _, s := range c.SLA {
+		sla, err := latency.ParseSLA(s)
+		if err != nil {
+			return nil, false, err
+		}
+		p.SLAs = append(p.SLAs, sla)
+	}
+	if err := c.applyMix(p); err != nil {
+		return nil, false, err
+	}
+	return p, reference, nil
+}
+
+func (c *benchCmd) applyLoad(p *bench.Plan) {
+	l := &p.Load
+	setS(&l.Model, c.Load)
+	setI(&l.Concurrency, c.Concurrency)
+	if c.Rate > 0 {
+		l.Rate = c.Rate
+	}
+	setI(&l.MaxInFlight, c.MaxInFlight)
+	if c.LateAfter > 0 {
+		l.LateAfter = bench.Duration(c.LateAfter)
+	}
+	ld := &l.Ladder
+	setF(&ld.Start, c.LadderStart)
+	setF(&ld.Increment, c.LadderStep)
+	setF(&ld.Backoff, c.LadderBackoff)
+	setF(&ld.Floor, c.LadderFloor)
+	setF(&ld.Target, c.LadderTarget)
+	setS(&ld.Metric, c.LadderMetric)
+	if c.LadderStepLength > 0 {
+		ld.Step = bench.Duration(c.LadderStepLength)
+	}
+	if c.LadderHighWater > 0 {
+		ld.HighWater = bench.Duration(c.LadderHighWater)
+	}
+	if c.LadderLowWater > 0 {
+		ld.LowWater = bench.Duration(c.LadderLowWater)
+	}
+	setI(&p.Limits.Requests, c.Requests)
+	if c.Duration > 0 {
+		p.Limits.Duration = bench.Duration(c.Duration)
+	}
+	if c.Warmup >= 0 {
+		p.Limits.Warmup = c.Warmup
+	}
+	if c.Seed > 0 {
+		p.Seed = c.Seed
+	}
+	if l.Model == bench.LoadLadder && p.Limits.Duration == 0 && p.Limits.Requests == 0 {
+		// A ladder runs by time: ten steps unless told otherwise.
+		step := ld.Step.D()
+		if step == 0 {
+			step = bench.DefaultLadderStep
+		}
+		p.Limits.Duration = bench.Duration(10 * step)
+	}
+}
+
+func (c *benchCmd) applyMix(p *bench.Plan) error {
+	switch {
+	case c.Mix != "" && c.TrafficLog != "":
+		return errcodes.New(errcodes.InvalidParam, "bench: give --mix or --traffic-log, not both")
+	case c.Mix != "":
+		b, err := os.ReadFile(c.Mix)
+		if err != nil {
+			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: read mix")
+		}
+		mp, err := bench.ParsePlan(append([]byte("mix:\n"), indent(b)...))
+		if err != nil {
+			return err
+		}
+		p.Mix = mp.Mix
+	case c.TrafficLog != "":
+		f, err := os.Open(c.TrafficLog)
+		if err != nil {
+			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: open traffic log")
+		}
+		defer f.Close()
+		format := ""
+		if strings.HasSuffix(c.TrafficLog, ".jsonl") || strings.HasSuffix(c.TrafficLog, ".ndjson") {
+			format = "jsonl"
+		}
+		recs, err := bench.ReadTrafficLog(f, format)
+		if err != nil {
+			return err
+		}
+		p.Mix = bench.MixFromLog(recs)
+	}
+	return nil
+}
+
+// indent indents a YAML or JSON document so it nests under a key.
+func indent(b []byte) []byte {
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
+
+func setS(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+func setI(dst *int, v int) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+func setF(dst *float64, v float64) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// needsEmulator reports whether some target goes to the embedded emulator.
+func (c *benchCmd) needsEmulator(p *bench.Plan) bool {
+	if c.Cloud {
+		return false
+	}
+	for _, t := range p.Targets {
+		if t.URL == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// referenceRequests is the default run's request count per model: as many
+// as fit, with the warm-up, in about a minute given the emulator's
+// reference profiles (mean total = TTFT + TPOT × (N_out − 1)), between 5
+// and 100.
+func referenceRequests(scale float64, warmup int) int {
+	total := 0.0
+	for _, m := range referenceModels {
+		p, ok := emulator.BuiltinProfile(m)
+		if !ok {
+			return 100
+		}
+		total += (p.TTFTMs.Mean + p.TPOTMs.Mean*(p.OutputTokens.Mean-1)) * scale
+	}
+	if total <= 0 {
+		return 100
+	}
+	n := int(math.Floor(float64(referenceBudget.Milliseconds())/total)) - max(warmup, 0)
+	return min(max(n, 5), 100)
+}
+
+// environment holds what a run starts: the embedded emulator, telemetry.
+type environment struct {
+	cmd  *benchCmd
+	emu  *emulator.Server
+	obs  *telemetry.Observer
+	prom *telemetry.Prometheus
+	otlp *telemetry.Providers
+}
+
+func (e *environment) startEmulator() error {
+	srv, err := emulator.New(emulator.Options{TimeScale: e.cmd.TimeScale, Seed: max(e.cmd.Seed, 1)})
+	if err != nil {
+		return err
+	}
+	if err := srv.Start("127.0.0.1:0", "127.0.0.1:0"); err != nil {
+		return err
+	}
+	e.emu = srv
+	return nil
+}
+
+func (e *environment) telemetry(ctx context.Context) error {
+	c := e.cmd
+	if c.MetricsAddr == "" && c.OTLP == "" {
+		return nil
+	}
+	var topts telemetry.Options
+	if c.MetricsAddr != "" {
+		p, err := telemetry.ServePrometheus(ctx, c.MetricsAddr)
+		if err != nil {
+			return err
+		}
+		e.prom = p
+		topts.MeterProvider = p.MeterProvider
+		fmt.Fprintf(os.Stderr, "metrics at %s\n", p.URL())
+	}
+	if c.OTLP != "" {
+		p, err := telemetry.OTLP(ctx, c.OTLP)
+		if err != nil {
+			return err
+		}
+		e.otlp = p
+		topts.TracerProvider = p.TracerProvider
+		if topts.MeterProvider == nil {
+			topts.MeterProvider = p.MeterProvider
+		}
+	}
+	obs, err := telemetry.New(topts)
+	if err != nil {
+		return err
+	}
+	e.obs = obs
+	return nil
+}
+
+func (e *environment) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if e.prom != nil {
+		_ = e.prom.Shutdown(ctx)
+	}
+	if e.otlp != nil {
+		_ = e.otlp.Shutdown(ctx)
+	}
+	if e.emu != nil {
+		_ = e.emu.Close()
+	}
+}
+
+// connect builds the client of one target: its provider's adapter, the
+// default hooks, no retries unless asked, the per-request timeout.
+func (e *environment) connect(ctx context.Context, t *bench.Target) (*cloudreq.Client, error) {
+	ad, err := e.adapter(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	opts := cloudreq.Options{
+		Adapters:          []cloudreq.Adapter{ad},
+		Hooks:             hooks.Default(),
+		Retry:             cloudreq.RetryOptions{MaxAttempts: 1 + max(e.cmd.Retries, 0)},
+		Timeout:           e.cmd.Timeout,
+		ScaleToZeroWindow: t.ScaleToZero.D(),
+	}
+	if e.obs != nil {
+		opts.Observers = append(opts.Observers, e.obs)
+	}
+	return cloudreq.New(opts)
+}
+
+// emulated reports whether t goes to the embedded emulator.
+func (e *environment) emulated(t *bench.Target) bool { return e.emu != nil && t.URL == "" }
+
+// adapterFactories build a provider's adapter for a target; emu is the
+// embedded emulator when the target goes to it.
+var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error){
+	cloudreq.ProviderAWS: func(ctx context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
+		o := sagemaker.Options{Region: t.Region, BaseEndpoint: t.URL}
+		if emu != nil {
+			o.BaseEndpoint, o.AllowInsecureHTTP = emu.URL(), true
+			o.Region = cmpOr(o.Region, "us-east-1")
+			o.Credentials = credentials.NewStaticCredentialsProvider("emulator", "emulator", "")
+		} else if strings.HasPrefix(t.URL, "http://") {
+			o.AllowInsecureHTTP = true
+		}
+		return sagemaker.New(ctx, o)
+	},
+	cloudreq.ProviderGCP: func(ctx context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
+		o := vertex.Options{Project: t.Project, Location: t.Location, Endpoint: t.GRPCAddr}
+		if emu != nil {
+			o.Endpoint, o.Insecure = emu.GRPCAddr(), true
+			o.Project, o.Location = cmpOr(o.Project, "emulator"), cmpOr(o.Location, "us-central1")
+		}
+		return vertex.New(ctx, o)
+	},
+}
+
+// defaultProvider is the default run's provider: OpenAI-compatible (vLLM's
+// own protocol, as in the reference measurements) when built in, else the
+// first one that is.
+func defaultProvider() string {
+	for _, p := range []string{cloudreq.ProviderOpenAI, cloudreq.ProviderAWS, cloudreq.ProviderAzure, cloudreq.ProviderAlibaba, cloudreq.ProviderGCP} {
+		if _, ok := adapterFactories[p]; ok {
+			return p
+		}
+	}
+	return cloudreq.ProviderOpenAI
+}
+
+func (e *environment) adapter(ctx context.Context, t *bench.Target) (cloudreq.Adapter, error) {
+	f, ok := adapterFactories[t.Provider]
+	if !ok {
+		return nil, errcodes.Errorf(errcodes.InvalidParam, "bench: provider %q is not built into this binary", t.Provider)
+	}
+	var emu *emulator.Server
+	if e.emulated(t) {
+		emu = e.emu
+	}
+	ad, err := f(ctx, t, emu)
+	if err != nil {
+		var ce *errcodes.Error
+		if errors.As(err, &ce) {
+			return nil, ce
+		}
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: "+t.Provider+" adapter")
+	}
+	return ad, nil
+}

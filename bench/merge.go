@@ -1,0 +1,172 @@
+package bench
+
+import (
+	"math/rand/v2"
+	"slices"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+// Merge combines results of the same plan run on several machines into
+// one, as if one client had sent every request: targets of the same name
+// merge their recorders (exactly), counts, tags and time series (aligned
+// on each run's start); the chart samples are pooled and thinned to
+// MaxPoints. Ladder traces cannot be summed and are kept from the first
+// result. The inputs are not modified.
+func Merge(results ...*Result) (*Result, error) {
+	if len(results) == 0 {
+		return nil, errcodes.New(errcodes.InvalidParam, "bench: nothing to merge")
+	}
+	out := &Result{Version: ResultVersion, Plan: results[0].Plan, Begin: results[0].Begin, End: results[0].End}
+	byName := map[string]*TargetResult{}
+	for _, r := range results {
+		if r == nil {
+			return nil, errcodes.New(errcodes.InvalidParam, "bench: merge: nil result")
+		}
+		if r.Begin.Before(out.Begin) {
+			out.Begin = r.Begin
+		}
+		if r.End.After(out.End) {
+			out.End = r.End
+		}
+		out.Hosts = append(out.Hosts, r.Hosts...)
+		for _, t := range r.Targets {
+			m := byName[t.Name]
+			if m == nil {
+				m = emptyLike(t)
+				byName[t.Name] = m
+				out.Targets = append(out.Targets, m)
+			}
+			if err := m.merge(t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, t := range out.Targets {
+		if len(t.Points) > MaxPoints {
+			rng.Shuffle(len(t.Points), func(i, j int) { t.Points[i], t.Points[j] = t.Points[j], t.Points[i] })
+			t.Points = t.Points[:MaxPoints]
+			slices.SortFunc(t.Points, func(a, b Point) int {
+				switch {
+				case a.T < b.T:
+					return -1
+				case a.T > b.T:
+					return 1
+				}
+				return 0
+			})
+		}
+	}
+	return out, nil
+}
+
+func emptyLike(t *TargetResult) *TargetResult {
+	return &TargetResult{
+		Name: t.Name, Provider: t.Provider, Service: t.Service, Endpoint: t.Endpoint, Model: t.Model,
+		Action: t.Action, Stream: t.Stream, Load: t.Load, Begin: t.Begin, CPU: -1,
+		Recorder: &latency.Recorder{}, Series: &Series{Width: Duration(firstBucket)},
+	}
+}
+
+// merge adds o into t.
+func (t *TargetResult) merge(o *TargetResult) error {
+	if o.Stream != t.Stream || o.Action != t.Action {
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: merge: target %q was run differently (stream %v/%v, action %s/%s)",
+			t.Name, t.Stream, o.Stream, t.Action, o.Action)
+	}
+	if o.Recorder != nil {
+		if err := t.Recorder.Merge(o.Recorder); err != nil {
+			return err
+		}
+	}
+	t.Machines += max(o.Machines, 1)
+	if o.Begin.Before(t.Begin) {
+		t.Begin = o.Begin
+	}
+	t.Wall = max(t.Wall, o.Wall)
+	t.Sent += o.Sent
+	t.Late += o.Late
+	t.OfferedRate += o.OfferedRate
+	t.SendRate += o.SendRate
+	if o.CPU > t.CPU {
+		t.CPU = o.CPU // the busiest machine
+	}
+	if t.Ladder == nil {
+		t.Ladder = o.Ladder
+	}
+	for _, w := range o.Warnings {
+		if !slices.Contains(t.Warnings, w) {
+			t.Warnings = append(t.Warnings, w)
+		}
+	}
+	for k, v := range o.ErrorExamples {
+		if t.ErrorExamples == nil {
+			t.ErrorExamples = map[string]string{}
+		}
+		if _, ok := t.ErrorExamples[k]; !ok {
+			t.ErrorExamples[k] = v
+		}
+	}
+	if t.Fatal == "" {
+		t.Fatal = o.Fatal
+	}
+	for dim, vals := range o.Tags {
+		if t.Tags == nil {
+			t.Tags = map[string]map[string]*TagStats{}
+		}
+		if t.Tags[dim] == nil {
+			t.Tags[dim] = map[string]*TagStats{}
+		}
+		for v, ts := range vals {
+			m := t.Tags[dim][v]
+			if m == nil {
+				m = &TagStats{}
+				t.Tags[dim][v] = m
+			}
+			m.Count += ts.Count
+			m.Errors += ts.Errors
+			mergeDist(&m.E2E, ts.E2E)
+		}
+	}
+	if o.Series != nil {
+		t.Series.mergeFrom(o.Series)
+	}
+	t.Points = append(t.Points, o.Points...)
+	return nil
+}
+
+// mergeFrom adds o's buckets, aligned on the runs' starts, after bringing
+// both to the same (the coarser) width.
+func (s *Series) mergeFrom(o *Series) {
+	o = o.copy()
+	for s.Width < o.Width {
+		s.coarsen()
+	}
+	for o.Width < s.Width {
+		o.coarsen()
+	}
+	for i, b := range o.Buckets {
+		for len(s.Buckets) <= i {
+			s.Buckets = append(s.Buckets, &Bucket{})
+		}
+		s.Buckets[i].merge(b)
+	}
+	for len(s.Buckets) > MaxBuckets {
+		s.coarsen()
+	}
+}
+
+func (s *Series) copy() *Series {
+	c := &Series{Width: s.Width}
+	for _, b := range s.Buckets {
+		nb := &Bucket{}
+		nb.merge(b)
+		c.Buckets = append(c.Buckets, nb)
+	}
+	if c.Width <= 0 {
+		c.Width = Duration(firstBucket)
+	}
+	return c
+}

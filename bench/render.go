@@ -1,0 +1,565 @@
+package bench
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+// Format is a rendering of a Result.
+type Format string
+
+// Formats.
+const (
+	// FormatText is the terminal summary: the reference-style table
+	// (TTFT, TPOT and total mean ± sd, p50/p95/p99), load and generator
+	// health, errors by code, SLAs, the ladder's trace and tag shares.
+	FormatText Format = "text"
+	// FormatMarkdown is the same summary as Markdown tables, followed by
+	// the full per-group latency report.
+	FormatMarkdown Format = "markdown"
+	// FormatCSV is latency's tidy CSV (one value per row), plus rows for
+	// the load (table "load") and the ladder (table "ladder").
+	FormatCSV Format = "csv"
+	// FormatJSON is the full, mergeable Result.
+	FormatJSON Format = "json"
+	// FormatHTML is a self-contained HTML report with charts.
+	FormatHTML Format = "html"
+)
+
+// Formats lists every format.
+var Formats = []Format{FormatText, FormatMarkdown, FormatCSV, FormatJSON, FormatHTML}
+
+// RenderOptions tunes a rendering.
+type RenderOptions struct {
+	// Detail adds latency's full per-group report (every metric, the
+	// LogNormal fits) to the text summary.
+	Detail bool
+}
+
+// Render writes r in format f.
+func (r *Result) Render(w io.Writer, f Format, opts RenderOptions) error {
+	switch f {
+	case FormatText:
+		return r.renderSummary(w, false, opts.Detail)
+	case FormatMarkdown:
+		return r.renderSummary(w, true, true)
+	case FormatCSV:
+		return r.renderCSV(w)
+	case FormatJSON:
+		return r.WriteJSON(w)
+	case FormatHTML:
+		return r.RenderHTML(w)
+	default:
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: unknown format %q (text, markdown, csv, json, html)", f)
+	}
+}
+
+// Recorder returns one recorder holding every target's requests (each
+// under its target's name).
+func (r *Result) Recorder() (*latency.Recorder, error) {
+	all := &latency.Recorder{}
+	for _, t := range r.Targets {
+		if err := all.Merge(t.Recorder); err != nil {
+			return nil, err
+		}
+	}
+	return all, nil
+}
+
+// SLAs returns the plan's SLAs, each one that names no endpoint repeated
+// for every target, so that each target is checked on its own.
+func (r *Result) SLAs() []latency.SLA {
+	var out []latency.SLA
+	if r.Plan == nil {
+		return nil
+	}
+	for _, s := range r.Plan.slas() {
+		if s.Endpoint != "" {
+			out = append(out, s)
+			continue
+		}
+		for _, t := range r.Targets {
+			s.Endpoint = t.Name
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Report returns latency's report of every target, with the SLAs checked
+// per target.
+func (r *Result) Report() (*latency.Report, error) {
+	rec, err := r.Recorder()
+	if err != nil {
+		return nil, err
+	}
+	slas := r.SLAs()
+	if slas == nil {
+		slas = []latency.SLA{}
+	}
+	return rec.Report(latency.ReportOptions{SLAs: slas}), nil
+}
+
+// table writes aligned text or Markdown tables.
+type table struct {
+	w    io.Writer
+	md   bool
+	rows [][]string
+}
+
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) flush() {
+	if len(t.rows) == 0 {
+		return
+	}
+	if t.md {
+		for i, r := range t.rows {
+			fmt.Fprintf(t.w, "| %s |\n", strings.Join(r, " | "))
+			if i == 0 {
+				fmt.Fprintln(t.w, "|"+strings.Repeat("---|", len(r)))
+			}
+		}
+	} else {
+		tw := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', 0)
+		for _, r := range t.rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+		}
+		_ = tw.Flush()
+	}
+	fmt.Fprintln(t.w)
+	t.rows = nil
+}
+
+func ms(v float64) string { return fmtNum(v / 1e6) }
+
+// fmtNum prints in the reference style: 428, 28.4, 0.85, 0.032.
+func fmtNum(v float64) string {
+	a := max(v, -v)
+	switch {
+	case a >= 100 || a == 0:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 0.1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+}
+
+func meanSD(d *latency.Dist) string {
+	if d.Count() == 0 {
+		return "-"
+	}
+	return latency.MeanSD(d.Mean()/1e6, d.SD()/1e6)
+}
+
+func pcts(d *latency.Dist) string {
+	if d.Count() == 0 {
+		return "-"
+	}
+	return ms(d.Quantile(0.5)) + " / " + ms(d.Quantile(0.95)) + " / " + ms(d.Quantile(0.99))
+}
+
+// ReferenceTable writes the reference-style table: one row per target,
+// TTFT, TPOT and total (E2E) as mean ± sd in ms, then their p50 / p95 /
+// p99. Only successful requests count; n is their number.
+func (r *Result) ReferenceTable(w io.Writer, md bool) {
+	t := &table{w: w, md: md, rows: r.referenceRows()}
+	t.flush()
+}
+
+func (r *Result) referenceRows() [][]string {
+	rows := [][]string{{"target", "n", "failed", "TTFT ms", "TPOT ms/token", "total ms", "TTFT p50/p95/p99", "TPOT p50/p95/p99", "total p50/p95/p99"}}
+	for _, tr := range r.Targets {
+		c := tr.Counts()
+		ttft, tpot, e2e := tr.Dist(latency.TTFT, "", ""), tr.Dist(latency.TPOT, "", ""), tr.Dist(latency.E2E, "", "")
+		if !tr.Stream {
+			ttft = &latency.Dist{} // a whole body has no first token
+		}
+		rows = append(rows, []string{tr.Name, strconv.FormatInt(c.Requests-c.Failed, 10), strconv.FormatInt(c.Failed, 10),
+			meanSD(ttft), meanSD(tpot), meanSD(e2e), pcts(ttft), pcts(tpot), pcts(e2e)})
+	}
+	return rows
+}
+
+// section is a titled table of a summary.
+type section struct {
+	Title string
+	Rows  [][]string // header first
+}
+
+// sections returns the summary's tables after the reference table.
+func (r *Result) sections(rep *latency.Report) []section {
+	var out []section
+	add := func(title string, rows [][]string) {
+		if len(rows) > 1 {
+			out = append(out, section{title, rows})
+		}
+	}
+	if rows := r.classRows(); len(rows) > 2 {
+		add("By class", rows)
+	}
+	add("Load and generator", r.loadRows())
+	add("Errors by code", r.errorRows())
+	add("Cold and warm starts", r.coldRows())
+	add("SLAs", slaRows(rep))
+	for _, tr := range r.Targets {
+		if tr.Ladder != nil {
+			add(ladderTitle(tr), ladderRows(tr.Ladder))
+		}
+	}
+	add("Tags", r.tagRows())
+	return out
+}
+
+func ladderTitle(tr *TargetResult) string {
+	best, ok := tr.Ladder.HighestHeld()
+	held := "none"
+	if ok {
+		held = fmtNum(best) + " req/s"
+	}
+	return fmt.Sprintf("QPS ladder: %s (highest rate held with p95 %s ≤ %v: %s)", tr.Name, tr.Ladder.Config.Metric, tr.Ladder.Config.HighWater, held)
+}
+
+func ladderRows(l *LadderTrace) [][]string {
+	rows := [][]string{{"step", "start s", "rate /s", "sent", "done", "errors", "p95 ms", "action", "next /s"}}
+	for _, s := range l.Steps {
+		p95 := "-"
+		if s.P95Known {
+			p95 = ms(float64(s.P95))
+		}
+		rows = append(rows, []string{strconv.Itoa(s.Index), fmtNum(s.Start.D().Seconds()), fmtNum(s.Rate), strconv.Itoa(s.Sent),
+			strconv.Itoa(s.Completed), strconv.Itoa(s.Errors), p95, string(s.Action), fmtNum(s.Next)})
+	}
+	return rows
+}
+
+func slaRows(rep *latency.Report) [][]string {
+	rows := [][]string{{"target", "sla", "n", "measured", "threshold", "deviation", "result", "without cold", "cold share"}}
+	for i := range rep.SLAs {
+		rows = append(rows, slaRow(&rep.SLAs[i]))
+	}
+	return rows
+}
+
+func (r *Result) loadRows() [][]string {
+	rows := [][]string{{"target", "load", "sent", "wall s", "offered /s", "achieved /s", "ok /s", "tok/s", "lag p50/p99 ms", "late", "client CPU"}}
+	for _, tr := range r.Targets {
+		c := tr.Counts()
+		wall := tr.Wall.D().Seconds()
+		okRate, tokRate := "-", "-"
+		if wall > 0 {
+			okRate, tokRate = fmtNum(float64(c.Requests-c.Failed)/wall), fmtNum(float64(c.OutputTokens)/wall)
+		}
+		lag := tr.Dist(latency.ScheduleLag, "", "")
+		lagS := "-"
+		if lag.Count() > 0 {
+			lagS = ms(lag.Quantile(0.5)) + " / " + ms(lag.Quantile(0.99))
+		}
+		offered, achieved := "-", "-"
+		if tr.OfferedRate > 0 {
+			offered = fmtNum(tr.OfferedRate)
+		}
+		if tr.SendRate > 0 {
+			achieved = fmtNum(tr.SendRate)
+		}
+		cpu := "-"
+		if tr.CPU >= 0 {
+			cpu = fmt.Sprintf("%.0f%%", 100*tr.CPU)
+		}
+		rows = append(rows, []string{tr.Name, tr.Load, strconv.FormatInt(tr.Sent, 10), fmtNum(wall), offered, achieved, okRate, tokRate,
+			lagS, strconv.FormatInt(tr.Late, 10), cpu})
+	}
+	return rows
+}
+
+// notes returns the warnings and failures, one line each.
+func (r *Result) notes() []string {
+	var out []string
+	for _, tr := range r.Targets {
+		for _, wn := range tr.Warnings {
+			out = append(out, fmt.Sprintf("WARNING (%s): %s", tr.Name, wn))
+		}
+		if tr.Fatal != "" {
+			out = append(out, fmt.Sprintf("FAILED (%s): %s", tr.Name, tr.Fatal))
+		}
+	}
+	return out
+}
+
+func (r *Result) renderSummary(w io.Writer, md, detail bool) error {
+	ew := &errWriter{w: w}
+	rep, err := r.Report()
+	if err != nil {
+		return err
+	}
+	if md {
+		fmt.Fprintf(ew, "# cloudinfer bench\n\n")
+	}
+	r.describe(ew)
+	r.ReferenceTable(ew, md)
+	for _, s := range r.sections(rep) {
+		if md {
+			fmt.Fprintf(ew, "## %s\n\n", s.Title)
+		} else {
+			fmt.Fprintf(ew, "%s\n", s.Title)
+		}
+		(&table{w: ew, md: md, rows: s.Rows}).flush()
+	}
+	for _, n := range r.notes() {
+		fmt.Fprintln(ew, n)
+	}
+	if detail {
+		fmt.Fprintln(ew)
+		f := latency.FormatText
+		if md {
+			f = latency.FormatMarkdown
+		}
+		rep.SLAs = nil // shown above
+		if err := rep.Render(ew, f); err != nil {
+			return err
+		}
+	}
+	return ew.err
+}
+
+// describe writes the one-line description of the run.
+func (r *Result) describe(w io.Writer) {
+	if r.Plan == nil {
+		return
+	}
+	p := r.Plan
+	var parts []string
+	parts = append(parts, p.Load.String())
+	if p.Limits.Requests > 0 {
+		parts = append(parts, fmt.Sprintf("%d requests per target", p.Limits.Requests))
+	}
+	if p.Limits.Duration > 0 {
+		parts = append(parts, fmt.Sprintf("at most %v per target", p.Limits.Duration))
+	}
+	if p.Limits.Warmup > 0 {
+		parts = append(parts, fmt.Sprintf("%d warm-up left out", p.Limits.Warmup))
+	}
+	if len(p.Targets) > 0 {
+		t := p.Targets[0]
+		if t.Action == "generate" {
+			if t.Payload.Prompt == "" {
+				parts = append(parts, fmt.Sprintf("%d-token prompt", t.Payload.PromptTokens))
+			}
+			if t.Stream {
+				parts = append(parts, "streaming")
+			}
+		}
+	}
+	hosts := ""
+	if len(r.Hosts) > 1 {
+		hosts = fmt.Sprintf(" — merged from %d machines", len(r.Hosts))
+	}
+	fmt.Fprintf(w, "%s%s\n\n", strings.Join(parts, ", "), hosts)
+}
+
+func (r *Result) classRows() [][]string {
+	rows := [][]string{{"target", "class", "requests", "share", "failed", "TTFT ms", "total ms", "total p50/p95/p99"}}
+	for _, tr := range r.Targets {
+		total := tr.Counts().Requests
+		for _, c := range tr.Classes() {
+			if c == "" {
+				continue
+			}
+			cc := tr.Recorder.Counts(latency.Filter{Endpoint: tr.Name, Class: c})
+			share := "-"
+			if total > 0 {
+				share = fmt.Sprintf("%.1f%%", 100*float64(cc.Requests)/float64(total))
+			}
+			ttft := &latency.Dist{}
+			if tr.Stream {
+				ttft = tr.Dist(latency.TTFT, c, "")
+			}
+			e2e := tr.Dist(latency.E2E, c, "")
+			rows = append(rows, []string{tr.Name, c, strconv.FormatInt(cc.Requests, 10), share,
+				strconv.FormatInt(cc.Failed, 10), meanSD(ttft), meanSD(e2e), pcts(e2e)})
+		}
+	}
+	return rows
+}
+
+func (r *Result) errorRows() [][]string {
+	rows := [][]string{{"target", "code", "requests", "share", "first message"}}
+	for _, tr := range r.Targets {
+		c := tr.Counts()
+		for _, code := range slices.Sorted(maps.Keys(c.Errors)) {
+			msg := tr.ErrorExamples[code]
+			if len(msg) > 120 {
+				msg = msg[:120] + "…"
+			}
+			rows = append(rows, []string{tr.Name, code, strconv.FormatInt(c.Errors[code], 10),
+				fmt.Sprintf("%.1f%%", 100*float64(c.Errors[code])/float64(max(c.Requests, 1))), msg})
+		}
+	}
+	return rows
+}
+
+// coldRows compares cold and warm requests, and reports the cold-start
+// overhead; nil when no target saw a cold start.
+func (r *Result) coldRows() [][]string {
+	rows := [][]string{{"target", "start", "requests", "TTFT ms", "total ms", "total p95 ms", "cold-start overhead ms"}}
+	for _, tr := range r.Targets {
+		cold := tr.Recorder.Counts(latency.Filter{Endpoint: tr.Name, Starts: latency.StartsCold})
+		if cold.Requests == 0 {
+			continue
+		}
+		for _, st := range []latency.Starts{latency.StartsWarm, latency.StartsCold} {
+			c := tr.Recorder.Counts(latency.Filter{Endpoint: tr.Name, Starts: st})
+			ttft := &latency.Dist{}
+			if tr.Stream {
+				ttft = tr.Dist(latency.TTFT, "", st)
+			}
+			e2e := tr.Dist(latency.E2E, "", st)
+			p95 := "-"
+			if e2e.Count() > 0 {
+				p95 = ms(e2e.Quantile(0.95))
+			}
+			over := "-"
+			if st == latency.StartsCold {
+				over = meanSD(tr.Dist(latency.ColdStart, "", st))
+			}
+			rows = append(rows, []string{tr.Name, string(st), strconv.FormatInt(c.Requests, 10), meanSD(ttft), meanSD(e2e), p95, over})
+		}
+	}
+	return rows
+}
+
+func slaRow(s *latency.SLAResult) []string {
+	div := 1.0
+	if s.SLA.Metric.Info().Unit == latency.Nanoseconds {
+		div = 1e6
+	}
+	l := s.SLA
+	l.Endpoint = ""
+	name := l.Label()
+	th := fmtNum(float64(s.SLA.Threshold) / div)
+	if s.NoData {
+		return []string{s.SLA.Endpoint, name, "0", "-", th, "-", "no data", "-", "-"}
+	}
+	res := "FAIL"
+	if s.Pass {
+		res = "pass"
+	}
+	woc, share := "-", "-"
+	if a := s.Attribution; a != nil && a.ColdCount > 0 {
+		woc = fmtNum(a.WithoutCold / div)
+		if !s.Pass {
+			share = fmt.Sprintf("%.0f%%", 100*a.ColdShare)
+		}
+	}
+	return []string{s.SLA.Endpoint, name, strconv.FormatUint(s.Count, 10), fmtNum(s.Measured / div), th,
+		fmt.Sprintf("%+.1f%%", 100*s.Deviation), res, woc, share}
+}
+
+func (r *Result) tagRows() [][]string {
+	rows := [][]string{{"target", "dimension", "value", "requests", "share", "failed", "total p95 ms"}}
+	for _, tr := range r.Targets {
+		total := tr.Counts().Requests
+		for _, dim := range slices.Sorted(maps.Keys(tr.Tags)) {
+			vals := tr.Tags[dim]
+			keys := slices.SortedFunc(maps.Keys(vals), func(a, b string) int {
+				if d := vals[b].Count - vals[a].Count; d != 0 {
+					return int(max(min(d, 1), -1))
+				}
+				return strings.Compare(a, b)
+			})
+			for _, v := range keys {
+				ts := vals[v]
+				p95 := "-"
+				if ts.E2E != nil && ts.E2E.Count() > 0 {
+					p95 = ms(ts.E2E.Quantile(0.95))
+				}
+				rows = append(rows, []string{tr.Name, dim, v, strconv.FormatInt(ts.Count, 10),
+					fmt.Sprintf("%.1f%%", 100*float64(ts.Count)/float64(max(total, 1))), strconv.FormatInt(ts.Errors, 10), p95})
+			}
+		}
+	}
+	return rows
+}
+
+// renderCSV writes latency's tidy CSV, then load and ladder rows in the
+// same columns.
+func (r *Result) renderCSV(w io.Writer) error {
+	rep, err := r.Report()
+	if err != nil {
+		return err
+	}
+	if err := rep.Render(w, latency.FormatCSV); err != nil {
+		return err
+	}
+	cw := csv.NewWriter(w)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	for _, tr := range r.Targets {
+		put := func(table, name, stat, value, unit string) {
+			_ = cw.Write([]string{table, tr.Name, "", "", name, stat, value, unit})
+		}
+		put("load", "sent", "count", strconv.FormatInt(tr.Sent, 10), "requests")
+		put("load", "late", "count", strconv.FormatInt(tr.Late, 10), "requests")
+		put("load", "wall", "duration", f(tr.Wall.D().Seconds()), "s")
+		if tr.OfferedRate > 0 {
+			put("load", "offered", "rate", f(tr.OfferedRate), "1/s")
+		}
+		if tr.SendRate > 0 {
+			put("load", "achieved", "rate", f(tr.SendRate), "1/s")
+		}
+		if tr.CPU >= 0 {
+			put("load", "client-cpu", "share", f(tr.CPU), "")
+		}
+		if tr.Ladder != nil {
+			for _, s := range tr.Ladder.Steps {
+				n := "step-" + strconv.Itoa(s.Index)
+				put("ladder", n, "start", f(s.Start.D().Seconds()), "s")
+				put("ladder", n, "rate", f(s.Rate), "1/s")
+				put("ladder", n, "sent", strconv.Itoa(s.Sent), "requests")
+				if s.P95Known {
+					put("ladder", n, "p95", f(float64(s.P95)/1e6), "ms")
+				}
+				put("ladder", n, "action", string(s.Action), "")
+			}
+			if best, ok := tr.Ladder.HighestHeld(); ok {
+				put("ladder", "highest-held", "rate", f(best), "1/s")
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// errWriter keeps the first write error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return len(p), nil
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, nil
+}
+
+func writeCSV(w io.Writer, rows [][]string) error {
+	cw := csv.NewWriter(w)
+	_ = cw.WriteAll(rows)
+	return cw.Error()
+}
