@@ -155,12 +155,15 @@ func FirstByteTime(tl *Timeline) (time.Duration, bool) {
 // endpoint's use. It also sets tl.ModelReady for cold starts whose ready
 // time is known. Evidence, strongest first:
 //
-//  1. the server reported a cold (or warm) start: ServerCold; the model
-//     was ready ServerSetup after the final send, and ServerSetup is the
+//  1. the server reported a cold start (ServerCold true): the model was
+//     ready ServerSetup after the final send, and ServerSetup is the
 //     overhead;
 //  2. an earlier attempt was refused as not ready and the final one
 //     succeeded: the model was ready at the final send, and the overhead is
-//     final send − first send;
+//     final send − first send. A server that reports the final attempt as
+//     warm does not undo this: its report covers that attempt only. Short
+//     of this evidence, a server's warm report makes the call Warm
+//     (server-reported) and rules out 3 and 4;
 //  3. no call to the endpoint had completed before this call's first send
 //     (first-request, when firstIsCold), or the last completion before it
 //     was longer ago than the scale-to-zero window (idle-gap): cold, with
@@ -204,16 +207,11 @@ func (c *Classifier) Classify(ev Evidence) Start {
 	es.record(end)
 
 	switch {
-	case ev.ServerCold != nil:
-		st.Reason = ReasonServerReported
-		if *ev.ServerCold {
-			st.Kind = Cold
-			st.Overhead = ev.ServerSetup
-			if tl != nil && ev.ServerSetup > 0 && !lastSend.IsZero() {
-				tl.ModelReady = lastSend.Add(ev.ServerSetup)
-			}
-		} else {
-			st.Kind = Warm
+	case ev.ServerCold != nil && *ev.ServerCold:
+		st.Kind, st.Reason = Cold, ReasonServerReported
+		st.Overhead = ev.ServerSetup
+		if tl != nil && ev.ServerSetup > 0 && !lastSend.IsZero() {
+			tl.ModelReady = lastSend.Add(ev.ServerSetup)
 		}
 	case ev.NotReadyThenReady:
 		st.Kind, st.Reason = Cold, ReasonNotReadyThenReady
@@ -221,6 +219,8 @@ func (c *Classifier) Classify(ev Evidence) Start {
 			tl.ModelReady = lastSend
 			st.Overhead = lastSend.Sub(firstSend)
 		}
+	case ev.ServerCold != nil:
+		st.Kind, st.Reason = Warm, ReasonServerReported
 	case known && !seen && c.firstIsCold:
 		st.Kind, st.Reason = Cold, ReasonFirstRequest
 	case known && seen && c.idleWindow > 0 && !firstSend.IsZero() && firstSend.Sub(prev) > c.idleWindow:

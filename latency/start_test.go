@@ -37,12 +37,21 @@ func TestClassifierEvidenceOrder(t *testing.T) {
 			ready: func(tl *Timeline) time.Time { return tl.Send().Add(2 * time.Second) },
 		},
 		{
-			name: "1. server says warm beats a not-ready retry",
+			name: "1. server says warm: no first-request evidence",
 			ev: func(tl *Timeline) Evidence {
-				return Evidence{Endpoint: "e", ServerCold: &no, NotReadyThenReady: true, Timeline: tl}
+				return Evidence{Endpoint: "e", ServerCold: &no, Timeline: tl}
 			},
 			kind: Warm, reason: ReasonServerReported,
 			ready: func(*Timeline) time.Time { return time.Time{} },
+		},
+		{
+			name: "2. a warm final attempt does not undo a not-ready refusal",
+			ev: func(tl *Timeline) Evidence {
+				tl.Attempts = append([]Attempt{{Number: 1, Send: tl.Send().Add(-ms(300)), End: tl.Send().Add(-ms(290)), Code: "ERR_MODEL_NOT_READY"}}, tl.Attempts...)
+				return Evidence{Endpoint: "e", ServerCold: &no, NotReadyThenReady: true, Timeline: tl}
+			},
+			kind: Cold, reason: ReasonNotReadyThenReady, over: ms(300),
+			ready: func(tl *Timeline) time.Time { return tl.Send() },
 		},
 		{
 			name: "2. not ready, then ready",
