@@ -1,0 +1,314 @@
+package vertex
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+// drain reads a stream to its end and returns the chunks' texts.
+func drain(t *testing.T, s *cloudreq.Stream) []string {
+	t.Helper()
+	var out []string
+	for i := 0; s.Next(); i++ {
+		require.Less(t, i, 1000, "stream does not end")
+		out = append(out, s.Chunk().Text)
+	}
+	return out
+}
+
+func TestStreamGenerate(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.header = metadata.Pairs("x-emulator-cold-start", "true", "x-emulator-cold-start-ms", "40")
+		f.genChunks = []*aiplatformpb.GenerateContentResponse{
+			genMsg("Hel", 0, 0, 0),
+			genMsg("lo", 0, 0, 0),
+			genMsg(" there", aiplatformpb.Candidate_MAX_TOKENS, 5, 3),
+		}
+	})
+	c, _ := newFakeClient(t, addr)
+	s, err := c.Stream(context.Background(), genReq())
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, []string{"Hel", "lo", " there"}, drain(t, s))
+	require.NoError(t, s.Err())
+	resp := s.Response()
+	require.NotNil(t, resp)
+	assert.Equal(t, "length", resp.FinishReason)
+	assert.Equal(t, cloudreq.Usage{InputTokens: 5, OutputTokens: 3, Source: "server"}, resp.Usage)
+	assert.Equal(t, latency.Cold, resp.Start.Kind)
+	assert.Equal(t, 40*time.Millisecond, resp.Start.Overhead)
+	calls := f.Calls()
+	require.Len(t, calls, 1)
+	assert.Equal(t, "StreamGenerateContent", calls[0].Method)
+	assert.Equal(t, "projects/p/locations/us-central1/publishers/google/models/gemini-2.0-flash", calls[0].Name)
+	tl := resp.Timing
+	require.Len(t, tl.Chunks, 3)
+	assert.False(t, tl.LastAttempt().FirstByte.IsZero())
+	assert.False(t, tl.Chunks[0].At.Before(tl.LastAttempt().FirstByte))
+}
+
+func TestStreamGenerateChunkData(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("x", aiplatformpb.Candidate_STOP, 1, 1)}
+	})
+	a := newFakeAdapter(t, addr)
+	req := genReq()
+	p, err := a.Encode(req, true)
+	require.NoError(t, err)
+	cs, err := a.Stream(context.Background(), &cloudreq.Call{Request: req, Payload: p, Attempt: 1})
+	require.NoError(t, err)
+	defer cs.Close()
+	ch, err := cs.Next()
+	require.NoError(t, err)
+	assert.Contains(t, string(ch.Data), `"candidates"`)
+	assert.Contains(t, string(ch.Data), `"finishReason":"STOP"`)
+	assert.Equal(t, "stop", ch.FinishReason)
+	assert.Equal(t, &cloudreq.Usage{InputTokens: 1, OutputTokens: 1, Source: "server"}, ch.Usage)
+	_, err = cs.Next()
+	assert.ErrorIs(t, err, errEOF())
+}
+
+func TestStreamRaw(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.header = metadata.Pairs("x-vertex-ai-deployed-model-id", "dm-9")
+		f.rawChunks = [][]byte{
+			[]byte("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"),
+			[]byte("data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n"),
+			[]byte("data: {\"choices\":[{\"delta\":{\"content\":\"!\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"),
+		}
+	})
+	c, _ := newFakeClient(t, addr)
+	req := invokeReq(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`, "")
+	s, err := c.Stream(context.Background(), req)
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, []string{"", "Hi", "!"}, drain(t, s))
+	require.NoError(t, s.Err())
+	resp := s.Response()
+	assert.Equal(t, "stop", resp.FinishReason)
+	assert.Equal(t, "dm-9", resp.Metadata[MetaDeployedModelID])
+	calls := f.Calls()
+	require.Len(t, calls, 1)
+	assert.Equal(t, "StreamRawPredict", calls[0].Method)
+	rp := calls[0].Req.(*aiplatformpb.StreamRawPredictRequest)
+	assert.Equal(t, epName, rp.GetEndpoint())
+	assert.Equal(t, "application/json", rp.GetHttpBody().GetContentType())
+	assert.Equal(t, req.Payload.Body, rp.GetHttpBody().GetData())
+	// Every non-empty raw chunk is content, even the role-only one whose
+	// text could not be told.
+	assert.Equal(t, 3, resp.Usage.OutputTokens)
+}
+
+func TestStreamTruncated(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 0, 0, 0), genMsg("b", 0, 0, 0)}
+	})
+	c, _ := newFakeClient(t, addr)
+	s, err := c.Stream(context.Background(), genReq())
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, []string{"a", "b"}, drain(t, s))
+	err = s.Err()
+	require.Error(t, err)
+	assert.ErrorIs(t, err, errcodes.StreamInterrupted)
+	assert.Contains(t, err.Error(), "without a finish reason")
+	assert.Len(t, f.Calls(), 1, "a stream that delivered chunks is never retried")
+}
+
+func TestStreamEmptyGenerateIsRetriedThenInterrupted(t *testing.T) {
+	f, addr := startFake(t)
+	c, _ := newFakeClient(t, addr, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 2 })
+	s, err := c.Stream(context.Background(), genReq())
+	if err == nil {
+		drain(t, s)
+		err = s.Err()
+		s.Close()
+	}
+	assert.ErrorIs(t, err, errcodes.StreamInterrupted)
+	assert.Len(t, f.Calls(), 1, "ERR_STREAM_INTERRUPTED is not retryable")
+}
+
+func TestStreamMidStreamStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		end  error
+		want errcodes.Code
+	}{
+		{"throttled", status.Error(codes.ResourceExhausted, "slow down"), errcodes.Throttled},
+		{"internal", status.Error(codes.Internal, "model crashed"), errcodes.Internal},
+		{"invalid", status.Error(codes.InvalidArgument, "bad token"), errcodes.InvalidParam},
+		{"unavailable", status.Error(codes.Unavailable, "backend went away"), errcodes.StreamInterrupted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, addr := startFake(t)
+			f.set(func(f *fakeServer) {
+				f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 0, 0, 0)}
+				f.streamEnd = tt.end
+			})
+			c, _ := newFakeClient(t, addr)
+			s, err := c.Stream(context.Background(), genReq())
+			require.NoError(t, err)
+			defer s.Close()
+			assert.Equal(t, []string{"a"}, drain(t, s))
+			assert.ErrorIs(t, s.Err(), tt.want)
+			assert.Len(t, f.Calls(), 1)
+		})
+	}
+}
+
+func TestStreamTransportBreak(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 0, 0, 0), genMsg("b", 0, 0, 0)}
+		f.breakConn = true
+	})
+	a := newFakeAdapter(t, addr)
+	req := genReq()
+	p, err := a.Encode(req, true)
+	require.NoError(t, err)
+	cs, err := a.Stream(context.Background(), &cloudreq.Call{Request: req, Payload: p, Attempt: 1})
+	require.NoError(t, err)
+	defer cs.Close()
+	var texts []string
+	for i := 0; i < 10; i++ {
+		ch, err := cs.Next()
+		if err != nil {
+			assert.ErrorIs(t, err, errcodes.StreamInterrupted)
+			var e *errcodes.Error
+			require.ErrorAs(t, err, &e)
+			assert.False(t, e.Retryable)
+			assert.Contains(t, e.Message, "stream broke after 2 messages")
+			break
+		}
+		texts = append(texts, ch.Text)
+	}
+	assert.Equal(t, []string{"a", "b"}, texts)
+}
+
+func TestStreamCancelMidStream(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 0, 0, 0)}
+		f.hold = true
+	})
+	c, _ := newFakeClient(t, addr)
+	s, err := c.Stream(context.Background(), genReq())
+	require.NoError(t, err)
+	require.True(t, s.Next())
+	assert.Equal(t, "a", s.Chunk().Text)
+
+	// Close from another goroutine while Next blocks on the held stream.
+	done := make(chan bool)
+	go func() { done <- s.Next() }()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, s.Close())
+	select {
+	case more := <-done:
+		assert.False(t, more)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock Next")
+	}
+	select {
+	case <-f.canceled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server never saw the RPC canceled")
+	}
+	assert.NoError(t, s.Err(), "a stream closed by the caller has no error")
+	require.NoError(t, s.Close(), "Close twice is fine")
+}
+
+func TestStreamContextCanceled(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 0, 0, 0)}
+		f.hold = true
+	})
+	c, _ := newFakeClient(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := c.Stream(ctx, genReq())
+	require.NoError(t, err)
+	defer s.Close()
+	require.True(t, s.Next())
+	cancel()
+	assert.False(t, s.Next())
+	assert.ErrorIs(t, s.Err(), errcodes.Canceled)
+	<-f.canceled
+}
+
+func TestStreamOpenRetried(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.errs = []error{status.Error(codes.Unavailable, "warming up")}
+		f.rawChunks = [][]byte{[]byte(`{"token":{"text":"x"}}`)}
+	})
+	c, _ := newFakeClient(t, addr)
+	s, err := c.Stream(context.Background(), invokeReq("x", "text/plain"))
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, []string{"x"}, drain(t, s))
+	require.NoError(t, s.Err())
+	assert.Len(t, f.Calls(), 2)
+	require.Len(t, s.Response().Timing.Attempts, 2)
+	assert.Equal(t, "ERR_UNAVAILABLE", s.Response().Timing.Attempts[0].Code)
+}
+
+func TestStreamNextAfterClose(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) { f.rawChunks = [][]byte{[]byte("x")} })
+	a := newFakeAdapter(t, addr)
+	req := invokeReq("x", "text/plain")
+	cs, err := a.Stream(context.Background(), &cloudreq.Call{Request: req, Payload: req.Payload, Attempt: 1})
+	require.NoError(t, err)
+	require.NoError(t, cs.Close())
+	_, err = cs.Next()
+	assert.ErrorIs(t, err, errcodes.Canceled)
+	_, err = cs.Next()
+	assert.ErrorIs(t, err, errEOF(), "an ended stream keeps returning io.EOF")
+}
+
+func TestRawText(t *testing.T) {
+	tests := []struct {
+		in, text, finish string
+	}{
+		{``, "", ""},
+		{`plain bytes`, "", ""},
+		{`{"choices":[{"delta":{"content":"hi"}}]}`, "hi", ""},
+		{`{"choices":[{"text":"yo","finish_reason":"length"}]}`, "yo", "length"},
+		{`{"token":{"text":"t","special":false}}`, "t", ""},
+		{`{"token":{"text":"</s>","special":true}}`, "", ""},
+		{`{"candidates":[{"content":{"parts":[{"text":"a"},{"text":"b"}]},"finishReason":"STOP"}]}`, "ab", "stop"},
+		{`{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"NEW_REASON"}]}`, "a", "new_reason"},
+		{"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"},\"finish_reason\":\"stop\"}]}\r\n\r\ndata: [DONE]\n", "ab", "stop"},
+		{"event: ping\ndata: not json\n\n", "", ""},
+		{`{"choices":[`, "", ""},
+	}
+	for _, tt := range tests {
+		text, fin := rawText([]byte(tt.in))
+		assert.Equal(t, tt.text, text, tt.in)
+		assert.Equal(t, tt.finish, fin, tt.in)
+	}
+	assert.Equal(t, "content_filter", finishReason(aiplatformpb.Candidate_SAFETY))
+	assert.Equal(t, "malformed_function_call", finishReason(aiplatformpb.Candidate_MALFORMED_FUNCTION_CALL))
+	assert.True(t, strings.HasPrefix(finishReason(aiplatformpb.Candidate_OTHER), "other"))
+}
+
+func errEOF() error { return io.EOF }
