@@ -378,6 +378,19 @@ func withHeaders(h http.Header, watch *bodyWatch) func(*sagemakerruntime.Options
 						return out, md, err
 					}), middleware.After)
 			})
+			o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+				return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("cloudinferCloseOnError",
+					func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+						out, md, err := next.HandleDeserialize(ctx, in)
+						// The SDK's event stream deserializer leaves the
+						// body of an error response open: close it, so a
+						// failed attempt never holds its connection.
+						if r, ok := out.RawResponse.(*smithyhttp.Response); ok && err != nil && r.Body != nil {
+							_ = r.Body.Close()
+						}
+						return out, md, err
+					}), middleware.Before)
+			})
 		}
 	}
 }

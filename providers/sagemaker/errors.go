@@ -65,10 +65,7 @@ func mapError(err error) *errcodes.Error {
 			return e
 		}
 		// A response the SDK could not decode: the status is all there is.
-		code := errcodes.ForHTTPStatus(status)
-		if status == http.StatusRequestEntityTooLarge {
-			code = errcodes.PayloadTooLarge
-		}
+		code := byStatus(status)
 		e := errcodes.Wrap(err, code, "sagemaker: HTTP "+strconv.Itoa(status)+" with an unreadable error body")
 		fill(e, "", status, reqID, header)
 		return e
@@ -141,10 +138,8 @@ func mapError(err error) *errcodes.Error {
 		code = errcodes.Unauthenticated
 	case deniedCodes[providerCode]:
 		code = errcodes.PermissionDenied
-	case status != 0:
-		code = errcodes.ForHTTPStatus(status)
 	default:
-		code = errcodes.Unknown
+		code = byStatus(status)
 	}
 	e := errcodes.Wrap(err, code, msg)
 	e.Details = details
@@ -167,6 +162,18 @@ func invocationTimedOut(e *types.ModelError) bool {
 		return false
 	}
 	return timedOutMessage.MatchString(e.ErrorMessage()) || (e.OriginalMessage != nil && timedOutMessage.MatchString(*e.OriginalMessage))
+}
+
+// byStatus is the code an HTTP status implies; a status that is not an
+// error (none, 1xx–3xx) gives ERR_UNKNOWN.
+func byStatus(status int) errcodes.Code {
+	if status == http.StatusRequestEntityTooLarge {
+		return errcodes.PayloadTooLarge
+	}
+	if c := errcodes.ForHTTPStatus(status); c != "" {
+		return c
+	}
+	return errcodes.Unknown
 }
 
 func fill(e *errcodes.Error, providerCode string, status int, reqID string, header http.Header) {
