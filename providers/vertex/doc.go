@@ -101,14 +101,14 @@
 //
 // # Timing
 //
-// gRPC does not go through net/http/httptrace. A gRPC stats handler
-// installed on the client fills each attempt's latency.AttemptTrace, found
-// through the RPC's context: GotConn when the stream got its connection,
+// gRPC does not go through net/http/httptrace. The client carries
+// latency.NewGRPCStatsHandler, and each RPC's context carries its attempt's
+// latency.AttemptTrace (latency.ContextWithTrace), so gRPC's stats events
+// fill the attempt: GotConn when the stream got its connection,
 // WroteRequest when the request message was written, FirstByte when the
-// response headers (or the trailers, or a message) arrived. An attempt that
-// waited for a new connection records ConnReused=false and the connection's
-// ready time as ConnectDone (and TLSDone over TLS); gRPC reports no dial
-// start, so ConnectStart and TLSStart stay zero.
+// response headers (or the trailers, or a message) arrived, and for an
+// attempt that waited for a new connection ConnReused=false with the wait
+// as ConnectStart..ConnectDone.
 //
 // # Cold starts
 //

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 // Options configure an Adapter.
@@ -85,7 +86,7 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 	co := []option.ClientOption{
 		option.WithEndpoint(host),
 		option.WithTelemetryDisabled(),
-		option.WithGRPCDialOption(grpc.WithStatsHandler(newStatsHandler(!opts.Insecure))),
+		option.WithGRPCDialOption(grpc.WithStatsHandler(latency.NewGRPCStatsHandler())),
 		option.WithGRPCDialOption(grpc.WithDisableRetry()),
 	}
 	if opts.Insecure {
@@ -141,7 +142,7 @@ func (a *Adapter) prepare(ctx context.Context, call *cloudreq.Call) (context.Con
 	if a.opts.Endpoint == "" && a.opts.Location != "" && res.Location != a.opts.Location {
 		return ctx, resource{}, invalid("resource %s is in location %q but the adapter serves %q: use an adapter per location", res, res.Location, a.opts.Location)
 	}
-	ctx = withTrace(ctx, call.Trace)
+	ctx = latency.ContextWithTrace(ctx, call.Trace)
 	if h := call.Request.Header; len(h) > 0 {
 		kv := make([]string, 0, 2*len(h))
 		for k, vs := range h {
