@@ -21,8 +21,10 @@ type statusCase struct {
 }
 
 // statusMatrix is the matrix every provider is held to. A provider that
-// cannot send a status (gRPC has no 413; only PAI-EAS sends 450) skips its
-// row.
+// does not send a status skips its row: 450 is PAI-EAS's queue-full
+// answer, 530 SageMaker's InternalDependencyException, 424 a model
+// container's failure behind SageMaker or Azure ML, and Vertex's gRPC has
+// no 408, 413, 422, 502 or 530.
 var statusMatrix = []statusCase{
 	{"408", fail(408), errcodes.Timeout, true},
 	{"429", fail(429), errcodes.Throttled, true},

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -110,9 +111,19 @@ type backend struct {
 
 func (b backend) can(a answer) bool { return b.applies == nil || b.applies(a) }
 
-// backends returns every provider the suite drives.
+// moreBackends holds the backends the wire_*_test.go files of the
+// net/http adapters register.
+var moreBackends []func() backend
+
+// backends returns every provider the suite drives, in a stable order.
 func backends() []backend {
-	return []backend{sagemakerBackend(), vertexBackend()}
+	out := []backend{sagemakerBackend(), vertexBackend()}
+	var more []backend
+	for _, f := range moreBackends {
+		more = append(more, f())
+	}
+	slices.SortFunc(more, func(a, b backend) int { return strings.Compare(a.name, b.name) })
+	return append(out, more...)
 }
 
 // httpBackends returns the backends whose fake is an HTTP server.
@@ -225,8 +236,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // wire writes one HTTP provider's native answers.
 type wire interface {
-	// isStream reports whether r asks for a streamed response.
-	isStream(r *http.Request) bool
+	// isStream reports whether r (whose body is body) asks for a streamed
+	// response.
+	isStream(r *http.Request, body []byte) bool
 	// writeError answers with the provider's error for a.status and a.kind.
 	writeError(w http.ResponseWriter, a answer)
 	// writeOK answers a non-streaming request successfully.
@@ -265,7 +277,7 @@ func serveWire(wr wire, rec *recorder) http.HandlerFunc {
 		case a.status != 0:
 			wr.writeError(w, a)
 			return
-		case !wr.isStream(r):
+		case !wr.isStream(r, body):
 			wr.writeOK(w)
 			return
 		}

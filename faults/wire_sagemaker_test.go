@@ -72,7 +72,7 @@ func newSageMaker(t testing.TB, base string, hc *http.Client, fns ...func(*sagem
 // OpenAI-style SSE lines.
 type sagemakerWire struct{}
 
-func (sagemakerWire) isStream(r *http.Request) bool {
+func (sagemakerWire) isStream(r *http.Request, _ []byte) bool {
 	return strings.HasSuffix(r.URL.Path, "/invocations-response-stream")
 }
 
