@@ -1,0 +1,237 @@
+package httpadapter
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// Default size limits.
+const (
+	// DefaultMaxResponse bounds a non-streaming response body: 64 MiB.
+	DefaultMaxResponse = 64 << 20
+	// DefaultMaxErrorBody bounds what is read of an error body: 64 KiB.
+	// The rest is never read, so a huge error page costs no memory.
+	DefaultMaxErrorBody = 64 << 10
+	// MaxErrorMessage is the longest error message taken from a plain-text
+	// or HTML body, in bytes.
+	MaxErrorMessage = 512
+)
+
+// ReadLimited reads r to its end or to limit bytes, whichever comes first,
+// and reports whether more bytes followed (the body was cut). It reads at
+// most limit+1 bytes.
+func ReadLimited(r io.Reader, limit int64) (b []byte, cut bool, err error) {
+	if limit <= 0 {
+		limit = DefaultMaxResponse
+	}
+	b, err = io.ReadAll(io.LimitReader(r, limit+1))
+	if int64(len(b)) > limit {
+		return b[:limit], true, err
+	}
+	return b, false, err
+}
+
+// ErrorText turns a non-JSON error body into a one-line message: the
+// title of an HTML page, or the text itself with whitespace collapsed, cut
+// to MaxErrorMessage bytes. It returns "" for an empty body.
+func ErrorText(body []byte, contentType string) string {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return ""
+	}
+	ct := strings.ToLower(contentType)
+	lower := bytes.ToLower(body[:min(len(body), 512)])
+	if strings.Contains(ct, "html") || bytes.HasPrefix(lower, []byte("<!doctype html")) || bytes.HasPrefix(lower, []byte("<html")) {
+		if t := htmlTitle(body); t != "" {
+			return clip(t)
+		}
+		return "HTML error page (" + strconv.Itoa(len(body)) + " bytes)"
+	}
+	if !utf8.Valid(body) {
+		return "binary error body (" + strconv.Itoa(len(body)) + " bytes)"
+	}
+	return clip(strings.Join(strings.Fields(string(body[:min(len(body), 4*MaxErrorMessage)])), " "))
+}
+
+// htmlTitle returns the text of the first <title> or <h1> element.
+func htmlTitle(body []byte) string {
+	lower := bytes.ToLower(body)
+	for _, tag := range []string{"title", "h1"} {
+		i := bytes.Index(lower, []byte("<"+tag+">"))
+		if i < 0 {
+			continue
+		}
+		rest := body[i+len(tag)+2:]
+		j := bytes.Index(bytes.ToLower(rest), []byte("</"+tag+">"))
+		if j < 0 {
+			continue
+		}
+		if t := strings.Join(strings.Fields(string(rest[:j])), " "); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+func clip(s string) string {
+	if len(s) <= MaxErrorMessage {
+		return s
+	}
+	i := MaxErrorMessage
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// Headers of the cloudinfer emulator's cold-start report (a real cloud sends
+// none of them; adapters read them wherever they appear).
+const (
+	HeaderColdStart   = "X-Emulator-Cold-Start"
+	HeaderColdStartMs = "X-Emulator-Cold-Start-Ms"
+)
+
+// ServerStart reads the server's cold-start report: X-Emulator-Cold-Start
+// ("true" or "false") with X-Emulator-Cold-Start-Ms (the setup time, in
+// milliseconds, fractional). It returns nil when the server said nothing.
+func ServerStart(h http.Header) *cloudreq.ServerStart {
+	v := strings.TrimSpace(h.Get(HeaderColdStart))
+	if v == "" {
+		return nil
+	}
+	cold, err := strconv.ParseBool(v)
+	if err != nil {
+		return nil
+	}
+	ss := &cloudreq.ServerStart{Cold: cold}
+	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get(HeaderColdStartMs)), 64); err == nil && ms > 0 && ms < 1e12 {
+		ss.Setup = time.Duration(ms * float64(time.Millisecond))
+	}
+	return ss
+}
+
+// emulatorPrefix marks the emulator's ground-truth headers, all kept in
+// Metadata.
+const emulatorPrefix = "X-Emulator-"
+
+// Metadata returns the response headers worth keeping: those named in keep
+// and every X-Emulator-* header, keyed by canonical name. It returns nil
+// when there are none.
+func Metadata(h http.Header, keep ...string) map[string]string {
+	var m map[string]string
+	put := func(k, v string) {
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[k] = v
+	}
+	for _, k := range keep {
+		if v := h.Get(k); v != "" {
+			put(http.CanonicalHeaderKey(k), v)
+		}
+	}
+	for k, vs := range h {
+		if strings.HasPrefix(k, emulatorPrefix) && len(vs) > 0 {
+			put(k, vs[0])
+		}
+	}
+	return m
+}
+
+// FirstHeader returns the first non-empty value among the named headers.
+func FirstHeader(h http.Header, names ...string) string {
+	for _, n := range names {
+		if v := h.Get(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Head returns the CloudResponse known from a response's status and
+// headers: status, content type, metadata, request id (the first of
+// idHeaders present) and the server's cold-start report.
+func Head(resp *http.Response, keep, idHeaders []string) *cloudreq.CloudResponse {
+	return &cloudreq.CloudResponse{
+		StatusCode:  resp.StatusCode,
+		ContentType: resp.Header.Get("Content-Type"),
+		Metadata:    Metadata(resp.Header, keep...),
+		RequestID:   FirstHeader(resp.Header, idHeaders...),
+		ServerStart: ServerStart(resp.Header),
+	}
+}
+
+// IsEventStream reports whether a Content-Type is text/event-stream.
+func IsEventStream(contentType string) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(contentType)), "text/event-stream")
+}
+
+// IsJSON reports whether a Content-Type is JSON (application/json or a
+// +json type).
+func IsJSON(contentType string) bool {
+	ct := strings.ToLower(contentType)
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = strings.TrimSpace(ct)
+	return ct == "application/json" || strings.HasSuffix(ct, "+json")
+}
+
+// NewError returns the *errcodes.Error for a failed HTTP response: code's
+// default retryability, the server's Retry-After (when present) and the
+// native error wrapped.
+func NewError(code errcodes.Code, provider string, resp *http.Response, providerCode, msg, requestID string, native error) *errcodes.Error {
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	if msg == "" {
+		msg = "HTTP " + strconv.Itoa(resp.StatusCode)
+	}
+	e := errcodes.Wrap(native, code, msg)
+	e.Provider = provider
+	e.ProviderCode = providerCode
+	e.HTTPStatus = resp.StatusCode
+	e.RequestID = requestID
+	if d, ok := cloudreq.RetryAfter(resp.Header, time.Now()); ok {
+		e.RetryAfter = d
+	}
+	return e
+}
+
+// TransportError classifies an error from sending a request or reading a
+// response (errcodes.FromTransport) and names the provider.
+func TransportError(provider string, err error) *errcodes.Error {
+	e := errcodes.FromTransport(err)
+	if e.Provider == "" {
+		e.Provider = provider
+	}
+	return e
+}
+
+// IsAbsoluteURL reports whether s is an http or https URL rather than a
+// name.
+func IsAbsoluteURL(s string) bool {
+	ls := strings.ToLower(s)
+	return strings.HasPrefix(ls, "http://") || strings.HasPrefix(ls, "https://")
+}
+
+// JoinPath appends path (which may carry a query) to base, dropping a
+// duplicated "/v1" when base already ends with it.
+func JoinPath(base, path string) string {
+	base = strings.TrimRight(base, "/")
+	if path != "" && path[0] != '/' && path[0] != '?' {
+		path = "/" + path
+	}
+	if strings.HasSuffix(base, "/v1") && strings.HasPrefix(path, "/v1/") {
+		path = path[len("/v1"):]
+	}
+	return base + path
+}

@@ -1,0 +1,193 @@
+package httpadapter
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+func TestReadLimited(t *testing.T) {
+	b, cut, err := ReadLimited(strings.NewReader("hello"), 5)
+	require.NoError(t, err)
+	assert.False(t, cut)
+	assert.Equal(t, "hello", string(b))
+	b, cut, err = ReadLimited(strings.NewReader("hello!"), 5)
+	require.NoError(t, err)
+	assert.True(t, cut)
+	assert.Equal(t, "hello", string(b))
+}
+
+func TestErrorText(t *testing.T) {
+	tests := []struct{ body, ct, want string }{
+		{"", "", ""},
+		{"Authorization Failed", "text/plain", "Authorization Failed"},
+		{"  request is discarded\n because the queue is full \n", "", "request is discarded because the queue is full"},
+		{"<html><head><title>502 Bad Gateway</title></head></html>", "text/html", "502 Bad Gateway"},
+		{"<!DOCTYPE html><html><body><h1>Service Unavailable</h1></body></html>", "", "Service Unavailable"},
+		{"<html><body>no title</body></html>", "text/html", "HTML error page (34 bytes)"},
+		{"\xff\xfe\x00", "", "binary error body (3 bytes)"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, ErrorText([]byte(tt.body), tt.ct), "%q", tt.body)
+	}
+	long := ErrorText([]byte(strings.Repeat("é", 2000)), "")
+	assert.LessOrEqual(t, len(long), MaxErrorMessage+len("…"))
+	assert.True(t, strings.HasSuffix(long, "…"))
+}
+
+func TestServerStart(t *testing.T) {
+	assert.Nil(t, ServerStart(http.Header{}))
+	assert.Nil(t, ServerStart(http.Header{"X-Emulator-Cold-Start": {"maybe"}}))
+	ss := ServerStart(http.Header{"X-Emulator-Cold-Start": {"true"}, "X-Emulator-Cold-Start-Ms": {"1500.25"}})
+	require.NotNil(t, ss)
+	assert.True(t, ss.Cold)
+	assert.Equal(t, 1500250*time.Microsecond, ss.Setup)
+	ss = ServerStart(http.Header{"X-Emulator-Cold-Start": {"false"}, "X-Emulator-Cold-Start-Ms": {"-3"}})
+	require.NotNil(t, ss)
+	assert.False(t, ss.Cold)
+	assert.Zero(t, ss.Setup)
+}
+
+func TestMetadataAndHead(t *testing.T) {
+	h := http.Header{}
+	h.Set("X-Request-Id", "r1")
+	h.Set("X-Emulator-Ttft-Ms", "3")
+	h.Set("Content-Type", "application/json")
+	h.Set("Authorization", "secret")
+	m := Metadata(h, "x-request-id", "absent")
+	assert.Equal(t, map[string]string{"X-Request-Id": "r1", "X-Emulator-Ttft-Ms": "3"}, m)
+	assert.Nil(t, Metadata(http.Header{}))
+	head := Head(&http.Response{StatusCode: 200, Header: h}, nil, []string{"absent", "X-Request-Id"})
+	assert.Equal(t, "r1", head.RequestID)
+	assert.Equal(t, "application/json", head.ContentType)
+}
+
+func TestContentTypes(t *testing.T) {
+	assert.True(t, IsEventStream("text/event-stream; charset=utf-8"))
+	assert.False(t, IsEventStream("application/json"))
+	assert.True(t, IsJSON("application/json; charset=utf-8"))
+	assert.True(t, IsJSON("application/problem+json"))
+	assert.False(t, IsJSON("text/plain"))
+}
+
+func TestJoinPath(t *testing.T) {
+	assert.Equal(t, "http://h/v1/x", JoinPath("http://h/", "/v1/x"))
+	assert.Equal(t, "http://h/v1/x", JoinPath("http://h/v1", "/v1/x"))
+	assert.Equal(t, "http://h/a/x", JoinPath("http://h/a", "x"))
+	assert.Equal(t, "http://h/score?a=1", JoinPath("http://h/score", "?a=1"))
+}
+
+func TestNewError(t *testing.T) {
+	resp := &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"3"}}}
+	native := errors.New("native")
+	e := NewError(errcodes.Throttled, "p", resp, "429", "", "rid", native)
+	assert.Equal(t, "Too Many Requests", e.Message)
+	assert.Equal(t, 3*time.Second, e.RetryAfter)
+	assert.True(t, e.Retryable)
+	assert.ErrorIs(t, e, native)
+	assert.Equal(t, 429, e.HTTPStatus)
+	e = NewError(errcodes.Throttled, "p", &http.Response{StatusCode: 450, Header: http.Header{}}, "450", "", "", nil)
+	assert.Equal(t, "HTTP 450", e.Message)
+}
+
+type recDecoder struct {
+	frames   []string
+	complete error
+}
+
+func (d *recDecoder) Decode(f []byte) (cloudreq.StreamChunk, bool, error) {
+	if string(f) == "END" {
+		return cloudreq.StreamChunk{}, true, nil
+	}
+	if string(f) == "BAD" {
+		return cloudreq.StreamChunk{}, false, errcodes.New(errcodes.Internal, "bad frame")
+	}
+	d.frames = append(d.frames, string(f))
+	return cloudreq.StreamChunk{Text: string(f)}, false, nil
+}
+func (d *recDecoder) Complete() error { return d.complete }
+
+type closer struct {
+	io.Reader
+	closed int
+}
+
+func (c *closer) Close() error { c.closed++; return nil }
+
+func drain(s *Stream) ([]string, error) {
+	var out []string
+	for range 100 {
+		ch, err := s.Next()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ch.Text)
+	}
+	return out, errors.New("too many")
+}
+
+func TestStreamFramings(t *testing.T) {
+	tests := []struct {
+		name     string
+		framing  Framing
+		body     string
+		complete error
+		want     []string
+		err      error
+	}{
+		{"sse end marker", FramingSSE, "data: a\n\ndata: END\n\ndata: never\n\n", nil, []string{"a"}, io.EOF},
+		{"sse complete at eof", FramingSSE, "data: a\n\n", nil, []string{"a"}, io.EOF},
+		{"sse incomplete at eof", FramingSSE, "data: a\n\n", errcodes.New(errcodes.StreamInterrupted, "x"), []string{"a"}, errcodes.StreamInterrupted},
+		{"sse cut inside event", FramingSSE, "data: a\n\ndata: b", nil, []string{"a"}, errcodes.StreamInterrupted},
+		{"sse in-band error", FramingSSE, "data: a\n\ndata: BAD\n\n", nil, []string{"a"}, errcodes.Internal},
+		{"sse too large", FramingSSE, "data: " + strings.Repeat("x", 100) + "\n\n", nil, nil, errcodes.PayloadTooLarge},
+		{"nul", FramingNUL, "a\x00b\x00", nil, []string{"a", "b"}, io.EOF},
+		{"whole", FramingWhole, "all of it", nil, []string{"all of it"}, io.EOF},
+		{"whole empty", FramingWhole, "", nil, nil, io.EOF},
+		{"whole too large", FramingWhole, strings.Repeat("x", 100), nil, nil, errcodes.PayloadTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := &closer{Reader: strings.NewReader(tt.body)}
+			s := NewStream(nil, body, StreamConfig{Provider: "p", Framing: tt.framing, Decoder: &recDecoder{complete: tt.complete}, MaxFrame: 64})
+			got, err := drain(s)
+			assert.Equal(t, tt.want, got)
+			assert.ErrorIs(t, err, tt.err)
+			if e, ok := err.(*errcodes.Error); ok {
+				assert.Equal(t, "p", e.Provider)
+			}
+			_, err2 := s.Next()
+			assert.Equal(t, err, err2, "the end is sticky")
+			assert.Equal(t, 1, body.closed, "the body is closed once at the end")
+			require.NoError(t, s.Close())
+			assert.Equal(t, 1, body.closed)
+			assert.NotNil(t, s.Response())
+		})
+	}
+}
+
+func TestStreamRaw(t *testing.T) {
+	body := &closer{Reader: iotest.DataErrReader(strings.NewReader("abc"))}
+	s := NewStream(&cloudreq.CloudResponse{StatusCode: 200}, body, StreamConfig{Provider: "p", Framing: FramingRaw, Decoder: TextDecoder{}})
+	got, err := drain(s)
+	assert.Equal(t, []string{"abc"}, got)
+	assert.ErrorIs(t, err, io.EOF)
+
+	boom := errors.New("connection reset by peer")
+	body = &closer{Reader: io.MultiReader(strings.NewReader("ab"), iotest.ErrReader(boom))}
+	s = NewStream(nil, body, StreamConfig{Provider: "p", Framing: FramingRaw, Decoder: TextDecoder{}})
+	got, err = drain(s)
+	assert.Equal(t, []string{"ab"}, got)
+	assert.ErrorIs(t, err, errcodes.StreamInterrupted)
+	assert.ErrorIs(t, err, boom)
+}

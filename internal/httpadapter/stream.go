@@ -1,0 +1,222 @@
+package httpadapter
+
+import (
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/sse"
+)
+
+// Framing says how a response body is cut into frames.
+type Framing int
+
+// Framings.
+const (
+	// FramingSSE: each text/event-stream event's data is a frame.
+	FramingSSE Framing = iota
+	// FramingNUL: NUL-separated records (PAI-EAS legacy LLM streams).
+	FramingNUL
+	// FramingRaw: each read of the body is a frame (plain streamed text).
+	FramingRaw
+	// FramingWhole: the whole body is one frame (a server that answered a
+	// stream request with a plain response).
+	FramingWhole
+)
+
+// rawReadSize is the largest frame FramingRaw yields.
+const rawReadSize = 32 << 10
+
+// Decoder turns frames into chunks. It may keep state across frames (it
+// serves one stream).
+type Decoder interface {
+	// Decode returns the chunk one frame carries. end reports the stream's
+	// end marker (OpenAI's [DONE]): that frame yields no chunk and the
+	// stream ends cleanly. An error (an in-band error, as an
+	// *errcodes.Error) ends the stream with it.
+	Decode(frame []byte) (ch cloudreq.StreamChunk, end bool, err error)
+	// Complete is called when the body ends with no end marker: nil means
+	// the stream was complete; otherwise its error ends the stream
+	// (ERR_STREAM_INTERRUPTED for a truncated one).
+	Complete() error
+}
+
+// StreamConfig configures NewStream.
+type StreamConfig struct {
+	// Provider fills the errors' Provider.
+	Provider string
+	Framing  Framing
+	Decoder  Decoder
+	// MaxFrame bounds one frame: an SSE line and event, a NUL record, or a
+	// whole body (defaults: the sse package's, DefaultMaxResponse).
+	MaxFrame int
+}
+
+// Stream is a cloudreq.ChunkStream over an HTTP response body. Next must be
+// called from one goroutine; Close from any, at any time.
+type Stream struct {
+	head  *cloudreq.CloudResponse
+	body  io.ReadCloser
+	cfg   StreamConfig
+	frame func() ([]byte, error)
+	err   error
+	once  sync.Once
+	raw   []byte
+	rerr  error // a raw read's error, held back until its data is used
+}
+
+var _ cloudreq.ChunkStream = (*Stream)(nil)
+
+// NewStream returns a Stream reading body, whose head is what the response
+// headers said.
+func NewStream(head *cloudreq.CloudResponse, body io.ReadCloser, cfg StreamConfig) *Stream {
+	if head == nil {
+		head = &cloudreq.CloudResponse{}
+	}
+	s := &Stream{head: head, body: body, cfg: cfg}
+	switch cfg.Framing {
+	case FramingSSE:
+		r := sse.NewReader(body, sse.Limits{MaxLine: cfg.MaxFrame, MaxEvent: cfg.MaxFrame})
+		s.frame = func() ([]byte, error) {
+			ev, err := r.Next()
+			return ev.Data, err
+		}
+	case FramingNUL:
+		s.frame = sse.NewNULReader(body, cfg.MaxFrame).Next
+	case FramingRaw:
+		s.frame = s.rawFrame
+	default:
+		done := false
+		s.frame = func() ([]byte, error) {
+			if done {
+				return nil, io.EOF
+			}
+			done = true
+			b, cut, err := ReadLimited(body, int64(cfg.MaxFrame))
+			if err != nil {
+				return nil, err
+			}
+			if cut {
+				return nil, sse.ErrEventTooLarge
+			}
+			if len(b) == 0 {
+				return nil, io.EOF
+			}
+			return b, nil
+		}
+	}
+	return s
+}
+
+func (s *Stream) rawFrame() ([]byte, error) {
+	if s.rerr != nil {
+		return nil, s.rerr
+	}
+	if s.raw == nil {
+		s.raw = make([]byte, rawReadSize)
+	}
+	for range 100 {
+		n, err := s.body.Read(s.raw)
+		if n > 0 {
+			s.rerr = err
+			return s.raw[:n], nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return nil, io.ErrNoProgress
+}
+
+// Response implements cloudreq.ChunkStream.
+func (s *Stream) Response() *cloudreq.CloudResponse { return s.head }
+
+// Next implements cloudreq.ChunkStream.
+func (s *Stream) Next() (cloudreq.StreamChunk, error) {
+	if s.err != nil {
+		return cloudreq.StreamChunk{}, s.err
+	}
+	frame, err := s.frame()
+	if err != nil {
+		return cloudreq.StreamChunk{}, s.fail(s.endError(err))
+	}
+	ch, end, err := s.cfg.Decoder.Decode(frame)
+	if err != nil {
+		return cloudreq.StreamChunk{}, s.fail(err)
+	}
+	if end {
+		return cloudreq.StreamChunk{}, s.fail(io.EOF)
+	}
+	ch.Data = frame
+	return ch, nil
+}
+
+// fail ends the stream with err and releases the connection.
+func (s *Stream) fail(err error) error {
+	var e *errcodes.Error
+	if errors.As(err, &e) {
+		if e.Provider == "" {
+			e.Provider = s.cfg.Provider
+		}
+		if e.RequestID == "" {
+			e.RequestID = s.head.RequestID
+		}
+	}
+	s.err = err
+	_ = s.Close()
+	return err
+}
+
+// endError maps the error that ended reading.
+func (s *Stream) endError(err error) error {
+	switch {
+	case errors.Is(err, io.EOF):
+		if c := s.cfg.Decoder.Complete(); c != nil {
+			return c
+		}
+		return io.EOF
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// A body cut inside a chunk, or an SSE stream ended inside an event.
+		return Interrupted(s.cfg.Provider, "stream ended before its end (truncated)", err)
+	case errors.Is(err, sse.ErrLineTooLong), errors.Is(err, sse.ErrEventTooLarge):
+		e := errcodes.Wrap(err, errcodes.PayloadTooLarge, "stream frame too large: "+err.Error())
+		e.Provider = s.cfg.Provider
+		return e
+	}
+	e := errcodes.FromTransport(err)
+	if e.Provider == "" {
+		e.Provider = s.cfg.Provider
+	}
+	if e.Code == errcodes.Canceled || e.Code == errcodes.Timeout {
+		return e
+	}
+	return Interrupted(s.cfg.Provider, "stream broke: "+e.Message, err)
+}
+
+// Close implements cloudreq.ChunkStream.
+func (s *Stream) Close() error {
+	s.once.Do(func() { _ = s.body.Close() })
+	return nil
+}
+
+// Interrupted returns an ERR_STREAM_INTERRUPTED error. It is retryable:
+// the client retries it only while no chunk has reached the caller.
+func Interrupted(provider, msg string, cause error) *errcodes.Error {
+	e := errcodes.Wrap(cause, errcodes.StreamInterrupted, msg)
+	e.Provider = provider
+	e.Retryable = true
+	return e
+}
+
+// TextDecoder yields each frame as text; any end of the body is clean.
+type TextDecoder struct{}
+
+// Decode implements Decoder.
+func (TextDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error) {
+	return cloudreq.StreamChunk{Text: string(frame), Content: len(frame) > 0}, false, nil
+}
+
+// Complete implements Decoder.
+func (TextDecoder) Complete() error { return nil }

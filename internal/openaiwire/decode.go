@@ -1,0 +1,147 @@
+package openaiwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+)
+
+// Result is what a whole response or one streamed chunk says, in portable
+// terms.
+type Result struct {
+	// Text is the generated text (a delta, for a chunk).
+	Text string
+	// Content is true when the chunk carries generated content: text, a
+	// tool-call delta or reasoning text. Role-only, empty and usage-only
+	// chunks are not content.
+	Content bool
+	// FinishReason is set when a choice finished.
+	FinishReason string
+	// Usage is set when the body reported token usage.
+	Usage *cloudreq.Usage
+	// Error is set when the body is an error object (a mid-stream error).
+	Error *ErrorBody
+}
+
+type wireUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+type wireDelta struct {
+	Content          string          `json:"content"`
+	ReasoningContent string          `json:"reasoning_content"`
+	ToolCalls        json.RawMessage `json:"tool_calls"`
+}
+
+type wireChoice struct {
+	Delta        wireDelta `json:"delta"`
+	Message      wireDelta `json:"message"`
+	Text         string    `json:"text"`
+	FinishReason string    `json:"finish_reason"`
+}
+
+// wireBody is a chat completion, a completion or a chunk of either. The
+// error members are read only when the body has an "error" key or value
+// (errorKey), so a content chunk decodes without them.
+type wireBody struct {
+	Choices []wireChoice `json:"choices"`
+	Usage   *wireUsage   `json:"usage"`
+}
+
+var errorKey = []byte(`"error"`)
+
+// ErrNotJSON is returned by Decode for a body that is not a JSON object.
+var ErrNotJSON = errors.New("openaiwire: body is not a JSON object")
+
+// Decode reads a chat completion, a completion or a streamed chunk of
+// either. A body that is an error object returns a Result whose Error is
+// set. Several choices' texts are concatenated in order.
+func Decode(data []byte) (Result, error) {
+	var d decoder
+	return d.decode(data)
+}
+
+// decoder decodes bodies one after the other, reusing its buffers so that
+// a streamed chunk costs few allocations.
+type decoder struct {
+	w wireBody
+}
+
+func (d *decoder) decode(data []byte) (Result, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return Result{}, ErrNotJSON
+	}
+	if bytes.Contains(data, errorKey) {
+		if eb, ok := errorObject(data); ok {
+			return Result{Error: &eb}, nil
+		}
+	}
+	clear(d.w.Choices[:cap(d.w.Choices)])
+	d.w.Choices, d.w.Usage = d.w.Choices[:0], nil
+	if err := json.Unmarshal(data, &d.w); err != nil {
+		return Result{}, err
+	}
+	var r Result
+	for i := range d.w.Choices {
+		c := &d.w.Choices[i]
+		for _, dl := range []*wireDelta{&c.Delta, &c.Message} {
+			r.Text = join(r.Text, dl.Content)
+			if dl.ReasoningContent != "" || hasToolCalls(dl.ToolCalls) {
+				r.Content = true
+			}
+		}
+		r.Text = join(r.Text, c.Text)
+		if c.FinishReason != "" && r.FinishReason == "" {
+			r.FinishReason = c.FinishReason
+		}
+	}
+	if r.Text != "" {
+		r.Content = true
+	}
+	if u := d.w.Usage; u != nil {
+		r.Usage = &cloudreq.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, Source: "server"}
+	}
+	return r, nil
+}
+
+// join concatenates without allocating when either side is empty.
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	if b == "" {
+		return a
+	}
+	return a + b
+}
+
+// errorObject reports whether data is an error object: a non-null "error"
+// member or "object":"error".
+func errorObject(data []byte) (ErrorBody, bool) {
+	var probe struct {
+		Object string          `json:"object"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &probe) != nil {
+		return ErrorBody{}, false
+	}
+	if (len(probe.Error) == 0 || bytes.Equal(probe.Error, []byte("null"))) && probe.Object != "error" {
+		return ErrorBody{}, false
+	}
+	return ParseError(data)
+}
+
+func hasToolCalls(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 2 && raw[0] == '[' // not null, not []
+}
+
+// Done is the data of the SSE event that ends an OpenAI stream.
+var Done = []byte("[DONE]")
+
+// IsDone reports whether an SSE event's data is the [DONE] end marker.
+func IsDone(data []byte) bool { return bytes.Equal(bytes.TrimSpace(data), Done) }

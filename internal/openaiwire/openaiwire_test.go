@@ -1,0 +1,153 @@
+package openaiwire
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+func TestParseError(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		ok   bool
+		want ErrorBody
+	}{
+		{"vllm nested", `{"error":{"message":"m","type":"BadRequestError","param":null,"code":400}}`, true,
+			ErrorBody{Status: 400, Type: "BadRequestError", Message: "m", Shape: "nested"}},
+		{"vllm flat", `{"object":"error","message":"m","type":"NotFoundError","param":null,"code":404}`, true,
+			ErrorBody{Status: 404, Type: "NotFoundError", Message: "m", Shape: "flat"}},
+		{"openai string code", `{"error":{"message":"m","type":"insufficient_quota","param":"x","code":"insufficient_quota"}}`, true,
+			ErrorBody{Code: "insufficient_quota", Type: "insufficient_quota", Param: "x", Message: "m", Shape: "nested"}},
+		{"openai null code", `{"error":{"message":"m","type":"invalid_request_error","param":null,"code":null}}`, true,
+			ErrorBody{Type: "invalid_request_error", Message: "m", Shape: "nested"}},
+		{"azure flat", `{"status":422,"code":"parameter_not_supported","detail":{"param":"n"},"message":"m"}`, true,
+			ErrorBody{Status: 422, Code: "parameter_not_supported", Detail: `{"param":"n"}`, Message: "m", Shape: "azure"}},
+		{"azure score nested", `{"error":{"code":"ModelNotReady","message":"m"}}`, true,
+			ErrorBody{Code: "ModelNotReady", Message: "m", Shape: "nested"}},
+		{"message only", `{"message":"m"}`, true, ErrorBody{Message: "m", Shape: "flat"}},
+		{"hf", `{"error":"Model x is currently loading","estimated_time":12.5}`, true,
+			ErrorBody{Message: "Model x is currently loading", EstimatedTime: 12.5, Shape: "hf"}},
+		{"fastapi", `{"detail":"Not Found"}`, true, ErrorBody{Message: "Not Found", Shape: "detail"}},
+		{"string numeric code", `{"error":{"message":"m","code":"429"}}`, true, ErrorBody{Status: 429, Message: "m", Shape: "nested"}},
+		{"odd member types", `{"error":{"message":7,"type":["x"],"code":{"a":1}}}`, true, ErrorBody{Shape: "nested"}},
+		{"not json", `Internal Server Error`, false, ErrorBody{}},
+		{"unknown object", `{"foo":1}`, false, ErrorBody{}},
+		{"broken json", `{"error":`, false, ErrorBody{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ParseError([]byte(tt.body))
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestMessageIsCut(t *testing.T) {
+	long := make([]byte, 3000)
+	for i := range long {
+		long[i] = 'a'
+	}
+	got, ok := ParseError([]byte(`{"message":"` + string(long) + `"}`))
+	require.True(t, ok)
+	assert.LessOrEqual(t, len(got.Message), MaxMessage+len("…"))
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		status int
+		body   ErrorBody
+		want   errcodes.Code
+	}{
+		{429, ErrorBody{Code: "insufficient_quota"}, errcodes.QuotaExceeded},
+		{429, ErrorBody{Type: "insufficient_quota"}, errcodes.QuotaExceeded},
+		{429, ErrorBody{Code: "rate_limit_exceeded"}, errcodes.Throttled},
+		{404, ErrorBody{Type: "invalid_request_error"}, errcodes.NotFound},
+		{503, ErrorBody{Message: "The model `x` is loading"}, errcodes.ModelNotReady},
+		{503, ErrorBody{EstimatedTime: 3}, errcodes.ModelNotReady},
+		{503, ErrorBody{Message: "overloaded"}, errcodes.Unavailable},
+		{500, ErrorBody{Message: "model is loading"}, errcodes.Internal},
+		{0, ErrorBody{Status: 500, Type: "InternalServerError"}, errcodes.Internal},
+		{0, ErrorBody{Type: "RateLimitError"}, errcodes.Throttled},
+		{0, ErrorBody{Type: "server_error"}, errcodes.Internal},
+		{0, ErrorBody{}, errcodes.Unknown},
+		{200, ErrorBody{Type: "BadRequestError"}, errcodes.InvalidParam},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, Classify(tt.status, tt.body), "%d %+v", tt.status, tt.body)
+	}
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want Result
+	}{
+		{"role only", `{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`, Result{}},
+		{"content", `{"choices":[{"delta":{"content":"hi"}}]}`, Result{Text: "hi", Content: true}},
+		{"tool call", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}`, Result{Content: true}},
+		{"empty tool calls", `{"choices":[{"delta":{"tool_calls":[]}}]}`, Result{}},
+		{"reasoning", `{"choices":[{"delta":{"reasoning_content":"hm"}}]}`, Result{Content: true}},
+		{"finish", `{"choices":[{"delta":{},"finish_reason":"length"}]}`, Result{FinishReason: "length"}},
+		{"usage only", `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12}}`,
+			Result{Usage: &cloudreq.Usage{InputTokens: 3, OutputTokens: 9, Source: "server"}}},
+		{"whole chat", `{"choices":[{"message":{"role":"assistant","content":"yo"},"finish_reason":"stop"}]}`, Result{Text: "yo", Content: true, FinishReason: "stop"}},
+		{"completion", `{"choices":[{"text":"a"},{"text":"b","finish_reason":"stop"}]}`, Result{Text: "ab", Content: true, FinishReason: "stop"}},
+		{"null error member", `{"error":null,"choices":[{"delta":{"content":"x"}}]}`, Result{Text: "x", Content: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decode([]byte(tt.body))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	r, err := Decode([]byte(`{"error":{"message":"boom","type":"InternalServerError","code":500}}`))
+	require.NoError(t, err)
+	require.NotNil(t, r.Error)
+	assert.Equal(t, 500, r.Error.Status)
+	_, err = Decode([]byte(`[1]`))
+	assert.ErrorIs(t, err, ErrNotJSON)
+	_, err = Decode([]byte(`{"choices":`))
+	assert.Error(t, err)
+}
+
+func TestStreamDecoder(t *testing.T) {
+	d := &StreamDecoder{Provider: "openai", RequestID: "r"}
+	_, end, err := d.Decode([]byte(`{"choices":[{"delta":{"content":"a"}}]}`))
+	require.NoError(t, err)
+	assert.False(t, end)
+	assert.ErrorIs(t, d.Complete(), errcodes.StreamInterrupted, "no finish reason yet")
+	_, _, err = d.Decode([]byte(`{"choices":[{"delta":{},"finish_reason":"stop"}]}`))
+	require.NoError(t, err)
+	assert.NoError(t, d.Complete())
+	_, end, err = d.Decode([]byte(" [DONE] "))
+	require.NoError(t, err)
+	assert.True(t, end)
+	_, _, err = d.Decode([]byte(`{"error":{"message":"x","type":"BadRequestError","code":400}}`))
+	var e *errcodes.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, errcodes.StreamInterrupted, e.Code)
+	assert.Equal(t, "ERR_INVALID_PARAM", e.Details["code"])
+	assert.False(t, e.Retryable)
+	assert.Equal(t, "r", e.RequestID)
+}
+
+func TestIsCompletionsPath(t *testing.T) {
+	assert.True(t, IsCompletionsPath("/v1/completions"))
+	assert.True(t, IsCompletionsPath("/v1/completions/?x=1"))
+	assert.False(t, IsCompletionsPath("/v1/chat/completions"))
+	assert.False(t, IsCompletionsPath("/chat/completions?api-version=1"))
+	assert.False(t, IsCompletionsPath(""))
+}
+
+func TestPrompt(t *testing.T) {
+	assert.Equal(t, "hi", Prompt([]cloudreq.Message{{Role: "user", Content: "hi"}}))
+	assert.Equal(t, "system: s\nuser: u\nassistant:", Prompt([]cloudreq.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "u"}}))
+}

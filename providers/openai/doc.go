@@ -1,0 +1,67 @@
+// Package openai is the cloudreq adapter for OpenAI-compatible servers:
+// vLLM, SGLang, TGI's Messages API, PAI-EAS and Azure serverless endpoints
+// that speak the OpenAI API, and OpenAI itself (provider "openai", service
+// "openai-compatible", actions invoke and generate, streaming).
+//
+// It speaks net/http directly: POST {BaseURL}{Target.Path}, where the path
+// defaults to /v1/chat/completions (/v1/completions works too), with
+// "Authorization: Bearer <APIKey>" when a key is set. Action invoke sends
+// the caller's bytes as they are; action generate writes OpenAI chat JSON
+// (or a completions body on a completions path) with the model from
+// Target.Model (else Target.Endpoint). Streams are SSE; generate streams ask
+// for stream_options.include_usage, so the last chunk carries usage.
+//
+// A stream ends cleanly at "data: [DONE]" or, without it, once a choice
+// reported a finish_reason. The role-only first chunk and the usage-only
+// last chunk are yielded with Content false. A stream that ends otherwise
+// fails with ERR_STREAM_INTERRUPTED, and so does an in-stream
+// data:{"error":…}: its native code is kept in ProviderCode and its
+// portable class in Details["code"].
+//
+// Bodies are read with bounds: a response up to Options.MaxResponseBytes,
+// an error body up to Options.MaxErrorBytes (64 KiB; the rest is never
+// read), an SSE line or event up to Options.MaxEventBytes.
+//
+// # Errors
+//
+// Every error is an *errcodes.Error with Provider "openai"; the native error
+// is an *APIError (errors.As) for HTTP and in-stream errors. The error body
+// is parsed in any of the three OpenAI-compatible envelopes (current vLLM
+// {"error":{…,"code":400}}, older vLLM {"object":"error",…}, OpenAI
+// {"error":{…,"code":"…"}}); HTML and plain-text bodies become the message.
+// The code comes from, in order:
+//
+//	signal                                           code                   retryable
+//	code/type insufficient_quota                     ERR_QUOTA_EXCEEDED     no
+//	code rate_limit_exceeded                         ERR_THROTTLED          yes
+//	code invalid_api_key                             ERR_UNAUTHENTICATED    no
+//	code model_not_found                             ERR_NOT_FOUND          no
+//	code context_length_exceeded                     ERR_INVALID_PARAM      no
+//	code model_not_ready                             ERR_MODEL_NOT_READY    yes
+//	503 with estimated_time, or "is loading" /
+//	  "not ready" in the message (last resort)       ERR_MODEL_NOT_READY    yes
+//	HTTP 400, 405, 409, 422                          ERR_INVALID_PARAM      no
+//	HTTP 401                                         ERR_UNAUTHENTICATED    no
+//	HTTP 403                                         ERR_PERMISSION_DENIED  no
+//	HTTP 404                                         ERR_NOT_FOUND          no
+//	HTTP 408, 504                                    ERR_TIMEOUT            yes
+//	HTTP 413                                         ERR_PAYLOAD_TOO_LARGE  no
+//	HTTP 429                                         ERR_THROTTLED          yes
+//	HTTP 499                                         ERR_CANCELED           no
+//	HTTP 500                                         ERR_INTERNAL           yes
+//	HTTP 502, 503 (other 5xx)                        ERR_UNAVAILABLE        yes
+//	in-stream data:{"error":…}                       ERR_STREAM_INTERRUPTED as its class
+//	stream without [DONE] or finish_reason           ERR_STREAM_INTERRUPTED yes (before the first chunk)
+//	connection refused/reset, EOF                    ERR_UNAVAILABLE        yes
+//	TLS certificate failure                          ERR_UNAUTHENTICATED    no
+//
+// Retry-After, retry-after-ms and x-ms-retry-after-ms fill RetryAfter. The
+// request id comes from X-Request-Id. The cloudinfer emulator's
+// X-Emulator-Cold-Start and X-Emulator-Cold-Start-Ms headers fill
+// CloudResponse.ServerStart, and every X-Emulator-* header is kept in
+// Metadata.
+//
+// Credentials: New refuses an API key over plain http unless
+// Options.AllowInsecureHTTP is set (for the local emulator only). Keys never
+// appear in errors.
+package openai
