@@ -23,12 +23,15 @@ import (
 )
 
 // benchLoad runs a short, bounded load of streamed calls, as a benchmark
-// run would; the first call's first attempt is throttled and retried.
+// run would; the first call's first attempt is throttled and retried, and
+// its second served by a cold model.
 func benchLoad(ctx context.Context, obs *Observer, calls int, done *atomic.Int64) error {
+	chunks := []cloudreq.StreamChunk{{Text: "a"}, {Text: "b"}, {Text: "c", Usage: &cloudreq.Usage{InputTokens: 3, OutputTokens: 3}}}
 	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
 		{Err: errcodes.New(errcodes.Throttled, "queue full")},
-		{Chunks: []cloudreq.StreamChunk{{Text: "a"}, {Text: "b"}, {Text: "c", Usage: &cloudreq.Usage{InputTokens: 3, OutputTokens: 3}}},
-			ChunkDelay: time.Millisecond},
+		{Response: &cloudreq.CloudResponse{ServerStart: &cloudreq.ServerStart{Cold: true, Setup: 5 * time.Millisecond}},
+			Chunks: chunks, ChunkDelay: time.Millisecond},
+		{Chunks: chunks, ChunkDelay: time.Millisecond},
 	}}
 	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake},
 		Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, NoBudget: true}},
@@ -78,6 +81,7 @@ func TestPrometheusScrapeDuringRun(t *testing.T) {
 		`gen_ai_client_operation_time_per_output_chunk_seconds_bucket{`,
 		`cloudinfer_client_operation_retries_total{`,
 		`cloudinfer_client_operation_throttles_total{`,
+		`cloudinfer_client_operation_cold_start_overhead_seconds_bucket{`,
 		`gen_ai_provider_name="openai"`,
 		`gen_ai_operation_name="chat"`,
 		`le="81.92"`,

@@ -157,7 +157,7 @@ func assertNoToken(t *testing.T, token, where string, ss ...string) {
 func attrStrings(kvs []attribute.KeyValue) []string {
 	out := make([]string, 0, 2*len(kvs))
 	for _, kv := range kvs {
-		out = append(out, string(kv.Key), kv.Value.Emit())
+		out = append(out, string(kv.Key), kv.Value.String())
 	}
 	return out
 }
