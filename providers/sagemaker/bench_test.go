@@ -20,24 +20,29 @@ func (m *memSource) Events() <-chan types.ResponseStream { return m.ch }
 func (m *memSource) Close() error                        { return nil }
 func (m *memSource) Err() error                          { return nil }
 
-func newMemSource(n int, parts ...[]byte) *memSource {
-	evs := make([]types.ResponseStream, len(parts))
-	for i, p := range parts {
-		evs[i] = &types.ResponseStreamMemberPayloadPart{Value: types.PayloadPart{Bytes: p}}
+// newMemSource holds n events: n-1 of body (cycling through them) and last.
+func newMemSource(n int, last []byte, body ...[]byte) *memSource {
+	part := func(p []byte) types.ResponseStream {
+		return &types.ResponseStreamMemberPayloadPart{Value: types.PayloadPart{Bytes: p}}
+	}
+	evs := make([]types.ResponseStream, len(body))
+	for i, p := range body {
+		evs[i] = part(p)
 	}
 	m := &memSource{ch: make(chan types.ResponseStream, n)}
-	for i := range n {
+	for i := range n - 1 {
 		m.ch <- evs[i%len(evs)]
 	}
+	m.ch <- part(last)
 	close(m.ch)
 	return m
 }
 
-// benchStream reads b.N chunks, one per PayloadPart, through a chunkStream.
-// ns/op and allocs/op are per chunk.
-func benchStream(b *testing.B, generate bool, parts ...[]byte) {
+// benchStream reads b.N chunks, one per PayloadPart, through a chunkStream;
+// the last part ends the stream. ns/op and allocs/op are per chunk.
+func benchStream(b *testing.B, generate bool, last []byte, body ...[]byte) {
 	b.ReportAllocs()
-	src := newMemSource(b.N, parts...)
+	src := newMemSource(b.N, last, body...)
 	cs := newChunkStream(context.Background(), src, nil, &cloudreq.CloudResponse{}, generate)
 	b.ResetTimer()
 	n := 0
@@ -58,36 +63,39 @@ func benchStream(b *testing.B, generate bool, parts ...[]byte) {
 
 func BenchmarkChunkStreamOpenAI(b *testing.B) {
 	benchStream(b, true,
-		[]byte("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"llama-3-8b\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" token\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"),
-		[]byte("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"llama-3-8b\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" end\"},\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\n"))
+		[]byte("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"llama-3-8b\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" end\"},\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\n"),
+		[]byte("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"llama-3-8b\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" token\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"))
 }
 
 func BenchmarkChunkStreamTGI(b *testing.B) {
 	benchStream(b, true,
-		[]byte("data:{\"index\":1,\"token\":{\"id\":1234,\"text\":\" token\",\"logprob\":-0.25,\"special\":false},\"generated_text\":null,\"details\":null}\n\n"),
-		[]byte("data:{\"index\":2,\"token\":{\"id\":2,\"text\":\" end\",\"logprob\":-0.1,\"special\":false},\"generated_text\":\"token end\",\"details\":{\"finish_reason\":\"length\",\"generated_tokens\":2,\"seed\":null}}\n\n"))
+		[]byte("data:{\"index\":2,\"token\":{\"id\":2,\"text\":\" end\",\"logprob\":-0.1,\"special\":false},\"generated_text\":\"token end\",\"details\":{\"finish_reason\":\"length\",\"generated_tokens\":2,\"seed\":null}}\n\n"),
+		[]byte("data:{\"index\":1,\"token\":{\"id\":1234,\"text\":\" token\",\"logprob\":-0.25,\"special\":false},\"generated_text\":null,\"details\":null}\n\n"))
 }
 
-// BenchmarkChunkStreamSplitLines has each line cut across two parts;
-// ns/op and allocs/op are per part (two per chunk).
+// BenchmarkChunkStreamSplitLines has each line cut across two parts.
+// ns/op and allocs/op are per chunk (two parts).
 func BenchmarkChunkStreamSplitLines(b *testing.B) {
 	line := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" token\"},\"finish_reason\":\"stop\"}]}\n\n"
 	b.ReportAllocs()
-	src := newMemSource(b.N, []byte(line[:40]), []byte(line[40:]))
+	src := newMemSource(2*b.N, []byte(line[40:]), []byte(line[:40]), []byte(line[40:]))
 	cs := newChunkStream(context.Background(), src, nil, &cloudreq.CloudResponse{}, true)
 	b.ResetTimer()
+	n := 0
 	for {
 		if _, err := cs.Next(); err != nil {
-			if err != io.EOF {
-				b.Fatal(err)
+			if err != io.EOF || n != b.N {
+				b.Fatalf("after %d of %d chunks: %v", n, b.N, err)
 			}
 			break
 		}
+		n++
 	}
 }
 
 func BenchmarkChunkStreamInvoke(b *testing.B) {
-	benchStream(b, false, []byte(`{"token":{"text":" token"}}`+"\n"))
+	p := []byte(`{"token":{"text":" token"}}` + "\n")
+	benchStream(b, false, p, p)
 }
 
 // BenchmarkStreamEndToEnd reads b.N chunks through the SDK over a loopback
