@@ -37,25 +37,26 @@ func (r *Result) RenderHTML(w io.Writer) error {
 		page.Hosts = append(page.Hosts, fmt.Sprintf("%s (%d CPUs)", h.Name, h.CPUs))
 	}
 	add := func(title string, c *chart) {
+		c.title = title
 		page.Charts = append(page.Charts, htmlChart{Title: title, SVG: template.HTML(c.svg())}) //nolint:gosec // built from escaped text
 	}
 	for _, tr := range r.Targets {
-		add("Latency over time — "+tr.Name, latencyOverTime(tr))
-		add("Throughput — "+tr.Name, throughputChart(tr))
+		add(tr.Name+": total latency over time (points: sampled requests; lines: p50, p95 per bucket)", latencyOverTime(tr))
+		add(tr.Name+": requests per second by intended send time", throughputChart(tr))
 		if tr.Ladder != nil {
 			rate, p95 := ladderCharts(tr)
-			add("QPS ladder rate — "+tr.Name, rate)
-			add("QPS ladder p95 — "+tr.Name, p95)
+			add(tr.Name+": QPS ladder, scheduled rate per step", rate)
+			add(tr.Name+": QPS ladder, p95 "+tr.Ladder.Config.Metric+" per step", p95)
 		}
 	}
 	if slices.ContainsFunc(r.Targets, func(t *TargetResult) bool { return t.Stream }) {
-		add("TTFT histogram", r.histogram(latency.TTFT, "TTFT", func(p Point) float64 { return p.TTFT }))
-		add("TPOT histogram", r.histogram(latency.TPOT, "TPOT", func(p Point) float64 { return p.TPOT }))
+		add("TTFT distribution (share of sampled requests per bin; last bin: tail)", r.histogram(latency.TTFT, "TTFT", func(p Point) float64 { return p.TTFT }))
+		add("TPOT distribution (share of sampled requests per bin; last bin: tail)", r.histogram(latency.TPOT, "TPOT", func(p Point) float64 { return p.TPOT }))
 	} else {
-		add("Latency histogram", r.histogram(latency.E2E, "total latency", func(p Point) float64 { return p.E2E }))
+		add("Total latency distribution (share per bin; last bin: tail)", r.histogram(latency.E2E, "total latency", func(p Point) float64 { return p.E2E }))
 	}
-	add("Cold vs warm", r.coldWarmChart())
-	add("Errors by code", r.errorChart())
+	add("Cold vs warm: mean total latency and TTFT", r.coldWarmChart())
+	add("Failed requests by code", r.errorChart())
 	if err := htmlTemplate.Execute(w, page); err != nil {
 		return errcodes.Wrap(err, errcodes.Internal, "bench: render HTML")
 	}

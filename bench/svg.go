@@ -161,7 +161,7 @@ func (c *chart) svg() string {
 		case kindPoints:
 			fmt.Fprintf(&b, `<g fill="%s" fill-opacity="0.55">`, col)
 			for i := range s.xs {
-				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2"/>`, px(s.xs[i]), py(s.ys[i]))
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5"/>`, px(s.xs[i]), py(s.ys[i]))
 			}
 			b.WriteString(`</g>`)
 		case kindLine, kindStep:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/hooks"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/providers/openai"
 	"github.com/cloudinfer/cloudinfer/providers/sagemaker"
 	"github.com/cloudinfer/cloudinfer/providers/vertex"
 	"github.com/cloudinfer/cloudinfer/telemetry"
@@ -484,8 +486,15 @@ func (e *environment) emulated(t *bench.Target) bool { return e.emu != nil && t.
 // adapterFactories build a provider's adapter for a target; emu is the
 // embedded emulator when the target goes to it.
 var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error){
+	cloudreq.ProviderOpenAI: func(_ context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
+		o := openai.Options{BaseURL: t.URL, APIKey: os.Getenv("OPENAI_API_KEY"), HTTPClient: benchHTTPClient}
+		if emu != nil {
+			o.BaseURL, o.AllowInsecureHTTP = emu.URL(), true
+		}
+		return openai.New(o)
+	},
 	cloudreq.ProviderAWS: func(ctx context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
-		o := sagemaker.Options{Region: t.Region, BaseEndpoint: t.URL}
+		o := sagemaker.Options{Region: t.Region, BaseEndpoint: t.URL, HTTPClient: benchHTTPClient}
 		if emu != nil {
 			o.BaseEndpoint, o.AllowInsecureHTTP = emu.URL(), true
 			o.Region = cmpOr(o.Region, "us-east-1")
@@ -504,6 +513,17 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 		return vertex.New(ctx, o)
 	},
 }
+
+// benchHTTPClient is the HTTP client of the HTTP adapters: one pool, with
+// as many idle connections per host as a run may have requests in flight,
+// so that a high-rate run reuses connections instead of opening new ones
+// (the standard transport keeps 2 per host).
+var benchHTTPClient = func() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 0
+	tr.MaxIdleConnsPerHost = bench.DefaultMaxInFlight
+	return &http.Client{Transport: tr}
+}()
 
 // defaultProvider is the default run's provider: OpenAI-compatible (vLLM's
 // own protocol, as in the reference measurements) when built in, else the
