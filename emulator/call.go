@@ -113,6 +113,9 @@ type call struct {
 	arrived  bool
 	slotHeld bool
 
+	// holdUntil is the earliest time any answer may start (see minAnswerDelay).
+	holdUntil time.Time
+
 	// schedule, set by admit
 	firstAt time.Time
 	tokenAt []time.Time
@@ -211,6 +214,26 @@ func (c *call) setFault(f Fault) { c.rec.Fault, c.rec.FaultForced = f, false }
 
 var errStateFault = errors.New("refused by endpoint state")
 
+// minAnswerDelay is the least real time between reading a request and
+// answering it on the routes whose official client needs it. aws-sdk-go-v2
+// closes the request body as soon as the response headers arrive; when that
+// happens before net/http's transport has finished its final read of the
+// body (microseconds after sending it), the transport sees io.EOF as a write
+// error and closes the connection under the response. A real endpoint never
+// answers that fast; the emulator at a small time scale would.
+const minAnswerDelay = 2 * time.Millisecond
+
+// hold delays every answer of the call until minAnswerDelay after now.
+func (c *call) hold() { c.holdUntil = time.Now().Add(minAnswerDelay) }
+
+// waitHold sleeps until the call may answer.
+func (c *call) waitHold(ctx context.Context) error {
+	if c.holdUntil.IsZero() {
+		return nil
+	}
+	return c.s.sleepUntil(ctx, c.holdUntil)
+}
+
 // admit runs the endpoint's admission: injected errors, throttling, cold
 // start and the concurrency queue. On success it fixes the token schedule.
 // When it returns errStateFault or the call already carries an error fault,
@@ -267,6 +290,9 @@ func (c *call) admit(ctx context.Context) error {
 	prefill := c.prefill + p.PrefillMsPer1K*float64(c.gen.promptTokens-p.RefPromptTokens)/1000 + p.BatchPenaltyMs*float64(active-1)
 	prefill = math.Max(prefill, 0)
 	c.firstAt = start.Add(c.ep.scaled(prefill))
+	if c.firstAt.Before(c.holdUntil) {
+		c.firstAt = c.holdUntil
+	}
 	c.tokenAt = make([]time.Time, c.n)
 	c.rec.GapsMs = make([]float64, len(c.gapsRaw))
 	t := c.firstAt

@@ -40,7 +40,13 @@ func (s *Server) serveGen(w http.ResponseWriter, r *http.Request, c *call, wr wi
 	status, outcome := 0, "ok"
 	defer func() { c.end(status, outcome) }()
 
-	if err := c.admit(ctx); err != nil {
+	err := c.admit(ctx)
+	if err == nil || errors.Is(err, errStateFault) {
+		if herr := c.waitHold(ctx); herr != nil {
+			err = herr
+		}
+	}
+	if err != nil {
 		if !errors.Is(err, errStateFault) {
 			outcome = "canceled"
 			return

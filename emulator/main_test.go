@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -26,4 +27,22 @@ func start(t testing.TB, opts Options) *Server {
 		}
 	})
 	return s
+}
+
+// waitRecords waits (at most 5 s) until s holds n records: a record is
+// stored when its handler returns, which may be just after the client saw
+// the end of the response.
+func waitRecords(t testing.TB, s *Server, n int) []Record {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		recs := s.Records()
+		if len(recs) >= n || time.Now().After(deadline) {
+			if len(recs) != n {
+				t.Fatalf("got %d records, want %d", len(recs), n)
+			}
+			return recs
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -65,8 +65,7 @@ func TestOpenAIStreamingIncludeUsage(t *testing.T) {
 	assert.Greater(t, ttft, 0.0)
 	assert.Equal(t, "false", resp.Header.Get(HeaderColdStart))
 
-	recs := s.Records()
-	require.Len(t, recs, 1)
+	recs := waitRecords(t, s, 1)
 	r := recs[0]
 	assert.Equal(t, OpenAI, r.Provider)
 	assert.Equal(t, "ok", r.Outcome)

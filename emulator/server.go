@@ -57,6 +57,8 @@ type Server struct {
 	serveDone sync.WaitGroup
 	started   bool
 
+	ids atomic.Uint64
+
 	recMu   sync.Mutex
 	records []Record
 	recHead int // ring start when full
@@ -254,6 +256,12 @@ func (s *Server) store(r Record) {
 	}
 	s.records[s.recHead] = r
 	s.recHead = (s.recHead + 1) % len(s.records)
+}
+
+// uuid returns a fresh UUID-shaped id for provider request-id headers.
+func (s *Server) uuid() string {
+	n := s.ids.Add(1)
+	return fmt.Sprintf("%08x-0000-4000-8000-%012x", s.instance, n)
 }
 
 // sleepUntil waits until t, the context's end or Close, whichever is first.

@@ -6,9 +6,6 @@ import (
 	"google.golang.org/grpc"
 )
 
-func (s *Server) serveSageMaker(w http.ResponseWriter, _ *http.Request) {
-	http.Error(w, "not implemented", http.StatusNotImplemented)
-}
 func (s *Server) serveAzureML(w http.ResponseWriter, _ *http.Request) {
 	http.Error(w, "not implemented", http.StatusNotImplemented)
 }
@@ -22,6 +19,6 @@ func (s *Server) newGRPCServer() *grpc.Server { return grpc.NewServer() }
 
 type metrics struct{}
 
-func newMetrics(*Server) *metrics                              { return &metrics{} }
+func newMetrics(*Server) *metrics                               { return &metrics{} }
 func (m *metrics) serve(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) }
-func (s *Server) observe(*Record)                             {}
+func (s *Server) observe(*Record)                               {}

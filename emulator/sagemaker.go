@@ -1,0 +1,282 @@
+package emulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+)
+
+// sageMakerAccount is the account id in emulated ARNs and messages.
+const sageMakerAccount = "123456789012"
+
+// sageMakerErr is one SageMaker Runtime error answer.
+type sageMakerErr struct {
+	status int
+	typ    string // X-Amzn-ErrorType
+	msg    string
+	// ModelError members
+	origStatus int
+	origMsg    string
+}
+
+// sageMakerErrorFor maps a fault to SageMaker Runtime's answer.
+//
+//	throttle, quota, queue-full   400 ThrottlingException (the runtime has no quota error)
+//	model-not-ready               429 ModelNotReadyException
+//	model-error                   424 ModelError, OriginalStatusCode 500
+//	invalid                       400 ValidationError
+//	not-found                     400 ValidationError "Endpoint X of account … not found."
+//	unauthenticated               403 UnrecognizedClientException
+//	forbidden                     403 AccessDeniedException
+//	internal                      500 InternalFailure
+//	unavailable                   503 ServiceUnavailable
+//	timeout                       424 ModelError, OriginalStatusCode 0 (invocation timed out)
+//	payload-too-large             413 ValidationError
+func sageMakerErrorFor(f Fault, name string) sageMakerErr {
+	switch f {
+	case FaultThrottle, FaultQueueFull:
+		return sageMakerErr{status: 400, typ: "ThrottlingException", msg: "Rate exceeded"}
+	case FaultQuota:
+		return sageMakerErr{status: 400, typ: "ThrottlingException", msg: "Request rate exceeds the account's invocation quota"}
+	case FaultModelNotReady:
+		return sageMakerErr{status: 429, typ: "ModelNotReadyException", msg: fmt.Sprintf("Model for endpoint %s is not ready: the inference component is scaling from zero, retry later", name)}
+	case FaultModelError:
+		return sageMakerErr{status: 424, typ: "ModelError", origStatus: 500, origMsg: `{"error":"Internal server error in the model container"}`}
+	case FaultInvalid:
+		return sageMakerErr{status: 400, typ: "ValidationError", msg: "1 validation error detected: Value at 'body' failed to satisfy constraint"}
+	case FaultNotFound:
+		return sageMakerErr{status: 400, typ: "ValidationError", msg: fmt.Sprintf("Endpoint %s of account %s not found.", name, sageMakerAccount)}
+	case FaultUnauthenticated:
+		return sageMakerErr{status: 403, typ: "UnrecognizedClientException", msg: "The security token included in the request is invalid."}
+	case FaultForbidden:
+		return sageMakerErr{status: 403, typ: "AccessDeniedException", msg: fmt.Sprintf("User is not authorized to perform: sagemaker:InvokeEndpoint on resource: arn:aws:sagemaker:us-east-1:%s:endpoint/%s", sageMakerAccount, name)}
+	case FaultUnavailable:
+		return sageMakerErr{status: 503, typ: "ServiceUnavailable", msg: "Service Unavailable"}
+	case FaultTimeout:
+		return sageMakerErr{status: 424, typ: "ModelError", origStatus: 0, origMsg: "Your invocation timed out while waiting for a response from container primary. Review the latency metrics for each container in Amazon CloudWatch, resolve the issue, and try again."}
+	case FaultPayloadTooLarge:
+		return sageMakerErr{status: 413, typ: "ValidationError", msg: "Request payload size exceeds the maximum allowed size of 6291456 bytes"}
+	}
+	return sageMakerErr{status: 500, typ: "InternalFailure", msg: "An internal error occurred"}
+}
+
+func writeSageMakerError(w http.ResponseWriter, e sageMakerErr, name, reqID string) {
+	h := w.Header()
+	h.Set("X-Amzn-ErrorType", e.typ+":http://internal.amazon.com/coral/com.amazon.coral.service/")
+	h.Set("x-amzn-RequestId", reqID)
+	if e.typ == "ModelError" {
+		kind := "server"
+		if e.origStatus >= 400 && e.origStatus < 500 {
+			kind = "client"
+		}
+		msg := e.msg
+		if msg == "" {
+			msg = fmt.Sprintf("Received %s error (%d) from primary with message %q. See https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1#logEventViewer:group=/aws/sagemaker/Endpoints/%s in account %s for more information.", kind, e.origStatus, e.origMsg, name, sageMakerAccount)
+		}
+		writeJSON(w, e.status, map[string]any{
+			"ErrorCode":          strings.ToUpper(kind) + "_ERROR_FROM_MODEL",
+			"LogStreamArn":       fmt.Sprintf("arn:aws:logs:us-east-1:%s:log-group:/aws/sagemaker/Endpoints/%s", sageMakerAccount, name),
+			"Message":            msg,
+			"OriginalMessage":    e.origMsg,
+			"OriginalStatusCode": e.origStatus,
+		})
+		return
+	}
+	writeJSON(w, e.status, map[string]string{"message": e.msg})
+}
+
+// serveSageMaker serves POST /endpoints/{name}/invocations and
+// /endpoints/{name}/invocations-response-stream.
+func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, "/endpoints/")
+	name, op, ok := strings.Cut(rest, "/")
+	reqID := s.uuid()
+	body, tooLarge, err := readBody(r)
+	if err != nil {
+		return
+	}
+	read := time.Now()
+	answer := func(status int, typ string, body any) {
+		_ = s.sleepUntil(r.Context(), read.Add(minAnswerDelay))
+		w.Header().Set("X-Amzn-ErrorType", typ)
+		w.Header().Set("x-amzn-RequestId", reqID)
+		writeJSON(w, status, body)
+	}
+	fail := func(e sageMakerErr) {
+		_ = s.sleepUntil(r.Context(), read.Add(minAnswerDelay))
+		writeSageMakerError(w, e, name, reqID)
+	}
+	if !ok || (op != "invocations" && op != "invocations-response-stream") {
+		answer(http.StatusNotFound, "UnknownOperationException", map[string]string{"message": "Unknown operation " + r.URL.Path})
+		return
+	}
+	if r.Method != http.MethodPost {
+		answer(http.StatusNotFound, "UnknownOperationException", map[string]string{"message": "Unknown operation " + r.Method + " " + r.URL.Path})
+		return
+	}
+	if tooLarge {
+		fail(sageMakerErrorFor(FaultPayloadTooLarge, name))
+		return
+	}
+	ep := s.lookup(name, SageMaker)
+	if ep == nil {
+		fail(sageMakerErrorFor(FaultNotFound, name))
+		return
+	}
+	if !s.authorized(ep, SageMaker, r, body) {
+		e := sageMakerErrorFor(FaultUnauthenticated, name)
+		if r.Header.Get("Authorization") != "" {
+			e.typ, e.msg = "InvalidSignatureException", "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method."
+		} else {
+			e.typ, e.msg = "MissingAuthenticationTokenException", "Missing Authentication Token"
+		}
+		fail(e)
+		return
+	}
+	gen, perr := parseSageMakerLLM(body)
+	if perr != nil {
+		// The container rejects the body; SageMaker reports it as a ModelError.
+		fail(sageMakerErr{status: 424, typ: "ModelError", origStatus: 422, origMsg: fmt.Sprintf(`{"error":"Failed to deserialize the JSON body into the target type: %s","error_type":"validation"}`, perr)})
+		return
+	}
+	stream := op == "invocations-response-stream"
+	gen.stream = stream
+	c, err := s.newCall(ep, SageMaker, op, gen, r.Header.Get)
+	c.hold()
+	if err != nil {
+		c.end(http.StatusBadRequest, "error")
+		e := sageMakerErrorFor(FaultInvalid, name)
+		e.msg = err.Error()
+		fail(e)
+		return
+	}
+	s.serveGen(w, r, c, &sageMakerWire{reqID: reqID, enc: eventstream.NewEncoder(), chat: gen.dialect == dialectChat, oa: &openAIWire{chat: true, model: ep.Name, created: time.Now().Unix()}})
+}
+
+// sageMakerWire writes SageMaker answers. Streamed answers are eventstream
+// PayloadPart frames whose bytes are the container's own stream: TGI
+// `data:{"token":…}` events, or OpenAI chat chunks for a messages body (LMI).
+type sageMakerWire struct {
+	reqID string
+	enc   *eventstream.Encoder
+	chat  bool
+	oa    *openAIWire
+}
+
+func (m *sageMakerWire) successHeaders(h http.Header, c *call) {
+	h.Set("x-amzn-RequestId", m.reqID)
+	h.Set("X-Amzn-Invoked-Production-Variant", "AllTraffic")
+	if c.gen.stream {
+		h.Set("X-Amzn-SageMaker-Content-Type", "text/event-stream")
+	}
+}
+
+func (m *sageMakerWire) writeError(w http.ResponseWriter, c *call, f Fault) {
+	writeSageMakerError(w, sageMakerErrorFor(f, c.ep.Name), c.ep.Name, m.reqID)
+}
+
+func (m *sageMakerWire) streamContentType() string { return "application/vnd.amazon.eventstream" }
+
+func (m *sageMakerWire) part(w io.Writer, b []byte) error {
+	return m.enc.Encode(w, eventstream.Message{
+		Headers: eventstream.Headers{
+			{Name: ":message-type", Value: eventstream.StringValue("event")},
+			{Name: ":event-type", Value: eventstream.StringValue("PayloadPart")},
+			{Name: ":content-type", Value: eventstream.StringValue("application/octet-stream")},
+		},
+		Payload: b,
+	})
+}
+
+// capture runs an SSE writer into a buffer.
+func capture(fn func(io.Writer) error) []byte {
+	var b strings.Builder
+	_ = fn(&b)
+	return []byte(b.String())
+}
+
+func (m *sageMakerWire) begin(w io.Writer, c *call) error {
+	if !m.chat {
+		return nil
+	}
+	return m.part(w, capture(func(b io.Writer) error { return m.oa.begin(b, c) }))
+}
+
+type tgiToken struct {
+	ID      int     `json:"id"`
+	Text    string  `json:"text"`
+	Logprob float64 `json:"logprob"`
+	Special bool    `json:"special"`
+}
+
+type tgiEvent struct {
+	Index         int      `json:"index"`
+	Token         tgiToken `json:"token"`
+	GeneratedText *string  `json:"generated_text"`
+	Details       any      `json:"details"`
+}
+
+func (m *sageMakerWire) token(w io.Writer, c *call, i int) error {
+	if m.chat {
+		return m.part(w, capture(func(b io.Writer) error { return m.oa.token(b, c, i) }))
+	}
+	ev := tgiEvent{Index: i + 1, Token: tgiToken{ID: 1000 + i, Text: c.words[i], Logprob: -0.5}}
+	if i == c.n-1 {
+		t := c.text()
+		ev.GeneratedText = &t
+		ev.Details = map[string]any{"finish_reason": tgiFinish(c.finish), "generated_tokens": c.n}
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	return m.part(w, append(append([]byte("data:"), b...), "\n\n"...))
+}
+
+func tgiFinish(f string) string {
+	if f == "length" {
+		return "length"
+	}
+	return "eos_token"
+}
+
+func (m *sageMakerWire) end(w io.Writer, c *call) error {
+	if !m.chat {
+		return nil
+	}
+	return m.part(w, capture(func(b io.Writer) error { return m.oa.end(b, c) }))
+}
+
+func (m *sageMakerWire) streamError(w io.Writer, c *call) error {
+	b, _ := json.Marshal(map[string]string{
+		"Message":   fmt.Sprintf("Model stream for endpoint %s broke: the container closed the response stream", c.ep.Name),
+		"ErrorCode": "StreamBroken",
+	})
+	return m.enc.Encode(w, eventstream.Message{
+		Headers: eventstream.Headers{
+			{Name: ":message-type", Value: eventstream.StringValue("exception")},
+			{Name: ":exception-type", Value: eventstream.StringValue("ModelStreamError")},
+			{Name: ":content-type", Value: eventstream.StringValue("application/json")},
+		},
+		Payload: b,
+	})
+}
+
+func (m *sageMakerWire) malformed(w io.Writer, _ *call) error {
+	// A frame whose prelude CRC is wrong.
+	_, err := w.Write([]byte{0, 0, 0, 40, 0, 0, 0, 8, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8})
+	return err
+}
+
+func (m *sageMakerWire) whole(c *call) (string, []byte) {
+	if m.chat {
+		return m.oa.whole(c)
+	}
+	b, _ := json.Marshal([]map[string]string{{"generated_text": c.text()}})
+	return "application/json", b
+}

@@ -1,0 +1,205 @@
+package emulator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func sageMakerClient(s *Server, akid, secret string, fns ...func(*sagemakerruntime.Options)) *sagemakerruntime.Client {
+	return sagemakerruntime.New(sagemakerruntime.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(s.URL()),
+		Credentials:  credentials.NewStaticCredentialsProvider(akid, secret, ""),
+		Retryer:      aws.NopRetryer{},
+	}, fns...)
+}
+
+// inject adds the X-Emulator-Inject header to one SDK call.
+func inject(fault Fault) func(*sagemakerruntime.Options) {
+	return func(o *sagemakerruntime.Options) {
+		o.APIOptions = append(o.APIOptions, smithyhttp.AddHeaderValue(HeaderInject, string(fault)))
+	}
+}
+
+const tgiSample = `{"inputs":"What is the latency of a cloud endpoint?","parameters":{"max_new_tokens":64}}`
+
+func TestSageMakerInvokeEndpoint(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	c := sageMakerClient(s, "AKIDEXAMPLE", "secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	out, err := c.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{
+		EndpointName: aws.String("llama-3-8b"), ContentType: aws.String("application/json"), Body: []byte(tgiSample),
+	})
+	require.NoError(t, err)
+	var gen []struct {
+		GeneratedText string `json:"generated_text"`
+	}
+	require.NoError(t, json.Unmarshal(out.Body, &gen))
+	require.Len(t, gen, 1)
+	assert.NotEmpty(t, gen[0].GeneratedText)
+	assert.Equal(t, "AllTraffic", aws.ToString(out.InvokedProductionVariant))
+
+	// LMI: OpenAI chat messages.
+	out, err = c.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{
+		EndpointName: aws.String("phi-3-mini"), ContentType: aws.String("application/json"),
+		Body: []byte(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":3}`),
+	})
+	require.NoError(t, err)
+	var chat struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage usage `json:"usage"`
+	}
+	require.NoError(t, json.Unmarshal(out.Body, &chat))
+	assert.Equal(t, 3, chat.Usage.CompletionTokens)
+	assert.Equal(t, "length", chat.Choices[0].FinishReason)
+}
+
+func TestSageMakerErrorsTyped(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	c := sageMakerClient(s, "AKIDEXAMPLE", "secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	in := func(name, body string) *sagemakerruntime.InvokeEndpointInput {
+		return &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(name), ContentType: aws.String("application/json"), Body: []byte(body)}
+	}
+	tests := []struct {
+		name  string
+		input *sagemakerruntime.InvokeEndpointInput
+		fault Fault
+		check func(t *testing.T, err error)
+	}{
+		{"validation", in("llama-3-8b", tgiSample), FaultInvalid, func(t *testing.T, err error) {
+			var e *types.ValidationError
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+		}},
+		{"not found", in("no-such-endpoint", tgiSample), "", func(t *testing.T, err error) {
+			var e *types.ValidationError
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+			assert.Contains(t, e.ErrorMessage(), "no-such-endpoint of account")
+		}},
+		{"model not ready", in("llama-3-8b", tgiSample), FaultModelNotReady, func(t *testing.T, err error) {
+			var e *types.ModelNotReadyException
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+		}},
+		{"model error", in("llama-3-8b", tgiSample), FaultModelError, func(t *testing.T, err error) {
+			var e *types.ModelError
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+			require.NotNil(t, e.OriginalStatusCode)
+			assert.Equal(t, int32(500), *e.OriginalStatusCode)
+			assert.NotEmpty(t, aws.ToString(e.LogStreamArn))
+		}},
+		{"invalid body is a model error 422", in("llama-3-8b", `{"prompt":"x"}`), "", func(t *testing.T, err error) {
+			var e *types.ModelError
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+			require.NotNil(t, e.OriginalStatusCode)
+			assert.Equal(t, int32(422), *e.OriginalStatusCode)
+		}},
+		{"throttling", in("llama-3-8b", tgiSample), FaultThrottle, func(t *testing.T, err error) {
+			var e smithy.APIError
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+			assert.Equal(t, "ThrottlingException", e.ErrorCode())
+		}},
+		{"internal", in("llama-3-8b", tgiSample), FaultInternal, func(t *testing.T, err error) {
+			var e *types.InternalFailure
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+		}},
+		{"unavailable", in("llama-3-8b", tgiSample), FaultUnavailable, func(t *testing.T, err error) {
+			var e *types.ServiceUnavailable
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts []func(*sagemakerruntime.Options)
+			if tt.fault != "" {
+				opts = append(opts, inject(tt.fault))
+			}
+			_, err := c.InvokeEndpoint(ctx, tt.input, opts...)
+			require.Error(t, err)
+			tt.check(t, err)
+		})
+	}
+}
+
+func TestSageMakerResponseStream(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 3})
+	c := sageMakerClient(s, "AKIDEXAMPLE", "secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	read := func(t *testing.T, fault Fault) (parts [][]byte, err error) {
+		var opts []func(*sagemakerruntime.Options)
+		if fault != "" {
+			opts = append(opts, inject(fault))
+		}
+		out, err := c.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+			EndpointName: aws.String("qwen2-7b"), ContentType: aws.String("application/json"),
+			Body: []byte(`{"inputs":"hello","parameters":{"max_new_tokens":40},"stream":true}`),
+		}, opts...)
+		require.NoError(t, err)
+		st := out.GetStream()
+		defer st.Close()
+		for ev := range st.Events() {
+			p, ok := ev.(*types.ResponseStreamMemberPayloadPart)
+			require.True(t, ok, "%T", ev)
+			parts = append(parts, p.Value.Bytes)
+		}
+		return parts, st.Err()
+	}
+
+	parts, err := read(t, "")
+	require.NoError(t, err)
+	require.Len(t, parts, 40)
+	var last tgiEvent
+	require.NoError(t, json.Unmarshal(parts[len(parts)-1][len("data:"):], &last))
+	require.NotNil(t, last.GeneratedText)
+
+	parts, err = read(t, FaultStreamError)
+	require.Error(t, err)
+	var mse *types.ModelStreamError
+	require.True(t, errors.As(err, &mse), "%T %v", err, err)
+	assert.Equal(t, "StreamBroken", aws.ToString(mse.ErrorCode_))
+	assert.Len(t, parts, 20)
+
+	recs := waitRecords(t, s, 2)
+	assert.Equal(t, FaultStreamError, recs[1].Fault)
+	assert.Equal(t, 20, recs[1].TokensSent)
+}
+
+func TestSageMakerSigV4(t *testing.T) {
+	ep := DefaultEndpoints()[0]
+	ep.Credentials = Credentials{AWSAccessKeyID: "AKIDGOOD", AWSSecretAccessKey: "good-secret"}
+	s := start(t, Options{TimeScale: 0.001, Seed: 1, Endpoints: []Endpoint{ep}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	in := &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(ep.Name), ContentType: aws.String("application/json"), Body: []byte(tgiSample)}
+
+	_, err := sageMakerClient(s, "AKIDGOOD", "good-secret").InvokeEndpoint(ctx, in)
+	require.NoError(t, err)
+
+	for _, creds := range [][2]string{{"AKIDGOOD", "wrong-secret"}, {"AKIDOTHER", "good-secret"}} {
+		_, err = sageMakerClient(s, creds[0], creds[1]).InvokeEndpoint(ctx, in)
+		var e smithy.APIError
+		require.True(t, errors.As(err, &e), "%T %v", err, err)
+		assert.Equal(t, "InvalidSignatureException", e.ErrorCode())
+		var re *smithyhttp.ResponseError
+		require.True(t, errors.As(err, &re))
+		assert.Equal(t, 403, re.HTTPStatusCode())
+	}
+}
