@@ -230,10 +230,8 @@ var specificCodes = map[string]bool{
 // a last resort, a 503 whose message says the model is "loading" or "not
 // ready" — vLLM-style servers have no structured not-ready code.
 func Classify(status int, e ErrorBody) errcodes.Code {
-	for _, k := range []string{e.Code, e.Type} {
-		if k = strings.ToLower(k); specificCodes[k] {
-			return codeByName[k]
-		}
+	if c, ok := Specific(e); ok {
+		return c
 	}
 	if status == 0 {
 		status = e.Status
@@ -250,6 +248,19 @@ func Classify(status int, e ErrorBody) errcodes.Code {
 		}
 	}
 	return errcodes.Unknown
+}
+
+// Specific returns the code of a "code" or "type" precise enough to win
+// over the HTTP status: insufficient_quota, rate_limit_exceeded,
+// invalid_api_key, model_not_found, context_length_exceeded,
+// model_not_ready.
+func Specific(e ErrorBody) (errcodes.Code, bool) {
+	for _, k := range []string{e.Code, e.Type} {
+		if k = strings.ToLower(k); specificCodes[k] {
+			return codeByName[k], true
+		}
+	}
+	return "", false
 }
 
 // LoadingMessage reports whether e says the model is still loading:

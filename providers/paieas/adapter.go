@@ -1,0 +1,510 @@
+package paieas
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/md5" //nolint:gosec // the EAS signature is defined over an MD5 of the body
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
+	"github.com/cloudinfer/cloudinfer/internal/openaiwire"
+)
+
+// Auth selects how requests are authenticated.
+type Auth string
+
+// Auth modes (see the package doc).
+const (
+	AuthAuto      Auth = ""
+	AuthToken     Auth = "token"
+	AuthBearer    Auth = "bearer"
+	AuthSignature Auth = "signature"
+)
+
+// Dialect is the generate dialect.
+type Dialect string
+
+// Dialects (see the package doc).
+const (
+	DialectOpenAI Dialect = "openai"
+	DialectLegacy Dialect = "legacy"
+)
+
+// StreamFormat forces how a stream's body is framed.
+type StreamFormat string
+
+// Stream formats. StreamAuto reads SSE when the response says
+// text/event-stream, NUL-delimited records for the legacy dialect, and raw
+// bytes otherwise.
+const (
+	StreamAuto  StreamFormat = ""
+	StreamSSE   StreamFormat = "sse"
+	StreamNUL   StreamFormat = "nul"
+	StreamPlain StreamFormat = "plain"
+)
+
+// LegacyStream says what each "response" of a legacy stream holds.
+type LegacyStream string
+
+// Legacy stream kinds. LegacyAuto decides at the second record: if it
+// extends the first, the records are cumulative.
+const (
+	LegacyAuto       LegacyStream = ""
+	LegacyCumulative LegacyStream = "cumulative"
+	LegacyDelta      LegacyStream = "delta"
+)
+
+// ExtraDialect is the cloudreq.Attributes.Extra key that sets the generate
+// dialect of one request ("openai" or "legacy").
+const ExtraDialect = "dialect"
+
+// Defaults.
+const (
+	// OpenAIChatPath is the generate path of the OpenAI dialect.
+	OpenAIChatPath = "/v1/chat/completions"
+	// DefaultMaxErrorBytes bounds what is read of an error body.
+	DefaultMaxErrorBytes = httpadapter.DefaultMaxErrorBody
+	// DefaultMaxResponseBytes bounds a non-streaming response body.
+	DefaultMaxResponseBytes = httpadapter.DefaultMaxResponse
+	// DefaultMaxEventBytes bounds one SSE line or event, or one NUL record.
+	DefaultMaxEventBytes = 1 << 20
+	// HeaderRequestID is the request id header (sent and read).
+	HeaderRequestID = "X-Request-Id"
+)
+
+// Options configures an Adapter. Pass it to New; option functions change a
+// copy.
+type Options struct {
+	// Endpoint is the EAS endpoint root, e.g.
+	// "https://123456789.cn-hangzhou.pai-eas.aliyuncs.com" (or the
+	// emulator's URL). A Target.Endpoint that is a full service URL
+	// (…/api/predict/<service>) needs none.
+	Endpoint string
+	// Token is the service token.
+	Token string
+	// Auth is how the token is sent (default AuthAuto).
+	Auth Auth
+	// Dialect is the generate dialect (default DialectOpenAI).
+	Dialect Dialect
+	// StreamFormat forces a stream framing (default StreamAuto).
+	StreamFormat StreamFormat
+	// LegacyStream says whether legacy stream records are cumulative
+	// (default LegacyAuto: detected).
+	LegacyStream LegacyStream
+	// HTTPClient sends the requests (default: a new http.Client).
+	HTTPClient *http.Client
+	// AllowInsecureHTTP permits sending the token over plain http. Use it
+	// for the local emulator only.
+	AllowInsecureHTTP bool
+	// OmitStreamUsage leaves stream_options.include_usage out of OpenAI
+	// dialect streams.
+	OmitStreamUsage bool
+	// MaxResponseBytes, MaxErrorBytes and MaxEventBytes bound what is read.
+	MaxResponseBytes int64
+	MaxErrorBytes    int64
+	MaxEventBytes    int
+	// Now is the clock of the signature's Date header (default time.Now).
+	Now func() time.Time
+}
+
+// Adapter is the cloudreq adapter for PAI-EAS. It implements
+// cloudreq.Adapter, cloudreq.Streamer, cloudreq.Encoder and io.Closer, and
+// is safe for concurrent use.
+type Adapter struct {
+	opts   Options
+	base   string
+	client *http.Client
+}
+
+var (
+	_ cloudreq.Adapter  = (*Adapter)(nil)
+	_ cloudreq.Streamer = (*Adapter)(nil)
+	_ cloudreq.Encoder  = (*Adapter)(nil)
+	_ io.Closer         = (*Adapter)(nil)
+)
+
+// New returns an Adapter. It refuses unknown modes, an Endpoint that is not
+// an absolute http(s) URL, and a token over plain http unless
+// AllowInsecureHTTP.
+func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
+	for _, f := range optFns {
+		f(&opts)
+	}
+	switch opts.Auth {
+	case AuthAuto, AuthToken, AuthBearer, AuthSignature:
+	default:
+		return nil, invalid("unknown Auth %q", opts.Auth)
+	}
+	if opts.Dialect == "" {
+		opts.Dialect = DialectOpenAI
+	}
+	if !opts.Dialect.valid() {
+		return nil, invalid("unknown Dialect %q (want %q or %q)", opts.Dialect, DialectOpenAI, DialectLegacy)
+	}
+	switch opts.StreamFormat {
+	case StreamAuto, StreamSSE, StreamNUL, StreamPlain:
+	default:
+		return nil, invalid("unknown StreamFormat %q", opts.StreamFormat)
+	}
+	switch opts.LegacyStream {
+	case LegacyAuto, LegacyCumulative, LegacyDelta:
+	default:
+		return nil, invalid("unknown LegacyStream %q", opts.LegacyStream)
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if opts.MaxErrorBytes <= 0 {
+		opts.MaxErrorBytes = DefaultMaxErrorBytes
+	}
+	if opts.MaxEventBytes <= 0 {
+		opts.MaxEventBytes = DefaultMaxEventBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	a := &Adapter{opts: opts, client: opts.HTTPClient}
+	if a.client == nil {
+		a.client = &http.Client{}
+	}
+	if opts.Endpoint != "" {
+		b, err := a.checkURL(opts.Endpoint)
+		if err != nil {
+			return nil, err
+		}
+		a.base = b
+	}
+	return a, nil
+}
+
+func (d Dialect) valid() bool { return d == DialectOpenAI || d == DialectLegacy }
+
+// checkURL validates an absolute URL and the credential rule for it.
+func (a *Adapter) checkURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", invalid("%q is not an absolute http(s) URL", redactURL(raw))
+	}
+	if u.Scheme == "http" && a.opts.Token != "" && !a.opts.AllowInsecureHTTP {
+		return "", invalid("refusing to send the EAS token over plain http to %s; use https, or set AllowInsecureHTTP for a local emulator", u.Host)
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host + u.Path
+}
+
+func invalid(format string, args ...any) *errcodes.Error {
+	e := errcodes.Errorf(errcodes.InvalidParam, "paieas: "+format, args...)
+	e.Provider = cloudreq.ProviderAlibaba
+	return e
+}
+
+// Describe implements cloudreq.Adapter.
+func (a *Adapter) Describe() cloudreq.Description {
+	return cloudreq.Description{
+		Provider: cloudreq.ProviderAlibaba, Service: cloudreq.ServicePAIEAS,
+		Actions: []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate},
+	}
+}
+
+// Close closes the HTTP client's idle connections.
+func (a *Adapter) Close() error {
+	a.client.CloseIdleConnections()
+	return nil
+}
+
+// dialect returns the generate dialect of r.
+func (a *Adapter) dialect(r *cloudreq.CloudRequest) (Dialect, error) {
+	if v, ok := r.Attributes.Extra[ExtraDialect]; ok {
+		d := Dialect(v)
+		if !d.valid() {
+			return "", invalid("Attributes.Extra[%q] = %q: want %q or %q", ExtraDialect, v, DialectOpenAI, DialectLegacy)
+		}
+		return d, nil
+	}
+	return a.opts.Dialect, nil
+}
+
+// subPath returns the path under the service: Target.Path, or the OpenAI
+// chat path for an OpenAI-dialect generate.
+func (a *Adapter) subPath(r *cloudreq.CloudRequest) string {
+	p := r.Target.Path
+	if p == "" && r.Action == cloudreq.ActionGenerate {
+		if d, _ := a.dialect(r); d == DialectOpenAI {
+			p = OpenAIChatPath
+		}
+	}
+	if p != "" && p[0] != '/' {
+		p = "/" + p
+	}
+	return p
+}
+
+// isOpenAIPath reports whether a sub-path is an OpenAI-compatible route.
+func isOpenAIPath(p string) bool { return strings.HasPrefix(p, "/v1/") }
+
+// url returns the request URL: the service URL plus the sub-path.
+func (a *Adapter) url(r *cloudreq.CloudRequest) (string, error) {
+	svc := r.Target.Endpoint
+	var base string
+	switch {
+	case httpadapter.IsAbsoluteURL(svc):
+		b, err := a.checkURL(svc)
+		if err != nil {
+			return "", err
+		}
+		base = b
+	case svc == "":
+		return "", invalid("Target.Endpoint (the service name) is required")
+	case a.base == "":
+		return "", invalid("Options.Endpoint is required when Target.Endpoint is a service name")
+	default:
+		base = a.base + "/api/predict/" + url.PathEscape(svc)
+	}
+	return base + a.subPath(r), nil
+}
+
+// Encode implements cloudreq.Encoder.
+func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payload, error) {
+	if req.Generate == nil {
+		return cloudreq.Payload{}, invalid("generate needs Generate input")
+	}
+	d, err := a.dialect(req)
+	if err != nil {
+		return cloudreq.Payload{}, err
+	}
+	var b []byte
+	if d == DialectLegacy {
+		b, err = encodeLegacy(req.Generate, stream)
+	} else {
+		o := openaiwire.EncodeOptions{Model: req.Target.Model, Stream: stream, OmitUsage: a.opts.OmitStreamUsage}
+		if openaiwire.IsCompletionsPath(a.subPath(req)) {
+			b, err = openaiwire.EncodeCompletion(req.Generate, o)
+		} else {
+			b, err = openaiwire.EncodeChat(req.Generate, o)
+		}
+	}
+	if err != nil {
+		return cloudreq.Payload{}, errcodes.Wrap(err, errcodes.InvalidParam, "paieas: encoding the request: "+err.Error())
+	}
+	p := cloudreq.Payload{Body: b, ContentType: "application/json"}
+	if stream && d == DialectOpenAI {
+		p.Accept = "text/event-stream"
+	}
+	return p, nil
+}
+
+// sign returns the EAS SDK signature headers for body sent to path.
+func sign(token, path, date string, body []byte) (auth, contentMD5 string) {
+	sum := md5.Sum(body) //nolint:gosec // protocol-defined
+	contentMD5 = hex.EncodeToString(sum[:])
+	m := hmac.New(sha1.New, []byte(token))
+	m.Write([]byte("POST\n" + contentMD5 + "\n" + signedContentType + "\n" + date + "\n" + path))
+	return "EAS " + base64.StdEncoding.EncodeToString(m.Sum(nil)), contentMD5
+}
+
+// signedContentType is the Content-Type of signed requests, as the EAS SDKs
+// send it.
+const signedContentType = "application/octet-stream"
+
+// do sends one attempt and returns a 2xx response, or the mapped error.
+func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*http.Response, error) {
+	r := call.Request
+	u, err := a.url(r)
+	if err != nil {
+		return nil, err
+	}
+	body := call.Body()
+	var raw []byte
+	if a.opts.Auth == AuthSignature && a.opts.Token != "" {
+		// The signature covers the body's MD5: it must be in memory.
+		if raw = call.Payload.Body; raw == nil {
+			if raw, err = io.ReadAll(body); err != nil {
+				return nil, errcodes.Wrap(err, errcodes.InvalidParam, "paieas: reading the request body failed")
+			}
+		}
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, body)
+	if err != nil {
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "paieas: building the request failed")
+	}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	ct := call.Payload.ContentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	req.Header.Set("Content-Type", ct)
+	switch {
+	case call.Payload.Accept != "":
+		req.Header.Set("Accept", call.Payload.Accept)
+	case stream && isOpenAIPath(a.subPath(r)):
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if r.RequestID != "" && req.Header.Get(HeaderRequestID) == "" {
+		req.Header.Set(HeaderRequestID, r.RequestID)
+	}
+	if tok := a.opts.Token; tok != "" {
+		switch a.opts.Auth {
+		case AuthToken:
+			req.Header.Set("Authorization", tok)
+		case AuthBearer:
+			req.Header.Set("Authorization", "Bearer "+tok)
+		case AuthSignature:
+			date := a.opts.Now().UTC().Format(http.TimeFormat)
+			auth, sum := sign(tok, req.URL.Path, date, raw)
+			req.Header.Set("Content-Type", signedContentType)
+			req.Header.Set("Content-MD5", sum)
+			req.Header.Set("Date", date)
+			req.Header.Set("Authorization", auth)
+		default:
+			if isOpenAIPath(a.subPath(r)) {
+				req.Header.Set("Authorization", "Bearer "+tok)
+			} else {
+				req.Header.Set("Authorization", tok)
+			}
+		}
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, httpadapter.TransportError(cloudreq.ProviderAlibaba, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, a.responseError(resp)
+	}
+	return resp, nil
+}
+
+var (
+	keepHeaders = []string{HeaderRequestID}
+	idHeaders   = []string{HeaderRequestID, "X-Emulator-Request-Id"}
+)
+
+// Invoke implements cloudreq.Adapter. Text, FinishReason and Usage are
+// filled from an OpenAI completion or a legacy {"response":…} body.
+func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	resp, err := a.do(ctx, call, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := httpadapter.Head(resp, keepHeaders, idHeaders)
+	body, cut, err := httpadapter.ReadLimited(resp.Body, a.opts.MaxResponseBytes)
+	if err != nil {
+		e := httpadapter.TransportError(cloudreq.ProviderAlibaba, err)
+		e.RequestID = out.RequestID
+		return nil, e
+	}
+	if cut {
+		e := errcodes.Errorf(errcodes.PayloadTooLarge, "paieas: response body exceeds %d bytes", a.opts.MaxResponseBytes)
+		e.Provider, e.HTTPStatus, e.RequestID = cloudreq.ProviderAlibaba, resp.StatusCode, out.RequestID
+		return nil, e
+	}
+	out.Data = body
+	generate := call.Request.Action == cloudreq.ActionGenerate
+	if d, _ := a.dialect(call.Request); generate && d == DialectLegacy {
+		text, err := decodeLegacy(body)
+		if err != nil {
+			e := errcodes.Wrap(err, errcodes.Unknown, "paieas: the response is not {\"response\":…}: "+err.Error())
+			e.Provider, e.HTTPStatus, e.RequestID = cloudreq.ProviderAlibaba, resp.StatusCode, out.RequestID
+			return nil, e
+		}
+		out.Text = text
+		return out, nil
+	}
+	if !generate && !httpadapter.IsJSON(out.ContentType) {
+		return out, nil
+	}
+	res, derr := openaiwire.Decode(body)
+	switch {
+	case derr == nil && res.Error != nil:
+		return nil, a.bodyError(resp, *res.Error, out.RequestID)
+	case derr == nil:
+		out.Text, out.FinishReason = res.Text, res.FinishReason
+		if res.Usage != nil {
+			out.Usage = *res.Usage
+		}
+		if out.Text == "" && !generate {
+			out.Text, _ = decodeLegacy(body)
+		}
+	case generate:
+		e := errcodes.Wrap(derr, errcodes.Unknown, "paieas: the response is not an OpenAI completion: "+derr.Error())
+		e.Provider, e.HTTPStatus, e.RequestID = cloudreq.ProviderAlibaba, resp.StatusCode, out.RequestID
+		return nil, e
+	}
+	return out, nil
+}
+
+// Stream implements cloudreq.Streamer.
+func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.ChunkStream, error) {
+	resp, err := a.do(ctx, call, true)
+	if err != nil {
+		return nil, err
+	}
+	head := httpadapter.Head(resp, keepHeaders, idHeaders)
+	r := call.Request
+	d, _ := a.dialect(r)
+	legacy := r.Action == cloudreq.ActionGenerate && d == DialectLegacy
+	openaiPath := isOpenAIPath(a.subPath(r))
+	cfg := httpadapter.StreamConfig{Provider: cloudreq.ProviderAlibaba, MaxFrame: a.opts.MaxEventBytes}
+
+	format := a.opts.StreamFormat
+	if format == StreamAuto {
+		switch {
+		case httpadapter.IsEventStream(head.ContentType):
+			format = StreamSSE
+		case legacy:
+			format = StreamNUL
+		default:
+			format = StreamPlain
+		}
+	}
+	openaiDec := func() httpadapter.Decoder {
+		return &openaiwire.StreamDecoder{Provider: cloudreq.ProviderAlibaba, RequestID: head.RequestID, Native: native(0)}
+	}
+	switch {
+	case format == StreamSSE:
+		cfg.Framing = httpadapter.FramingSSE
+		if legacy {
+			cfg.Decoder = &legacyDecoder{mode: a.opts.LegacyStream}
+		} else if openaiPath || r.Action == cloudreq.ActionGenerate {
+			cfg.Decoder = openaiDec()
+		} else {
+			cfg.Decoder = httpadapter.TextDecoder{}
+		}
+	case format == StreamNUL:
+		cfg.Framing = httpadapter.FramingNUL
+		if legacy || !openaiPath {
+			cfg.Decoder = &legacyDecoder{mode: a.opts.LegacyStream, raw: !legacy}
+		} else {
+			cfg.Decoder = openaiDec()
+		}
+	case !legacy && (openaiPath || r.Action == cloudreq.ActionGenerate) && httpadapter.IsJSON(head.ContentType):
+		cfg.Framing, cfg.MaxFrame, cfg.Decoder = httpadapter.FramingWhole, int(a.opts.MaxResponseBytes), openaiDec()
+	default:
+		cfg.Framing, cfg.Decoder = httpadapter.FramingRaw, httpadapter.TextDecoder{}
+	}
+	return httpadapter.NewStream(head, resp.Body, cfg), nil
+}

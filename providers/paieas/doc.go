@@ -1,0 +1,74 @@
+// Package paieas is the cloudreq adapter for Alibaba Cloud PAI-EAS
+// services (provider "alibaba", service "pai-eas", actions invoke and
+// generate, streaming).
+//
+// It speaks net/http: POST {Endpoint}/api/predict/{service}{Target.Path},
+// where Target.Endpoint is the service name (or the service's full URL).
+// Three ways to authenticate, chosen by Options.Auth:
+//
+//	AuthAuto (default)  "Authorization: <token>"; "Authorization: Bearer <token>"
+//	                    on OpenAI-compatible sub-paths (/v1/…)
+//	AuthToken           "Authorization: <token>" everywhere
+//	AuthBearer          "Authorization: Bearer <token>" everywhere
+//	AuthSignature       the EAS SDK's signature: Content-MD5 (hex MD5 of the body),
+//	                    Date, Content-Type application/octet-stream and
+//	                    "Authorization: EAS " + base64(HMAC-SHA1(token,
+//	                    "POST\n<md5hex>\napplication/octet-stream\n<Date>\n/api/predict/<service><path>"))
+//
+// Action invoke sends the caller's bytes as they are. Action generate
+// writes one of two dialects (Options.Dialect, or per request the
+// Attributes.Extra["dialect"]):
+//
+//   - DialectOpenAI (default): OpenAI chat JSON on /v1/chat/completions (the
+//     vLLM, SGLang and BladeLLM images); streams are SSE with usage.
+//   - DialectLegacy: the EAS LLM template's
+//     {"prompt":…,"system_prompt":…,"history":[[user,assistant],…],
+//     "max_new_tokens":…,"temperature":…,"top_p":…,"use_stream_chat":"True"|"False"}
+//     answered by {"response":…} — streamed as NUL-separated JSON objects,
+//     whose "response" is the text so far or the new text only (detected,
+//     or set with Options.LegacyStream).
+//
+// Streams are read as SSE when the server says text/event-stream, as
+// NUL-delimited records for the legacy dialect (or Options.StreamFormat
+// StreamNUL), and otherwise as plain bytes in the order they arrive.
+//
+// # Errors
+//
+// Every error is an *errcodes.Error with Provider "alibaba" wrapping an
+// *APIError for HTTP errors. EAS gateway bodies are plain text
+// ("Authorization Failed", "request is discarded because the queue is
+// full"), which becomes the message (cut to 512 bytes; at most
+// Options.MaxErrorBytes of a body are read). An OpenAI-style JSON body from
+// the model server behind an /v1 sub-path is parsed first and its specific
+// codes (insufficient_quota, rate_limit_exceeded, model_not_ready, …) win.
+// Then the status decides:
+//
+//	HTTP  meaning                                  code                   retryable
+//	400   bad request / processor exception        ERR_INVALID_PARAM      no
+//	401   authorization failed                     ERR_UNAUTHENTICATED    no
+//	403   forbidden                                ERR_PERMISSION_DENIED  no
+//	404   service or path not found                ERR_NOT_FOUND          no
+//	405   method not allowed                       ERR_INVALID_PARAM      no
+//	408   request timeout (queue time included)    ERR_TIMEOUT            yes
+//	413   request too large                        ERR_PAYLOAD_TOO_LARGE  no
+//	429   rate limited                             ERR_THROTTLED          yes
+//	450   queue full, request discarded            ERR_THROTTLED          yes (back-pressure)
+//	499   client closed the request                ERR_CANCELED           no
+//	500   internal error                           ERR_INTERNAL           yes
+//	502   bad gateway                              ERR_UNAVAILABLE        yes
+//	503   no ready instance (scaling from zero)    ERR_MODEL_NOT_READY    yes
+//	504   gateway timeout                          ERR_TIMEOUT            yes
+//	other by errcodes.ForHTTPStatus
+//
+// In a stream, an OpenAI data:{"error":…} event and a stream that ends
+// without [DONE] or a finish reason are ERR_STREAM_INTERRUPTED (as in
+// providers/openai); a legacy stream ends at the body's end, and a cut or
+// malformed record is ERR_STREAM_INTERRUPTED. Transport failures map with
+// errcodes.FromTransport. Retry-After headers fill RetryAfter; X-Request-Id
+// is the request id; the cloudinfer emulator's X-Emulator-Cold-Start and
+// X-Emulator-Cold-Start-Ms fill CloudResponse.ServerStart.
+//
+// New refuses to send a token over plain http unless
+// Options.AllowInsecureHTTP (for the local emulator only). Tokens and
+// signatures never appear in errors.
+package paieas

@@ -1,0 +1,110 @@
+package paieas
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
+	"github.com/cloudinfer/cloudinfer/internal/openaiwire"
+)
+
+// StatusQueueFull is PAI-EAS's "request discarded because the queue is
+// full" status.
+const StatusQueueFull = 450
+
+// APIError is an error PAI-EAS (or the model server behind it) returned.
+// It is the native error every HTTP or in-stream *errcodes.Error of this
+// adapter wraps (reach it with errors.As).
+type APIError struct {
+	// StatusCode is the HTTP status (0 for an in-stream error).
+	StatusCode int
+	// Code and Type are an OpenAI-style body's code and type, if any.
+	Code, Type string
+	// Message is the body's message or text.
+	Message string
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	s := "paieas: HTTP " + strconv.Itoa(e.StatusCode)
+	if e.StatusCode == 0 {
+		s = "paieas: in-stream error"
+	}
+	if c := e.Code; c != "" {
+		s += " " + c
+	} else if e.Type != "" {
+		s += " " + e.Type
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+func native(status int) func(openaiwire.ErrorBody) error {
+	return func(b openaiwire.ErrorBody) error {
+		s := status
+		if s == 0 {
+			s = b.Status
+		}
+		return &APIError{StatusCode: s, Code: b.Code, Type: b.Type, Message: b.Message}
+	}
+}
+
+// statusCodes is the PAI-EAS status table (see the package doc).
+var statusCodes = map[int]errcodes.Code{
+	http.StatusBadRequest:          errcodes.InvalidParam,
+	http.StatusUnauthorized:        errcodes.Unauthenticated,
+	http.StatusForbidden:           errcodes.PermissionDenied,
+	http.StatusNotFound:            errcodes.NotFound,
+	http.StatusMethodNotAllowed:    errcodes.InvalidParam,
+	http.StatusRequestTimeout:      errcodes.Timeout,
+	http.StatusTooManyRequests:     errcodes.Throttled,
+	StatusQueueFull:                errcodes.Throttled,
+	499:                            errcodes.Canceled,
+	http.StatusInternalServerError: errcodes.Internal,
+	http.StatusServiceUnavailable:  errcodes.ModelNotReady,
+}
+
+// statusCode maps a status by the table, then errcodes.ForHTTPStatus.
+func statusCode(status int) errcodes.Code {
+	if c, ok := statusCodes[status]; ok {
+		return c
+	}
+	return errcodes.ForHTTPStatus(status)
+}
+
+// responseError maps a non-2xx response; it reads at most MaxErrorBytes of
+// its body.
+func (a *Adapter) responseError(resp *http.Response) *errcodes.Error {
+	body, _, _ := httpadapter.ReadLimited(resp.Body, a.opts.MaxErrorBytes)
+	rid := httpadapter.FirstHeader(resp.Header, idHeaders...)
+	eb, ok := openaiwire.ParseError(body)
+	if !ok {
+		eb = openaiwire.ErrorBody{Message: httpadapter.ErrorText(body, resp.Header.Get("Content-Type"))}
+	}
+	return a.bodyError(resp, eb, rid)
+}
+
+// bodyError maps an error body: an OpenAI-style specific code (quota,
+// rate limit, bad key, unknown model, not ready) first, then the status
+// table.
+func (a *Adapter) bodyError(resp *http.Response, eb openaiwire.ErrorBody, rid string) *errcodes.Error {
+	code := statusCode(resp.StatusCode)
+	if c, ok := openaiwire.Specific(eb); ok {
+		code = c
+	} else if code == "" { // an error object in a 2xx body
+		code = openaiwire.Classify(0, eb)
+	}
+	pc := eb.ProviderCode()
+	if pc == "" || pc == strconv.Itoa(eb.Status) {
+		pc = strconv.Itoa(resp.StatusCode)
+	}
+	msg := eb.Message
+	if msg == "" && resp.StatusCode == StatusQueueFull {
+		msg = "request discarded because the queue is full"
+	}
+	return httpadapter.NewError(code, cloudreq.ProviderAlibaba, resp, pc, msg, rid, native(resp.StatusCode)(eb))
+}

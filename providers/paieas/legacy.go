@@ -1,0 +1,137 @@
+package paieas
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
+)
+
+// legacyRequest is the EAS LLM template's request body.
+type legacyRequest struct {
+	Prompt        string      `json:"prompt"`
+	SystemPrompt  string      `json:"system_prompt,omitempty"`
+	History       [][2]string `json:"history,omitempty"`
+	MaxNewTokens  int         `json:"max_new_tokens,omitempty"`
+	Temperature   *float64    `json:"temperature,omitempty"`
+	TopP          *float64    `json:"top_p,omitempty"`
+	UseStreamChat string      `json:"use_stream_chat"`
+}
+
+// encodeLegacy writes the legacy body: system messages joined into
+// system_prompt, the last user message as prompt, and the turns before it
+// as [user, assistant] pairs in history. Stop sequences have no field and
+// are not sent.
+func encodeLegacy(g *cloudreq.GenerateInput, stream bool) ([]byte, error) {
+	var sys []string
+	var turns []cloudreq.Message
+	for _, m := range g.Messages {
+		if m.Role == "system" {
+			sys = append(sys, m.Content)
+			continue
+		}
+		turns = append(turns, m)
+	}
+	r := legacyRequest{
+		SystemPrompt: strings.Join(sys, "\n"), MaxNewTokens: g.MaxTokens,
+		Temperature: g.Temperature, TopP: g.TopP, UseStreamChat: "False",
+	}
+	if stream {
+		r.UseStreamChat = "True"
+	}
+	last := len(turns) - 1
+	for last >= 0 && turns[last].Role != "user" {
+		last--
+	}
+	if last >= 0 {
+		r.Prompt = turns[last].Content
+	}
+	var pair [2]string
+	open := false
+	for _, m := range turns[:max(last, 0)] {
+		if m.Role == "user" {
+			if open {
+				r.History = append(r.History, pair)
+			}
+			pair, open = [2]string{m.Content, ""}, true
+			continue
+		}
+		pair[1] += m.Content
+		r.History = append(r.History, pair)
+		pair, open = [2]string{}, false
+	}
+	if open {
+		r.History = append(r.History, pair)
+	}
+	return json.Marshal(r)
+}
+
+type legacyResponse struct {
+	Response *string `json:"response"`
+}
+
+// errNoResponse is returned for a body without a "response" string.
+var errNoResponse = errors.New(`no "response" member`)
+
+// decodeLegacy reads {"response":…}.
+func decodeLegacy(body []byte) (string, error) {
+	var r legacyResponse
+	if err := json.Unmarshal(bytes.TrimSpace(body), &r); err != nil {
+		return "", err
+	}
+	if r.Response == nil {
+		return "", errNoResponse
+	}
+	return *r.Response, nil
+}
+
+// legacyDecoder decodes the records of a legacy stream. With raw set (an
+// invoke stream), a record that is not {"response":…} is passed on as it
+// is instead of failing.
+type legacyDecoder struct {
+	mode LegacyStream
+	raw  bool
+	seen int
+	last string // the previous record's response (cumulative detection)
+}
+
+var _ httpadapter.Decoder = (*legacyDecoder)(nil)
+
+// Decode implements httpadapter.Decoder.
+func (d *legacyDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error) {
+	frame = bytes.TrimSpace(frame)
+	if len(frame) == 0 {
+		return cloudreq.StreamChunk{}, false, nil
+	}
+	text, err := decodeLegacy(frame)
+	if err != nil {
+		if d.raw {
+			return cloudreq.StreamChunk{Text: string(frame), Content: true}, false, nil
+		}
+		return cloudreq.StreamChunk{}, false, httpadapter.Interrupted(cloudreq.ProviderAlibaba, "malformed legacy stream record: "+err.Error(), err)
+	}
+	d.seen++
+	delta := text
+	switch d.mode {
+	case LegacyCumulative:
+		delta = strings.TrimPrefix(text, d.last)
+	case LegacyAuto:
+		if d.seen == 2 {
+			if len(text) > len(d.last) && strings.HasPrefix(text, d.last) {
+				d.mode = LegacyCumulative
+				delta = text[len(d.last):]
+			} else {
+				d.mode = LegacyDelta
+			}
+		}
+	}
+	d.last = text
+	return cloudreq.StreamChunk{Text: delta, Content: delta != ""}, false, nil
+}
+
+// Complete implements httpadapter.Decoder: a legacy stream has no end
+// marker, so its body's clean end is the stream's.
+func (d *legacyDecoder) Complete() error { return nil }

@@ -1,0 +1,154 @@
+package paieas
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+const (
+	sseRole  = `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n"
+	sseHello = `data: {"choices":[{"index":0,"delta":{"content":"Hello"}}]}` + "\n\n"
+	sseEnd   = `data: {"choices":[{"index":0,"delta":{"content":"!"},"finish_reason":"stop"}]}` + "\n\n"
+	sseUsage = `data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":2}}` + "\n\n"
+	sseDone  = "data: [DONE]\n\n"
+)
+
+func TestStreamOpenAISSE(t *testing.T) {
+	var accept string
+	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		accept = r.Header.Get("Accept")
+		writeFlushed(w, "text/event-stream", sseRole, sseHello, sseEnd, sseUsage, sseDone)
+	})
+	out := stream(t, a, generateReq())
+	require.NoError(t, out.err)
+	assert.Equal(t, "text/event-stream", accept)
+	assert.Equal(t, "Hello!", out.text())
+	assert.Equal(t, 2, out.content)
+	assert.Equal(t, cloudreq.Usage{InputTokens: 2, OutputTokens: 2, Source: "server"}, out.resp.Usage)
+}
+
+func TestStreamOpenAITruncatedAndMidStreamError(t *testing.T) {
+	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		writeFlushed(w, "text/event-stream", sseRole, sseHello)
+	})
+	out := stream(t, a, generateReq())
+	assert.Equal(t, errcodes.StreamInterrupted, errcodes.Of(out.err), "%v", out.err)
+
+	a, _ = server(t, func(w http.ResponseWriter, r *http.Request) {
+		writeFlushed(w, "text/event-stream", sseHello, `data: {"error":{"message":"boom","type":"InternalServerError","code":500}}`+"\n\n", sseDone)
+	})
+	out = stream(t, a, generateReq())
+	var e *errcodes.Error
+	require.ErrorAs(t, out.err, &e)
+	assert.Equal(t, errcodes.StreamInterrupted, e.Code)
+	assert.Equal(t, "alibaba", e.Provider)
+	assert.Equal(t, "InternalServerError", e.ProviderCode)
+	var api *APIError
+	assert.ErrorAs(t, out.err, &api)
+}
+
+func TestStreamLegacyNUL(t *testing.T) {
+	tests := []struct {
+		name    string
+		mode    LegacyStream
+		records []string
+		want    []string
+		err     errcodes.Code
+	}{
+		{"cumulative detected", LegacyAuto, []string{`{"response":"He"}`, `{"response":"Hello"}`, `{"response":"Hello!"}`}, []string{"He", "llo", "!"}, ""},
+		{"delta detected", LegacyAuto, []string{`{"response":"He"}`, `{"response":"llo"}`, `{"response":"!"}`}, []string{"He", "llo", "!"}, ""},
+		{"forced delta", LegacyDelta, []string{`{"response":"a"}`, `{"response":"ab"}`}, []string{"a", "ab"}, ""},
+		{"forced cumulative", LegacyCumulative, []string{`{"response":"a"}`, `{"response":"ab"}`, `{"response":"abc"}`}, []string{"a", "b", "c"}, ""},
+		{"history ignored", LegacyAuto, []string{`{"response":"x","history":[["q","x"]]}`}, []string{"x"}, ""},
+		{"truncated record", LegacyAuto, []string{`{"response":"a"}`, `{"respo`}, []string{"a"}, errcodes.StreamInterrupted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var path string
+			a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+				path = r.URL.Path
+				parts := make([]string, len(tt.records))
+				for i, rec := range tt.records {
+					parts[i] = rec
+					if i < len(tt.records)-1 || tt.err == "" {
+						parts[i] += "\x00"
+					}
+				}
+				writeFlushed(w, "application/json", parts...)
+			}, func(o *Options) { o.LegacyStream = tt.mode })
+			out := stream(t, a, legacyReq())
+			assert.Equal(t, "/api/predict/llm-svc", path)
+			assert.Equal(t, tt.want, out.texts)
+			if tt.err == "" {
+				assert.NoError(t, out.err)
+				assert.Equal(t, "counted", out.resp.Usage.Source)
+			} else {
+				assert.Equal(t, tt.err, errcodes.Of(out.err), "%v", out.err)
+			}
+		})
+	}
+}
+
+func TestStreamPlainAndForcedFormats(t *testing.T) {
+	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		writeFlushed(w, "text/plain", "part one, ", "part two")
+	})
+	out := stream(t, a, invokeReq(`{"stream":true}`))
+	require.NoError(t, out.err)
+	assert.Equal(t, "part one, part two", out.text())
+
+	// An invoke stream forced to NUL framing passes non-legacy records on.
+	a, _ = server(t, func(w http.ResponseWriter, r *http.Request) {
+		writeFlushed(w, "application/octet-stream", "rec1\x00", `{"response":"r2"}`+"\x00")
+	}, func(o *Options) { o.StreamFormat = StreamNUL })
+	out = stream(t, a, invokeReq(`{}`))
+	require.NoError(t, out.err)
+	assert.Equal(t, []string{"rec1", "r2"}, out.texts)
+
+	// Generic SSE on a custom processor: each event's data is a chunk.
+	a, _ = server(t, func(w http.ResponseWriter, r *http.Request) {
+		writeFlushed(w, "text/event-stream", "data: a\n\n", "data: b\n\n")
+	})
+	out = stream(t, a, invokeReq(`{}`))
+	require.NoError(t, out.err)
+	assert.Equal(t, []string{"a", "b"}, out.texts)
+}
+
+func TestStreamCancel(t *testing.T) {
+	released := make(chan struct{})
+	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		writeFlushed(w, "text/event-stream", sseHello)
+		<-r.Context().Done()
+		close(released)
+	})
+	c, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	s, err := client(t, a).Stream(c, generateReq())
+	require.NoError(t, err)
+	defer s.Close()
+	require.True(t, s.Next())
+	cancel()
+	assert.False(t, s.Next())
+	assert.Equal(t, errcodes.Canceled, errcodes.Of(s.Err()))
+	select {
+	case <-released:
+	case <-time.After(5 * time.Second):
+		t.Fatal("connection not released")
+	}
+}
+
+func TestStreamOpenError(t *testing.T) {
+	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(450)
+	})
+	out := stream(t, a, generateReq())
+	assert.Equal(t, errcodes.Throttled, errcodes.Of(out.err))
+}
