@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -163,6 +164,7 @@ type call struct {
 	model    string
 	srv      server
 	prevCode string // error code of the previous attempt
+	base     []attribute.KeyValue
 }
 
 func (c *call) serverAttrs() []attribute.KeyValue {
@@ -179,21 +181,23 @@ func (c *call) serverAttrs() []attribute.KeyValue {
 	return out
 }
 
-// metricAttrs returns the attributes every metric of the call carries,
-// besides gen_ai.operation.name and gen_ai.provider.name.
-func (c *call) metricAttrs(extra ...attribute.KeyValue) []attribute.KeyValue {
-	out := c.serverAttrs()
-	if c.model != "" {
-		out = append(out, semconv.GenAIRequestModelKey.String(c.model))
-	}
-	return append(out, extra...)
-}
-
+// baseSet returns the metric attributes of the call plus extra. The
+// attributes every metric carries (gen_ai.operation.name,
+// gen_ai.provider.name, gen_ai.request.model, server.address, server.port,
+// cloudinfer.endpoint) are built once per call.
 func (c *call) baseSet(extra ...attribute.KeyValue) attribute.Set {
-	kv := append(c.metricAttrs(extra...),
-		semconv.GenAIOperationNameKey.String(c.op),
-		semconv.GenAIProviderNameKey.String(c.provider))
-	return attribute.NewSet(kv...)
+	if c.base == nil {
+		c.base = append(c.serverAttrs(),
+			semconv.GenAIOperationNameKey.String(c.op),
+			semconv.GenAIProviderNameKey.String(c.provider))
+		if c.model != "" {
+			c.base = append(c.base, semconv.GenAIRequestModelKey.String(c.model))
+		}
+	}
+	if len(extra) == 0 {
+		return attribute.NewSet(c.base...)
+	}
+	return attribute.NewSet(append(slices.Clip(c.base), extra...)...)
 }
 
 // EndAttempt implements cloudreq.CallObserver.
@@ -282,13 +286,14 @@ func (c *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 		}
 	}
 
+	set := c.baseSet(extra...)
 	if tl != nil && !tl.Start.IsZero() {
-		e2e := end.Sub(tl.Start)
-		span.SetAttributes(attribute.Float64(attrE2E, e2e.Seconds()))
-		c.o.duration.RecordSet(ctx, e2e.Seconds(), c.baseSet(extra...))
+		e2e := end.Sub(tl.Start).Seconds()
+		span.SetAttributes(attribute.Float64(attrE2E, e2e))
+		c.o.duration.RecordSet(ctx, e2e, set)
 	}
 	if resp != nil {
-		c.recordSuccess(ctx, span, resp, tl, extra)
+		c.recordSuccess(ctx, span, resp, tl, set)
 	}
 	span.End(trace.WithTimestamp(end))
 }
@@ -332,7 +337,7 @@ func (c *call) endResponse(span trace.Span, resp *cloudreq.CloudResponse) {
 // recordSuccess records the metrics only a successful call has. The
 // per-request numbers come from latency.Measure, the one implementation of
 // MEASUREMENT.md's formulas.
-func (c *call) recordSuccess(ctx context.Context, span trace.Span, resp *cloudreq.CloudResponse, tl *latency.Timeline, extra []attribute.KeyValue) {
+func (c *call) recordSuccess(ctx context.Context, span trace.Span, resp *cloudreq.CloudResponse, tl *latency.Timeline, set attribute.Set) {
 	u := resp.Usage
 	if u.InputTokens > 0 {
 		c.o.tokens.RecordSet(ctx, int64(u.InputTokens), c.baseSet(semconv.GenAITokenTypeKey.String(string(genaiconv.TokenTypeInput))))
@@ -363,7 +368,6 @@ func (c *call) recordSuccess(ctx context.Context, span trace.Span, resp *cloudre
 	if m.Has.Has(latency.TPOT) {
 		span.SetAttributes(attribute.Float64(attrTPOT, m.TPOT.Seconds()))
 	}
-	set := c.baseSet(extra...)
 	if m.Has.Has(latency.TTFT) {
 		// The conventions measure from when the client issued the request:
 		// the final attempt's send, whatever the SLA clock.

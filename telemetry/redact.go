@@ -202,8 +202,8 @@ var (
 // parameters and user info of URLs, and key=value pairs with a credential's
 // name.
 func redactString(s string) string {
-	if s == "" {
-		return s
+	if !strings.ContainsAny(s, "=: \t\n\r\f\v") {
+		return s // no scheme, URL or key=value can hide in it
 	}
 	s = reAuthScheme.ReplaceAllString(s, "$1$2 "+hooks.Redacted)
 	s = reURL.ReplaceAllStringFunc(s, func(u string) string {
