@@ -1,0 +1,18 @@
+// Package cloudinfer is the root of the cloudinfer module: one Go API for
+// model inference on AWS SageMaker, Azure ML online endpoints, Google Vertex
+// AI, Alibaba Cloud PAI-EAS and OpenAI-compatible servers.
+//
+// The API lives in the subpackages:
+//
+//   - cloudreq: CloudRequest in, CloudResponse or Stream out; the Client
+//     with hooks, retries, timeouts and timing.
+//   - errcodes: the closed set of portable error codes.
+//   - hooks: PreValidate, PreSerialize and PostDeserialize chains.
+//   - latency: timelines, TTFT/TPOT/ITL/E2E, cold/warm starts, SLA reports.
+//   - providers/...: one adapter per cloud.
+//   - emulator: a local server speaking every provider's wire protocol.
+//   - telemetry: OpenTelemetry spans and metrics, redacting logs.
+//   - bench: load generation and reports, behind `cloudinfer bench`.
+//
+// See the README for the quick start, which example_test.go runs.
+package cloudinfer
