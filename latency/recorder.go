@@ -76,6 +76,7 @@ type group struct {
 func (g *group) copy() *group {
 	c := &group{counts: g.counts}
 	c.counts.Errors = maps.Clone(g.counts.Errors)
+	c.counts.Reasons = maps.Clone(g.counts.Reasons)
 	for i := range g.dists {
 		if g.dists[i].n > 0 {
 			c.dists[i] = *g.dists[i].Copy()
