@@ -1,9 +1,74 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
-// emulateCmd is the `cloudinfer emulate` command.
-type emulateCmd struct{}
+	"github.com/cloudinfer/cloudinfer/emulator"
+)
+
+// emulateCmd is the `cloudinfer emulate` command: it serves every
+// provider's wire protocol locally until SIGINT or SIGTERM.
+type emulateCmd struct {
+	Addr      string  `default:"127.0.0.1:8080" help:"HTTP listen address (SageMaker, Azure ML, Vertex REST, PAI-EAS, OpenAI-compatible, /metrics)."`
+	GRPCAddr  string  `name:"grpc-addr" default:"127.0.0.1:8081" help:"gRPC listen address (Vertex AI PredictionService); empty disables gRPC."`
+	Config    string  `type:"existingfile" help:"Endpoint configuration (JSON or YAML; schema in the emulator package documentation)."`
+	TimeScale float64 `help:"Multiply every injected duration by this (default: the config's, else 1)."`
+	Seed      uint64  `help:"Seed of every random draw (default: the config's, else 0)."`
+}
 
 // Run runs the command.
-func (c *emulateCmd) Run() error { return errors.New("emulate: not available in this build yet") }
+func (c *emulateCmd) Run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return c.run(ctx, os.Stdout)
+}
+
+// run serves until ctx ends, printing the quickstart to out.
+func (c *emulateCmd) run(ctx context.Context, out io.Writer) error {
+	var opts emulator.Options
+	if c.Config != "" {
+		var err error
+		if opts, err = emulator.LoadConfig(c.Config); err != nil {
+			return err
+		}
+	}
+	if c.TimeScale != 0 {
+		opts.TimeScale = c.TimeScale
+	}
+	if c.Seed != 0 {
+		opts.Seed = c.Seed
+	}
+	srv, err := emulator.New(opts)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(c.Addr, c.GRPCAddr); err != nil {
+		return err
+	}
+	printQuickstart(out, srv)
+	<-ctx.Done()
+	fmt.Fprintln(out, "cloudinfer emulate: shutting down")
+	return srv.Close()
+}
+
+func printQuickstart(out io.Writer, srv *emulator.Server) {
+	var names []string
+	for _, e := range srv.Endpoints() {
+		names = append(names, e.Name)
+	}
+	fmt.Fprintf(out, "cloudinfer emulator (time scale %g) serving %d endpoints: %s\n", srv.TimeScale(), len(names), strings.Join(names, ", "))
+	fmt.Fprintf(out, "ground truth: %s/emulator/requests   metrics: %s/metrics\n", srv.URL(), srv.URL())
+	if a := srv.GRPCAddr(); a != "" {
+		fmt.Fprintf(out, "Vertex gRPC:  %s\n", a)
+	}
+	for _, q := range srv.Quickstarts() {
+		fmt.Fprintf(out, "\n%s\n  base URL: %s\n  (%s)\n  %s\n", q.Title, q.BaseURL, q.Note, q.Curl)
+	}
+	fmt.Fprintln(out, "\nPress Ctrl-C to stop.")
+}
