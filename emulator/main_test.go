@@ -1,6 +1,9 @@
 package emulator
 
 import (
+	"bufio"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,4 +48,21 @@ func waitRecords(t testing.TB, s *Server, n int) []Record {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// readSSE returns the data of each SSE event in r.
+func readSSE(t testing.TB, r io.Reader) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+			out = append(out, strings.TrimSpace(d))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read SSE: %v", err)
+	}
+	return out
 }

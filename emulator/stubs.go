@@ -6,9 +6,6 @@ import (
 	"google.golang.org/grpc"
 )
 
-func (s *Server) serveAzureML(w http.ResponseWriter, _ *http.Request) {
-	http.Error(w, "not implemented", http.StatusNotImplemented)
-}
 func (s *Server) serveVertexREST(w http.ResponseWriter, _ *http.Request) {
 	http.Error(w, "not implemented", http.StatusNotImplemented)
 }
