@@ -222,9 +222,22 @@ func Measure(tl *Timeline, o Outcome) Sample {
 		s.Begin = tl.Start
 	}
 
-	// Chunks: first and last content, counted tokens, gaps.
+	// Chunks: first and last content, counted tokens, gaps. The two gap
+	// slices share one allocation.
 	var first, last time.Time
 	counted, contents := 0, 0
+	if tl.Streamed {
+		n := 0
+		for i := range tl.Chunks {
+			if tl.Chunks[i].Content {
+				n++
+			}
+		}
+		if n > 1 {
+			buf := make([]time.Duration, 2*(n-1))
+			s.ITL, s.ITLPerToken = buf[:0:n-1], buf[n-1:n-1]
+		}
+	}
 	for _, c := range tl.Chunks {
 		if !c.Content {
 			continue
