@@ -55,9 +55,12 @@
 //
 // # Streams
 //
-// Each streamGenerateContent message is one chunk: Data is the message in
-// JSON (as the REST stream's data field), Text the first candidate's text
-// parts, FinishReason and Usage as above. A stream that ends without a
+// Each streamGenerateContent message is one chunk: Text is the first
+// candidate's text parts, FinishReason and Usage as above, and Data the
+// message's protobuf encoding (proto.Unmarshal it into an
+// aiplatformpb.GenerateContentResponse). Data is not JSON on purpose: the
+// chunk's arrival is stamped after the adapter returns it, and protojson
+// would cost about 25 times the rest of the chunk's handling. A stream that ends without a
 // finish reason is ERR_STREAM_INTERRUPTED. Each streamRawPredict message is
 // one chunk of the HttpBody's bytes; any non-empty chunk counts as content,
 // and Text is extracted best effort from OpenAI-compatible, TGI and Vertex

@@ -63,7 +63,7 @@ var mappingRows = []mappingRow{
 		details:    []protoadapt.MessageV1{errorInfo("RATE_LIMIT_EXCEEDED"), &errdetails.RetryInfo{RetryDelay: durationpb.New(1500 * time.Millisecond)}},
 		retryAfter: 1500 * time.Millisecond, details2: map[string]string{"reason": "RATE_LIMIT_EXCEEDED", "domain": "aiplatform.googleapis.com"}},
 	{name: "RESOURCE_EXHAUSTED", code: codes.ResourceExhausted, want: errcodes.QuotaExceeded, http: 429,
-		details: []protoadapt.MessageV1{&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: "project:p", Description: "online prediction requests per minute"}}}},
+		details:  []protoadapt.MessageV1{&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: "project:p", Description: "online prediction requests per minute"}}}},
 		details2: map[string]string{"quota_subject": "project:p", "quota_description": "online prediction requests per minute"}},
 	{name: "RESOURCE_EXHAUSTED", code: codes.ResourceExhausted, want: errcodes.QuotaExceeded, http: 429,
 		details: []protoadapt.MessageV1{errorInfo("QUOTA_EXCEEDED")}},

@@ -2,36 +2,27 @@ package vertex
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 
 	"cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
+	"github.com/tidwall/gjson"
 )
 
-// rawEvent is the union of the streaming dialects model servers commonly
-// send through streamRawPredict: OpenAI-compatible chat and completion
-// chunks (vLLM, SGLang, TGI's Messages API), TGI's native
-// {"token":{"text"}}, and Vertex's own GenerateContentResponse.
-type rawEvent struct {
-	Choices []struct {
-		Delta struct {
-			Content string `json:"content"`
-		} `json:"delta"`
-		Text         string  `json:"text"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Token *struct {
-		Text    string `json:"text"`
-		Special bool   `json:"special"`
-	} `json:"token"`
-	Candidates []struct {
-		Content struct {
-			Parts []struct {
-				Text string `json:"text"`
-			} `json:"parts"`
-		} `json:"content"`
-		FinishReason string `json:"finishReason"`
-	} `json:"candidates"`
+// rawPaths are the fields read from one streaming event, in the dialects
+// model servers commonly send through streamRawPredict: OpenAI-compatible
+// chat and completion chunks (vLLM, SGLang, TGI's Messages API), TGI's
+// native {"token":{"text","special"}}, and Vertex's own
+// GenerateContentResponse. gjson reads them in one pass without decoding
+// the whole event, which keeps the per-chunk cost (it runs before the
+// chunk's arrival is stamped) small.
+var rawPaths = []string{
+	"choices.0.delta.content",
+	"choices.0.text",
+	"choices.0.finish_reason",
+	"token.text",
+	"token.special",
+	"candidates.0.content.parts.#.text",
+	"candidates.0.finishReason",
 }
 
 // rawText extracts, best effort, the text delta and finish reason of one
@@ -66,35 +57,37 @@ func rawText(data []byte) (text, finish string) {
 
 // eventText extracts text and finish reason from one JSON event.
 func eventText(b []byte) (text, finish string) {
-	if len(b) == 0 || b[0] != '{' {
+	if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {
 		return "", ""
 	}
-	var ev rawEvent
-	if json.Unmarshal(b, &ev) != nil {
-		return "", ""
-	}
+	r := gjson.GetManyBytes(b, rawPaths...)
 	switch {
-	case len(ev.Choices) > 0:
-		c := ev.Choices[0]
-		text = c.Delta.Content + c.Text
-		if c.FinishReason != nil {
-			finish = *c.FinishReason
+	case r[0].Exists() || r[1].Exists() || r[2].Exists():
+		text = r[0].String() + r[1].String()
+		if r[2].Type == gjson.String {
+			finish = r[2].String()
 		}
-	case ev.Token != nil:
-		if !ev.Token.Special {
-			text = ev.Token.Text
+	case r[3].Exists():
+		if !r[4].Bool() {
+			text = r[3].String()
 		}
-	case len(ev.Candidates) > 0:
-		c := ev.Candidates[0]
-		var sb strings.Builder
-		for _, p := range c.Content.Parts {
-			sb.WriteString(p.Text)
-		}
-		text = sb.String()
-		if v, ok := aiplatformpb.Candidate_FinishReason_value[c.FinishReason]; ok {
-			finish = finishReason(aiplatformpb.Candidate_FinishReason(v))
+	case r[5].Exists():
+		parts := r[5].Array()
+		if len(parts) == 1 {
+			text = parts[0].String()
 		} else {
-			finish = strings.ToLower(c.FinishReason)
+			var sb strings.Builder
+			for _, p := range parts {
+				sb.WriteString(p.String())
+			}
+			text = sb.String()
+		}
+		if f := r[6].String(); f != "" {
+			if v, ok := aiplatformpb.Candidate_FinishReason_value[f]; ok {
+				finish = finishReason(aiplatformpb.Candidate_FinishReason(v))
+			} else {
+				finish = strings.ToLower(f)
+			}
 		}
 	}
 	return text, finish

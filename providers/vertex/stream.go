@@ -12,7 +12,7 @@ import (
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -44,7 +44,7 @@ type chunkStream struct {
 	sb       strings.Builder
 }
 
-var jsonOut = protojson.MarshalOptions{}
+var wireOut = proto.MarshalOptions{}
 
 // Response implements cloudreq.ChunkStream.
 func (s *chunkStream) Response() *cloudreq.CloudResponse { return s.resp }
@@ -112,12 +112,11 @@ func (s *chunkStream) recvRaw() (*httpbody.HttpBody, error) {
 }
 
 // genChunk turns one GenerateContentResponse into a chunk. Data is the
-// message in JSON (the REST stream's data field), valid until the next
-// call to Next.
+// message's protobuf encoding, valid until the next call to Next.
 func (s *chunkStream) genChunk(m *aiplatformpb.GenerateContentResponse) (cloudreq.StreamChunk, error) {
 	s.chunks++
 	var err error
-	s.buf, err = jsonOut.MarshalAppend(s.buf[:0], m)
+	s.buf, err = wireOut.MarshalAppend(s.buf[:0], m)
 	if err != nil {
 		return cloudreq.StreamChunk{}, s.fail(errcodes.Wrap(err, errcodes.Internal, "vertex: encoding a stream message"))
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -76,8 +77,9 @@ func TestStreamGenerateChunkData(t *testing.T) {
 	defer cs.Close()
 	ch, err := cs.Next()
 	require.NoError(t, err)
-	assert.Contains(t, string(ch.Data), `"candidates"`)
-	assert.Contains(t, string(ch.Data), `"finishReason":"STOP"`)
+	var back aiplatformpb.GenerateContentResponse
+	require.NoError(t, proto.Unmarshal(ch.Data, &back))
+	assert.True(t, proto.Equal(genMsg("x", aiplatformpb.Candidate_STOP, 1, 1), &back), "Data is the message's wire form")
 	assert.Equal(t, "stop", ch.FinishReason)
 	assert.Equal(t, &cloudreq.Usage{InputTokens: 1, OutputTokens: 1, Source: "server"}, ch.Usage)
 	_, err = cs.Next()
