@@ -2,17 +2,11 @@ package emulator
 
 import (
 	"net/http"
-
-	"google.golang.org/grpc"
 )
 
-func (s *Server) serveVertexREST(w http.ResponseWriter, _ *http.Request) {
-	http.Error(w, "not implemented", http.StatusNotImplemented)
-}
 func (s *Server) servePAIEAS(w http.ResponseWriter, _ *http.Request) {
 	http.Error(w, "not implemented", http.StatusNotImplemented)
 }
-func (s *Server) newGRPCServer() *grpc.Server { return grpc.NewServer() }
 
 type metrics struct{}
 

@@ -1,0 +1,389 @@
+package emulator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
+	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// newGRPCServer returns the gRPC server of Vertex AI's PredictionService.
+func (s *Server) newGRPCServer() *grpc.Server {
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxBody + 1024))
+	aiplatformpb.RegisterPredictionServiceServer(g, &vertexGRPC{s: s})
+	return g
+}
+
+// vertexGRPC implements Predict, RawPredict, StreamRawPredict,
+// GenerateContent and StreamGenerateContent of
+// google.cloud.aiplatform.v1.PredictionService. Transport faults have no
+// gRPC wire form the emulator can produce, so they become the status a
+// client sees for them: reset-before-headers, html-502 and
+// close-mid-stream give UNAVAILABLE; stall-mid-stream stalls, then gives
+// UNAVAILABLE; malformed-body gives INTERNAL; stream-error gives INTERNAL
+// after about half the chunks.
+type vertexGRPC struct {
+	aiplatformpb.UnimplementedPredictionServiceServer
+	s *Server
+}
+
+// grpcStatus renders e with its details (ErrorInfo, QuotaFailure,
+// BadRequest, and RetryInfo when retry > 0).
+func (e vertexErr) grpcStatus(retry time.Duration) *status.Status {
+	st := status.New(e.code, e.msg)
+	var details []protoadapt.MessageV1
+	if e.reason != "" {
+		details = append(details, &errdetails.ErrorInfo{Reason: e.reason, Domain: vertexErrorDomain, Metadata: map[string]string{"service": vertexErrorDomain}})
+	}
+	if e.quota {
+		details = append(details, &errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+			Subject: "aiplatform.googleapis.com/online_prediction_requests_per_base_model", Description: e.msg,
+		}}})
+	}
+	if e.field != "" {
+		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.field, Description: e.msg}}})
+	}
+	if retry > 0 {
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry)})
+	}
+	if len(details) == 0 {
+		return st
+	}
+	if withD, err := st.WithDetails(details...); err == nil {
+		return withD
+	}
+	return st
+}
+
+// incoming returns a getter of the request's metadata.
+func incoming(ctx context.Context) headerGetter {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return func(name string) string {
+		if v := md.Get(strings.ToLower(name)); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+}
+
+// prepare resolves the endpoint, checks credentials and parses the body.
+func (v *vertexGRPC) prepare(ctx context.Context, resource, method string, parse func() (genRequest, error)) (*call, vertexTarget, error) {
+	t, ok := parseVertexResource(resource)
+	if !ok {
+		e := vertexErrorFor(FaultInvalid, resource)
+		e.msg = fmt.Sprintf("Invalid resource name %q: expected projects/{p}/locations/{l}/endpoints/{e} or .../publishers/{pub}/models/{m}", resource)
+		return nil, t, e.grpcStatus(0).Err()
+	}
+	get := incoming(ctx)
+	ep := v.s.lookup(t.name, Vertex)
+	if ep == nil {
+		return nil, t, vertexErrorFor(FaultNotFound, t.resource()).grpcStatus(0).Err()
+	}
+	if len(ep.Credentials.Keys) > 0 {
+		tok, ok := bearer(get("authorization"))
+		if !ok || !keyIn(tok, ep.Credentials.Keys) {
+			return nil, t, vertexErrorFor(FaultUnauthenticated, t.resource()).grpcStatus(0).Err()
+		}
+	}
+	gen, err := parse()
+	if err != nil {
+		e := vertexErrorFor(FaultInvalid, t.resource())
+		e.msg = "Invalid request: " + err.Error()
+		return nil, t, e.grpcStatus(0).Err()
+	}
+	c, err := v.s.newCall(ep, Vertex, method, gen, get)
+	if err != nil {
+		c.end(400, "error")
+		e := vertexErrorFor(FaultInvalid, t.resource())
+		e.msg = err.Error()
+		return nil, t, e.grpcStatus(0).Err()
+	}
+	return c, t, nil
+}
+
+// run drives a call: admission, ground-truth header metadata, then for a
+// stream send(i) per token, or for a unary call a wait until the last token.
+func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, send func(i int) error) (err error) {
+	outcome := "ok"
+	defer func() {
+		code := status.Code(err)
+		if code == codes.Canceled || code == codes.DeadlineExceeded && outcome == "canceled" {
+			outcome = "canceled"
+		}
+		c.end(httpStatusOf(code), outcome)
+	}()
+	header := func() {
+		md := metadata.MD{}
+		for _, kv := range c.truth() {
+			md.Set(strings.ToLower(kv[0]), kv[1])
+		}
+		md.Set("x-vertex-ai-endpoint-id", t.name)
+		md.Set("x-vertex-ai-deployed-model-id", vertexDeployedModelID)
+		_ = grpc.SetHeader(ctx, md)
+	}
+	if aerr := c.admit(ctx); aerr != nil {
+		if !errors.Is(aerr, errStateFault) {
+			outcome = "canceled"
+			return status.FromContextError(aerr).Err()
+		}
+		header()
+		switch f := c.fault(); f {
+		case FaultResetBeforeHeaders:
+			outcome = "fault"
+			return status.Error(codes.Unavailable, "connection reset by peer")
+		case FaultHTML502:
+			outcome = "fault"
+			return status.Error(codes.Unavailable, "unexpected HTTP status code received from server: 502 (Bad Gateway); transport: received unexpected content-type \"text/html\"")
+		default:
+			outcome = "error"
+			return vertexErrorFor(f, t.resource()).grpcStatus(c.retryIn).Err()
+		}
+	}
+	header()
+	f := c.fault()
+	midErr := func() error {
+		outcome = "fault"
+		switch f {
+		case FaultStallMidStream:
+			c.stall(ctx)
+			return status.Error(codes.Unavailable, "transport is closing")
+		case FaultMalformedBody:
+			return status.Error(codes.Internal, "grpc: failed to unmarshal the received message: proto: cannot parse invalid wire-format data")
+		case FaultStreamError:
+			return vertexErrorFor(FaultInternal, t.resource()).grpcStatus(0).Err()
+		}
+		return status.Error(codes.Unavailable, "error reading from server: EOF")
+	}
+	if send == nil {
+		if f == FaultStreamError {
+			if err := v.s.sleepUntil(ctx, c.firstAt); err != nil {
+				outcome = "canceled"
+				return status.FromContextError(err).Err()
+			}
+			outcome = "error"
+			c.setFault(FaultModelError)
+			return vertexErrorFor(FaultModelError, t.resource()).grpcStatus(0).Err()
+		}
+		if err := v.s.sleepUntil(ctx, c.lastAt()); err != nil {
+			outcome = "canceled"
+			return status.FromContextError(err).Err()
+		}
+		if f.midStream() {
+			return midErr()
+		}
+		c.sentAll()
+		return nil
+	}
+	for i := range c.n {
+		if err := c.waitToken(ctx, i); err != nil {
+			outcome = "canceled"
+			return status.FromContextError(err).Err()
+		}
+		if f.midStream() && i == c.breakAt {
+			return midErr()
+		}
+		if err := send(i); err != nil {
+			outcome = "canceled"
+			return err
+		}
+		c.sent(i)
+	}
+	if f.midStream() {
+		return midErr()
+	}
+	return nil
+}
+
+// Predict answers one prediction (the generated text) per instance.
+func (v *vertexGRPC) Predict(ctx context.Context, req *aiplatformpb.PredictRequest) (*aiplatformpb.PredictResponse, error) {
+	c, t, err := v.prepare(ctx, req.GetEndpoint(), "Predict", func() (genRequest, error) {
+		b, err := instancesJSON(req.GetInstances(), req.GetParameters())
+		if err != nil {
+			return genRequest{}, err
+		}
+		return parseInstances(b)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.gen.stream = false
+	if err := v.run(ctx, c, t, nil); err != nil {
+		return nil, err
+	}
+	preds := make([]*structpb.Value, max(c.gen.instances, 1))
+	for i := range preds {
+		preds[i] = structpb.NewStringValue(c.text())
+	}
+	return &aiplatformpb.PredictResponse{
+		Predictions:      preds,
+		DeployedModelId:  vertexDeployedModelID,
+		Model:            fmt.Sprintf("projects/%s/locations/%s/models/%s", t.project, t.location, t.name),
+		ModelDisplayName: t.name,
+		ModelVersionId:   "1",
+	}, nil
+}
+
+// instancesJSON renders predict instances and parameters as the REST body.
+func instancesJSON(instances []*structpb.Value, params *structpb.Value) ([]byte, error) {
+	arr, err := protojson.Marshal(&structpb.ListValue{Values: instances})
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"instances":`)
+	b.Write(arr)
+	if params != nil {
+		p, err := protojson.Marshal(params)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`,"parameters":`)
+		b.Write(p)
+	}
+	b.WriteString("}")
+	return b.Bytes(), nil
+}
+
+// rawWire picks the answer form of a raw body.
+func rawWire(c *call, model string) wire {
+	if c.gen.dialect == dialectInstances {
+		return &vertexPredictWire{vertexWire: vertexWire{target: vertexTarget{project: "local", location: "local", name: model}}}
+	}
+	return &openAIWire{chat: c.gen.dialect == dialectChat, model: model, created: time.Now().Unix()}
+}
+
+// RawPredict answers the container's raw response to HttpBody.Data.
+func (v *vertexGRPC) RawPredict(ctx context.Context, req *aiplatformpb.RawPredictRequest) (*httpbody.HttpBody, error) {
+	c, t, err := v.prepare(ctx, req.GetEndpoint(), "RawPredict", func() (genRequest, error) {
+		return parseRawPredict(req.GetHttpBody().GetData())
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.gen.stream = false
+	if err := v.run(ctx, c, t, nil); err != nil {
+		return nil, err
+	}
+	ct, body := rawWire(c, t.name).whole(c)
+	return &httpbody.HttpBody{ContentType: ct, Data: body}, nil
+}
+
+// StreamRawPredict streams the container's SSE bytes, one HttpBody per event.
+func (v *vertexGRPC) StreamRawPredict(req *aiplatformpb.StreamRawPredictRequest, stream aiplatformpb.PredictionService_StreamRawPredictServer) error {
+	ctx := stream.Context()
+	c, t, err := v.prepare(ctx, req.GetEndpoint(), "StreamRawPredict", func() (genRequest, error) {
+		g, err := parseRawPredict(req.GetHttpBody().GetData())
+		if err == nil && g.dialect == dialectInstances {
+			err = errors.New("StreamRawPredict needs an OpenAI chat or completions body")
+		}
+		return g, err
+	})
+	if err != nil {
+		return err
+	}
+	c.gen.stream = true
+	oa := &openAIWire{chat: c.gen.dialect == dialectChat, model: t.name, created: time.Now().Unix()}
+	chunk := func(fn func(io.Writer) error) error {
+		var b bytes.Buffer
+		if err := fn(&b); err != nil {
+			return err
+		}
+		return stream.Send(&httpbody.HttpBody{ContentType: "text/event-stream", Data: b.Bytes()})
+	}
+	err = v.run(ctx, c, t, func(i int) error {
+		return chunk(func(w io.Writer) error {
+			if i == 0 {
+				if err := oa.begin(w, c); err != nil {
+					return err
+				}
+			}
+			return oa.token(w, c, i)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return chunk(func(w io.Writer) error { return oa.end(w, c) })
+}
+
+// generateContentJSON renders a GenerateContentRequest as its REST body.
+func generateContentJSON(req *aiplatformpb.GenerateContentRequest) ([]byte, error) {
+	return protojson.Marshal(req)
+}
+
+func gcProto(c *call, text string, last bool) *aiplatformpb.GenerateContentResponse {
+	r := &aiplatformpb.GenerateContentResponse{
+		Candidates: []*aiplatformpb.Candidate{{
+			Content: &aiplatformpb.Content{Role: "model", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: text}}}},
+		}},
+		ModelVersion: c.ep.Name,
+		CreateTime:   timestamppb.New(c.rec.Arrival),
+		ResponseId:   c.rec.ID,
+	}
+	if last {
+		r.Candidates[0].FinishReason = aiplatformpb.Candidate_STOP
+		if c.finish == "length" {
+			r.Candidates[0].FinishReason = aiplatformpb.Candidate_MAX_TOKENS
+		}
+		r.UsageMetadata = &aiplatformpb.GenerateContentResponse_UsageMetadata{
+			PromptTokenCount: int32(min(c.gen.promptTokens, 1<<30)), CandidatesTokenCount: int32(min(c.n, 1<<30)),
+			TotalTokenCount: int32(min(c.gen.promptTokens+c.n, 1<<30)),
+		}
+	}
+	return r
+}
+
+// GenerateContent answers the whole generation.
+func (v *vertexGRPC) GenerateContent(ctx context.Context, req *aiplatformpb.GenerateContentRequest) (*aiplatformpb.GenerateContentResponse, error) {
+	c, t, err := v.prepare(ctx, req.GetModel(), "GenerateContent", func() (genRequest, error) {
+		b, err := generateContentJSON(req)
+		if err != nil {
+			return genRequest{}, err
+		}
+		return parseContents(b)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.gen.stream = false
+	if err := v.run(ctx, c, t, nil); err != nil {
+		return nil, err
+	}
+	return gcProto(c, c.text(), true), nil
+}
+
+// StreamGenerateContent sends one GenerateContentResponse per token; the
+// last carries the finish reason and usage.
+func (v *vertexGRPC) StreamGenerateContent(req *aiplatformpb.GenerateContentRequest, stream aiplatformpb.PredictionService_StreamGenerateContentServer) error {
+	ctx := stream.Context()
+	c, t, err := v.prepare(ctx, req.GetModel(), "StreamGenerateContent", func() (genRequest, error) {
+		b, err := generateContentJSON(req)
+		if err != nil {
+			return genRequest{}, err
+		}
+		return parseContents(b)
+	})
+	if err != nil {
+		return err
+	}
+	c.gen.stream = true
+	return v.run(ctx, c, t, func(i int) error {
+		return stream.Send(gcProto(c, c.words[i], i == c.n-1))
+	})
+}
