@@ -200,8 +200,21 @@ func (c *call) baseSet(extra ...attribute.KeyValue) attribute.Set {
 	return attribute.NewSet(append(slices.Clip(c.base), extra...)...)
 }
 
+// refreshModel picks up a model that a PreSerialize hook set after the
+// span started, renaming the span as the conventions name it.
+func (c *call) refreshModel() {
+	if c.model != "" || c.req.Target.Model == "" {
+		return
+	}
+	c.model = c.req.Target.Model
+	c.base = nil
+	c.span.SetName(SpanName(c.op, c.model))
+	c.span.SetAttributes(semconv.GenAIRequestModelKey.String(c.model))
+}
+
 // EndAttempt implements cloudreq.CallObserver.
 func (c *call) EndAttempt(a latency.Attempt, err *errcodes.Error) {
+	c.refreshModel()
 	ctx := c.ctx
 	if a.Number > 1 {
 		et := c.prevCode
@@ -248,6 +261,7 @@ func (c *call) EndAttempt(a latency.Attempt, err *errcodes.Error) {
 // EndCall implements cloudreq.CallObserver: it finishes the span and
 // records the call's metrics.
 func (c *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *errcodes.Error) {
+	c.refreshModel()
 	ctx := c.ctx
 	span := c.span
 	end := time.Now()

@@ -19,6 +19,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/hooks"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
@@ -370,4 +371,53 @@ func TestServerOf(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, serverOf(tc.in), tc.in)
 	}
+}
+
+func TestModelSetByHook(t *testing.T) {
+	set := &hooks.Set{}
+	require.NoError(t, set.Serialize.Add("default-model", hooks.PreSerializeFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
+		if r.Target.Model == "" {
+			r.Target.Model = "phi-3-mini"
+		}
+		return nil
+	})))
+	r := newRig(t, Options{}, &cloudreqtest.Adapter{}, func(o *cloudreq.Options) { o.Hooks = set })
+	req := generateReq()
+	req.Target.Model = ""
+	_, err := r.client.Invoke(context.Background(), req)
+	require.NoError(t, err)
+	span := r.callSpan(t)
+	assert.Equal(t, "chat phi-3-mini", span.Name())
+	assert.Equal(t, attribute.StringValue("phi-3-mini"), attrMap(span.Attributes())["gen_ai.request.model"])
+	dur := floatHist(t, r.metrics(t), MetricOperationDuration, "s", DurationBuckets)
+	require.Len(t, dur, 1)
+	assert.Equal(t, attribute.StringValue("phi-3-mini"), setMap(dur[0].Attributes)["gen_ai.request.model"])
+}
+
+func TestStreamInterrupted(t *testing.T) {
+	broken := errcodes.New(errcodes.Unavailable, "connection reset")
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Chunks: []cloudreq.StreamChunk{{Text: "a"}, {Text: "b"}}, StreamErr: broken}}}
+	r := newRig(t, Options{}, fake)
+	s, err := r.client.Stream(context.Background(), generateReq())
+	require.NoError(t, err)
+	n := 0
+	for s.Next() {
+		n++
+	}
+	require.Equal(t, 2, n)
+	require.ErrorIs(t, s.Err(), errcodes.StreamInterrupted)
+
+	span := r.callSpan(t)
+	assert.Equal(t, codes.Error, span.Status().Code)
+	a := attrMap(span.Attributes())
+	assert.Equal(t, attribute.StringValue("ERR_STREAM_INTERRUPTED"), a["error.type"])
+	assert.NotContains(t, a, "gen_ai.response.time_to_first_chunk", "a broken stream is a failure: no latency numbers")
+	ms := r.metrics(t)
+	dur := floatHist(t, ms, MetricOperationDuration, "s", DurationBuckets)
+	require.Len(t, dur, 1)
+	assert.Equal(t, attribute.StringValue("ERR_STREAM_INTERRUPTED"), setMap(dur[0].Attributes)["error.type"])
+	assert.NotContains(t, ms, MetricTimeToFirstChunk)
+	atts := r.attemptSpans()
+	require.Len(t, atts, 1, "never retried after the first chunk")
+	assert.Equal(t, attribute.StringValue("ERR_STREAM_INTERRUPTED"), attrMap(atts[0].Attributes())["error.type"])
 }
