@@ -1,0 +1,233 @@
+package azureml
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+type seen struct {
+	mu                                      sync.Mutex
+	n                                       int
+	path, query, auth, deploy, crid, accept string
+	body                                    []byte
+}
+
+func recorder(s *seen, status int, ct, reply string, hdr ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.n++
+		s.path, s.query, s.auth = r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization")
+		s.deploy, s.crid, s.accept = r.Header.Get("azureml-model-deployment"), r.Header.Get("x-ms-client-request-id"), r.Header.Get("Accept")
+		s.body, _ = io.ReadAll(r.Body)
+		s.mu.Unlock()
+		for i := 0; i+1 < len(hdr); i += 2 {
+			w.Header().Set(hdr[i], hdr[i+1])
+		}
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, reply)
+	}
+}
+
+const chatReply = `{"choices":[{"message":{"role":"assistant","content":"Hello!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`
+
+func TestScoreGenerateMessages(t *testing.T) {
+	var s seen
+	a, _ := server(t, recorder(&s, 200, "application/json", chatReply,
+		"azureml-model-deployment", "blue", "x-request-id", "srv-req", "X-Emulator-Cold-Start", "false"))
+	r := generateReq()
+	r.Target.Variant = "blue"
+	r.RequestID = "client-req"
+	resp, err := client(t, a).Invoke(ctx(t), r)
+	require.NoError(t, err)
+	assert.Equal(t, "/azureml/my-ep/score", s.path)
+	assert.Equal(t, "Bearer "+key, s.auth)
+	assert.Equal(t, "blue", s.deploy)
+	assert.Equal(t, "client-req", s.crid)
+	assert.JSONEq(t, `{"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`, string(s.body))
+	assert.Equal(t, "Hello!", resp.Text)
+	assert.Equal(t, "stop", resp.FinishReason)
+	assert.Equal(t, 2, resp.Usage.OutputTokens)
+	assert.Equal(t, "srv-req", resp.RequestID)
+	assert.Equal(t, "blue", resp.Metadata["Azureml-Model-Deployment"])
+	require.NotNil(t, resp.ServerStart)
+	assert.False(t, resp.ServerStart.Cold)
+}
+
+func TestScoreGenerateInputData(t *testing.T) {
+	for _, reply := range []string{`{"output":"Hi there"}`, `[{"0":"Hi there"}]`, `"Hi there"`} {
+		var s seen
+		a, _ := server(t, recorder(&s, 200, "application/json", reply), func(o *Options) { o.ScoreDialect = ScoreInputData })
+		temp := 0.2
+		r := generateReq()
+		r.Generate.Temperature = &temp
+		r.Generate.Messages = append([]cloudreq.Message{{Role: "system", Content: "Be brief."}}, r.Generate.Messages...)
+		resp, err := client(t, a).Invoke(ctx(t), r)
+		require.NoError(t, err, reply)
+		assert.JSONEq(t, `{"input_data":{"input_string":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}],"parameters":{"max_new_tokens":8,"temperature":0.2}}}`, string(s.body))
+		assert.Equal(t, "Hi there", resp.Text, reply)
+	}
+	a, _ := server(t, recorder(&seen{}, 200, "application/json", `{"result":1}`))
+	_, err := client(t, a).Invoke(ctx(t), generateReq())
+	assert.ErrorIs(t, err, errcodes.Unknown)
+}
+
+func TestInvokeSendsBytes(t *testing.T) {
+	var s seen
+	a, _ := server(t, recorder(&s, 200, "application/octet-stream", "\x01\x02"))
+	r := invokeReq(`{"data":[[1,2,3]]}`)
+	r.Payload.ContentType = "application/json"
+	resp, err := client(t, a).Invoke(ctx(t), r)
+	require.NoError(t, err)
+	assert.Equal(t, `{"data":[[1,2,3]]}`, string(s.body))
+	assert.Equal(t, []byte{1, 2}, resp.Data)
+}
+
+func TestChatAPI(t *testing.T) {
+	var s seen
+	a, _ := server(t, recorder(&s, 200, "application/json", chatReply), func(o *Options) { o.API = APIChat })
+	r := generateReq()
+	r.Target.Model = "Phi-3-mini"
+	resp, err := client(t, a).Invoke(ctx(t), r)
+	require.NoError(t, err)
+	assert.Equal(t, "/azureml/my-ep/chat/completions", s.path)
+	assert.Equal(t, "api-version="+DefaultAPIVersion, s.query)
+	assert.JSONEq(t, `{"model":"Phi-3-mini","messages":[{"role":"user","content":"hi"}],"max_tokens":8}`, string(s.body))
+	assert.Equal(t, "Hello!", resp.Text)
+}
+
+func TestURLs(t *testing.T) {
+	a, err := New(Options{Region: "westeurope"})
+	require.NoError(t, err)
+	tests := []struct {
+		target cloudreq.Target
+		want   string
+	}{
+		{cloudreq.Target{Endpoint: "ep"}, "https://ep.westeurope.inference.ml.azure.com/score"},
+		{cloudreq.Target{Endpoint: "https://ep2.eastus.inference.ml.azure.com/score"}, "https://ep2.eastus.inference.ml.azure.com/score"},
+		{cloudreq.Target{Endpoint: "https://ep2.eastus.inference.ml.azure.com"}, "https://ep2.eastus.inference.ml.azure.com/score"},
+		{cloudreq.Target{Endpoint: "ep", Path: "v1/chat/completions"}, "https://ep.westeurope.inference.ml.azure.com/v1/chat/completions"},
+	}
+	for _, tt := range tests {
+		got, err := a.url(&cloudreq.CloudRequest{Target: tt.target})
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, got)
+	}
+	noRegion, err := New(Options{})
+	require.NoError(t, err)
+	_, err = noRegion.url(&cloudreq.CloudRequest{Target: cloudreq.Target{Endpoint: "ep"}})
+	assert.ErrorIs(t, err, errcodes.InvalidParam)
+	_, err = noRegion.url(&cloudreq.CloudRequest{})
+	assert.ErrorIs(t, err, errcodes.InvalidParam)
+}
+
+type fakeCred struct {
+	mu     sync.Mutex
+	scopes []string
+	tok    string
+	err    error
+}
+
+func (f *fakeCred) GetToken(_ context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.scopes = o.Scopes
+	return azcore.AccessToken{Token: f.tok, ExpiresOn: time.Now().Add(time.Hour)}, f.err
+}
+
+func TestTokenCredential(t *testing.T) {
+	var s seen
+	cred := &fakeCred{tok: "entra-token"}
+	a, _ := server(t, recorder(&s, 200, "application/json", chatReply), func(o *Options) { o.Key, o.Credential = "", cred })
+	_, err := client(t, a).Invoke(ctx(t), generateReq())
+	require.NoError(t, err)
+	assert.Equal(t, "Bearer entra-token", s.auth)
+	assert.Equal(t, []string{DefaultScope}, cred.scopes)
+
+	failing := &fakeCred{err: errors.New("AADSTS7000215: invalid client secret")}
+	a, _ = server(t, recorder(&s, 200, "application/json", chatReply), func(o *Options) { o.Key, o.Credential = "", failing })
+	n := s.n
+	_, err = client(t, a).Invoke(ctx(t), generateReq())
+	var e *errcodes.Error
+	require.True(t, errors.As(err, &e))
+	assert.Equal(t, errcodes.Unauthenticated, e.Code)
+	assert.False(t, e.Retryable)
+	assert.Equal(t, n, s.n, "nothing was sent")
+}
+
+func TestAMLToken(t *testing.T) {
+	var s seen
+	a, _ := server(t, recorder(&s, 200, "application/json", chatReply), func(o *Options) { o.Key, o.Token = "", "aml-token" })
+	_, err := client(t, a).Invoke(ctx(t), generateReq())
+	require.NoError(t, err)
+	assert.Equal(t, "Bearer aml-token", s.auth)
+}
+
+func TestDefaultCredentialIsLazy(t *testing.T) {
+	a, err := New(Options{Region: "eastus"})
+	require.NoError(t, err)
+	require.NotNil(t, a.lazy)
+	assert.Nil(t, a.lazy.cred, "no credential built at construction")
+	assert.NoError(t, a.lazy.err)
+}
+
+func TestCredentialRules(t *testing.T) {
+	_, err := New(Options{EndpointURL: "http://127.0.0.1:1/azureml/{endpoint}", Key: key})
+	require.ErrorIs(t, err, errcodes.InvalidParam)
+	assert.NotContains(t, err.Error(), key)
+	_, err = New(Options{EndpointURL: "http://127.0.0.1:1/azureml/{endpoint}"})
+	assert.ErrorIs(t, err, errcodes.InvalidParam, "the default credential is a credential too")
+	_, err = New(Options{EndpointURL: "http://127.0.0.1:1/azureml/{endpoint}", Anonymous: true})
+	assert.NoError(t, err)
+	_, err = New(Options{Key: "a", Token: "b"})
+	assert.ErrorIs(t, err, errcodes.InvalidParam)
+	_, err = New(Options{API: "x"})
+	assert.ErrorIs(t, err, errcodes.InvalidParam)
+	_, err = New(Options{ScoreDialect: "x"})
+	assert.ErrorIs(t, err, errcodes.InvalidParam)
+
+	a, err := New(Options{Region: "r", Key: key})
+	require.NoError(t, err)
+	_, err = a.url(&cloudreq.CloudRequest{Target: cloudreq.Target{Endpoint: "http://10.0.0.1/score"}})
+	assert.ErrorIs(t, err, errcodes.InvalidParam)
+}
+
+func TestAnonymousSendsNoAuthorization(t *testing.T) {
+	var s seen
+	a, _ := server(t, recorder(&s, 200, "application/json", chatReply), func(o *Options) { o.Key, o.Anonymous = "", true })
+	_, err := client(t, a).Invoke(ctx(t), generateReq())
+	require.NoError(t, err)
+	assert.Empty(t, s.auth)
+}
+
+func TestAzcoreRetriesAreOff(t *testing.T) {
+	var s seen
+	a, _ := server(t, recorder(&s, 503, "text/plain", "busy", "Retry-After", "0"))
+	_, err := client(t, a).Invoke(ctx(t), generateReq())
+	assert.ErrorIs(t, err, errcodes.Unavailable)
+	assert.Equal(t, 1, s.n, "one attempt: azcore's retry policy is off")
+}
+
+func TestDescribe(t *testing.T) {
+	a, err := New(Options{})
+	require.NoError(t, err)
+	d := a.Describe()
+	assert.Equal(t, "azure", d.Provider)
+	assert.Equal(t, "azureml", d.Service)
+	b, _ := json.Marshal(d.Actions)
+	assert.JSONEq(t, `["invoke","generate"]`, string(b))
+}

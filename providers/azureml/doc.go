@@ -1,0 +1,84 @@
+// Package azureml is the cloudreq adapter for Azure Machine Learning online
+// endpoints (provider "azure", service "azureml", actions invoke and
+// generate, streaming), built on an azcore pipeline
+// (github.com/Azure/azure-sdk-for-go/sdk/azcore runtime.NewPipeline) whose
+// own retry policy is off: cloudreq's retry loop is in charge.
+//
+// # Requests
+//
+// The endpoint root is Options.EndpointURL with "{endpoint}" replaced by
+// Target.Endpoint (and "{region}" by Options.Region); by default
+// https://{endpoint}.{region}.inference.ml.azure.com. A Target.Endpoint that
+// is an https URL is the root itself (a trailing /score is dropped). Every
+// request carries Target.Variant as azureml-model-deployment (when set) and
+// CloudRequest.RequestID as x-ms-client-request-id.
+//
+// Options.API picks the route:
+//
+//   - APIScore (default): POST {root}/score. Action invoke sends the
+//     caller's bytes as they are. Action generate writes, per
+//     Options.ScoreDialect:
+//     ScoreMessages (default), OpenAI chat JSON —
+//     {"model":<Target.Model, if set>,"messages":[{"role","content"},…],
+//     "max_tokens":…,"temperature":…,"top_p":…,"stop":[…],"stream":true,
+//     "stream_options":{"include_usage":true}};
+//     or ScoreInputData, the model catalog's shape —
+//     {"input_data":{"input_string":[{"role","content"},…],
+//     "parameters":{"max_new_tokens":…,"temperature":…,"top_p":…}}}.
+//     The response is read as an OpenAI completion, {"output":"…"},
+//     [{"0":"…"}] or a JSON string.
+//   - APIChat: serverless / model-inference deployments, POST
+//     {root}/chat/completions?api-version=<Options.APIVersion>, OpenAI chat
+//     JSON, SSE when streaming.
+//
+// Target.Path, when set, replaces /score (or /chat/completions).
+//
+// # Credentials
+//
+// Authorization is always "Bearer <credential>": Options.Key (an endpoint
+// key), Options.Token (an AML token), Options.Credential (any
+// azcore.TokenCredential, scope https://ml.azure.com/.default), or, when
+// none is set, azidentity.DefaultAzureCredential — created on the first
+// request, so New makes no network call. Options.Anonymous sends none. A
+// credential over plain http is refused unless Options.AllowInsecureHTTP
+// (the local emulator; it sets azcore's InsecureAllowCredentialWithHTTP).
+//
+// # Errors
+//
+// Every error is an *errcodes.Error with Provider "azure"; for HTTP errors
+// the native error is an *azcore.ResponseError (errors.As), built from at
+// most Options.MaxErrorBytes of the body. The error code comes from the
+// x-ms-error-code header or the body's code — {"error":{"code","message"}},
+// the serverless {"status":422,"code":…,"detail":…,"message":…}, OpenAI
+// envelopes, {"message":…} or plain text — first, then from the status:
+//
+//	signal                                            code                   retryable
+//	code model_not_ready / ModelNotReady / ...        ERR_MODEL_NOT_READY    yes
+//	  (503 with "not ready"/"loading" text, last resort)
+//	code insufficient_quota / QuotaExceeded           ERR_QUOTA_EXCEEDED     no
+//	code rate_limit_exceeded / TooManyRequests        ERR_THROTTLED          yes
+//	HTTP 400                                          ERR_INVALID_PARAM      no
+//	HTTP 401                                          ERR_UNAUTHENTICATED    no
+//	HTTP 403                                          ERR_PERMISSION_DENIED  no
+//	HTTP 404 (no deployment / wrong URL)              ERR_NOT_FOUND          no
+//	HTTP 408 (request_timeout_ms exceeded)            ERR_TIMEOUT            yes
+//	HTTP 409                                          ERR_INVALID_PARAM      no
+//	HTTP 413                                          ERR_PAYLOAD_TOO_LARGE  no
+//	HTTP 422 (serverless parameter errors)            ERR_INVALID_PARAM      no
+//	HTTP 424 (model container failed)                 ERR_MODEL_ERROR        no; Details keep
+//	                                                  ms-azureml-model-error-statuscode and -reason
+//	HTTP 429 (too many pending requests, rate limit)  ERR_THROTTLED          yes
+//	HTTP 500                                          ERR_INTERNAL           yes
+//	HTTP 502, 503                                     ERR_UNAVAILABLE        yes
+//	HTTP 504                                          ERR_TIMEOUT            yes
+//	other                                             errcodes.ForHTTPStatus
+//	token acquisition failed                          ERR_UNAUTHENTICATED    no
+//	in-stream data:{"error":…}, truncated stream      ERR_STREAM_INTERRUPTED (see providers/openai)
+//	transport failures                                errcodes.FromTransport
+//
+// Retry-After, retry-after-ms and x-ms-retry-after-ms fill RetryAfter. The
+// request id is x-request-id (else x-ms-request-id); the deployment that
+// served is kept in Metadata["Azureml-Model-Deployment"]. The cloudinfer
+// emulator's X-Emulator-Cold-Start and X-Emulator-Cold-Start-Ms headers fill
+// CloudResponse.ServerStart. Keys and tokens never appear in errors.
+package azureml

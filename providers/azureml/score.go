@@ -1,0 +1,102 @@
+package azureml
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/internal/openaiwire"
+)
+
+type inputData struct {
+	InputData struct {
+		InputString []openaiwire.Message `json:"input_string"`
+		Parameters  inputParameters      `json:"parameters"`
+	} `json:"input_data"`
+}
+
+type inputParameters struct {
+	MaxNewTokens int      `json:"max_new_tokens,omitempty"`
+	Temperature  *float64 `json:"temperature,omitempty"`
+	TopP         *float64 `json:"top_p,omitempty"`
+}
+
+// encodeInputData writes the model catalog's /score body. Stop sequences
+// have no field there and are not sent.
+func encodeInputData(g *cloudreq.GenerateInput) ([]byte, error) {
+	var b inputData
+	b.InputData.InputString = openaiwire.Chat(g, openaiwire.EncodeOptions{}).Messages
+	b.InputData.Parameters = inputParameters{MaxNewTokens: g.MaxTokens, Temperature: g.Temperature, TopP: g.TopP}
+	return json.Marshal(b)
+}
+
+// errNoText is returned for a /score body that holds no generated text.
+var errNoText = errors.New(`expected an OpenAI completion, {"output":…}, [{"0":…}] or a JSON string`)
+
+// decodeScore reads a /score (or chat) response: an OpenAI completion (or
+// error object), {"output":"…"}, [{"0":"…"}] or a JSON string.
+func decodeScore(body []byte) (openaiwire.Result, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return openaiwire.Result{}, errNoText
+	}
+	switch body[0] {
+	case '{':
+		var out struct {
+			Output *string `json:"output"`
+		}
+		if err := json.Unmarshal(body, &out); err != nil {
+			return openaiwire.Result{}, err
+		}
+		if out.Output != nil {
+			return openaiwire.Result{Text: *out.Output, Content: *out.Output != ""}, nil
+		}
+		r, err := openaiwire.Decode(body)
+		if err != nil {
+			return r, err
+		}
+		if r.Error == nil && r.Text == "" && r.FinishReason == "" && r.Usage == nil && !bytes.Contains(body, []byte(`"choices"`)) {
+			return openaiwire.Result{}, errNoText
+		}
+		return r, nil
+	case '[':
+		var out []map[string]json.RawMessage
+		if err := json.Unmarshal(body, &out); err != nil || len(out) == 0 {
+			return openaiwire.Result{}, errNoText
+		}
+		var s string
+		if err := json.Unmarshal(out[0]["0"], &s); err != nil {
+			return openaiwire.Result{}, errNoText
+		}
+		return openaiwire.Result{Text: s, Content: s != ""}, nil
+	case '"':
+		var s string
+		if err := json.Unmarshal(body, &s); err != nil {
+			return openaiwire.Result{}, err
+		}
+		return openaiwire.Result{Text: s, Content: s != ""}, nil
+	}
+	return openaiwire.Result{}, errNoText
+}
+
+// wholeDecoder turns a whole JSON response, sent where a stream was asked
+// for, into one chunk.
+type wholeDecoder struct{ errDec openaiwire.StreamDecoder }
+
+// Decode implements httpadapter.Decoder.
+func (d *wholeDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error) {
+	r, err := decodeScore(frame)
+	if err == nil && r.Error != nil {
+		// An error object: let the OpenAI stream decoder map it.
+		d.errDec.Provider, d.errDec.Native = cloudreq.ProviderAzure, native(0)
+		return d.errDec.Decode(frame)
+	}
+	if err != nil {
+		return cloudreq.StreamChunk{Text: string(frame), Content: len(frame) > 0}, false, nil
+	}
+	return cloudreq.StreamChunk{Text: r.Text, Content: r.Content, FinishReason: r.FinishReason, Usage: r.Usage}, false, nil
+}
+
+// Complete implements httpadapter.Decoder: a whole body is complete.
+func (d *wholeDecoder) Complete() error { return nil }

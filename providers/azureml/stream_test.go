@@ -1,0 +1,108 @@
+package azureml
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+const (
+	sseRole  = `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n"
+	sseHello = `data: {"choices":[{"index":0,"delta":{"content":"Hello"}}]}` + "\n\n"
+	sseEnd   = `data: {"choices":[{"index":0,"delta":{"content":"!"},"finish_reason":"stop"}]}` + "\n\n"
+	sseUsage = `data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":2}}` + "\n\n"
+	sseDone  = "data: [DONE]\n\n"
+)
+
+func TestStreamChat(t *testing.T) {
+	var s seen
+	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		recorder(&s, 0, "", "")(discard{}, r)
+		writeFlushed(w, "text/event-stream", sseRole, sseHello, sseEnd, sseUsage, sseDone)
+	}, func(o *Options) { o.API = APIChat })
+	out := stream(t, a, generateReq())
+	require.NoError(t, out.err)
+	assert.Equal(t, "Hello!", out.text)
+	assert.Equal(t, 2, out.content)
+	assert.Equal(t, cloudreq.Usage{InputTokens: 2, OutputTokens: 2, Source: "server"}, out.resp.Usage)
+	assert.Equal(t, "text/event-stream", s.accept)
+	assert.Contains(t, string(s.body), `"stream_options":{"include_usage":true}`)
+}
+
+// discard is a ResponseWriter that writes nowhere.
+type discard struct{}
+
+func (discard) Header() http.Header         { return http.Header{} }
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}
+
+func TestStreamEndings(t *testing.T) {
+	tests := []struct {
+		name  string
+		ct    string
+		parts []string
+		text  string
+		want  errcodes.Code
+	}{
+		{"truncated", "text/event-stream", []string{sseRole, sseHello}, "Hello", errcodes.StreamInterrupted},
+		{"mid-stream error", "text/event-stream", []string{sseHello, `data: {"error":{"code":"content_filter","message":"filtered"}}` + "\n\n"}, "Hello", errcodes.StreamInterrupted},
+		{"finish without done", "text/event-stream", []string{sseHello, sseEnd}, "Hello!", ""},
+		{"whole json on /score", "application/json", []string{`{"output":"all at once"}`}, "all at once", ""},
+		{"plain bytes", "text/plain", []string{"a", "b"}, "ab", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _ := server(t, func(w http.ResponseWriter, r *http.Request) { writeFlushed(w, tt.ct, tt.parts...) })
+			out := stream(t, a, generateReq())
+			assert.Equal(t, tt.text, out.text)
+			if tt.want == "" {
+				assert.NoError(t, out.err)
+				return
+			}
+			assert.Equal(t, tt.want, errcodes.Of(out.err), "%v", out.err)
+			var e *errcodes.Error
+			require.ErrorAs(t, out.err, &e)
+			assert.Equal(t, "azure", e.Provider)
+		})
+	}
+}
+
+func TestStreamCancel(t *testing.T) {
+	released := make(chan struct{})
+	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		writeFlushed(w, "text/event-stream", sseHello)
+		<-r.Context().Done()
+		close(released)
+	})
+	c, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	s, err := client(t, a).Stream(c, generateReq())
+	require.NoError(t, err)
+	defer s.Close()
+	require.True(t, s.Next())
+	cancel()
+	assert.False(t, s.Next())
+	assert.Equal(t, errcodes.Canceled, errcodes.Of(s.Err()))
+	select {
+	case <-released:
+	case <-time.After(5 * time.Second):
+		t.Fatal("connection not released")
+	}
+}
+
+func TestStreamOpenError(t *testing.T) {
+	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(429)
+		_, _ = w.Write([]byte(`{"error":{"code":"TooManyRequests","message":"slow"}}`))
+	})
+	out := stream(t, a, generateReq())
+	assert.Equal(t, errcodes.Throttled, errcodes.Of(out.err))
+}
