@@ -86,7 +86,7 @@ func TestTTFTAgainstGroundTruth(t *testing.T) {
 func BenchmarkTTFTGroundTruth(b *testing.B) {
 	var errs, written []time.Duration
 	for b.Loop() {
-		e, w := ttftErrors(b, 200, 4)
+		e, w := ttftErrors(b, 200, 1)
 		errs, written = append(errs, e...), append(written, w...)
 	}
 	slices.Sort(errs)
