@@ -3,7 +3,6 @@ package vertex
 import (
 	"context"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -145,11 +144,19 @@ func (f *fakeServer) set(fn func(f *fakeServer)) {
 	fn(f)
 }
 
+// streamPlan is what a fake stream sends and how it ends.
+type streamPlan struct {
+	gen       []*aiplatformpb.GenerateContentResponse
+	raw       [][]byte
+	end       error
+	hold, brk bool
+}
+
 // snapshot returns the fake's stream behaviour.
-func (f *fakeServer) snapshot() (gen []*aiplatformpb.GenerateContentResponse, raw [][]byte, end error, hold, brk bool) {
+func (f *fakeServer) snapshot() streamPlan {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.genChunks, f.rawChunks, f.streamEnd, f.hold, f.breakConn
+	return streamPlan{f.genChunks, f.rawChunks, f.streamEnd, f.hold, f.breakConn}
 }
 
 func (f *fakeServer) Calls() []fakeCall {
@@ -189,37 +196,37 @@ func (f *fakeServer) StreamGenerateContent(r *aiplatformpb.GenerateContentReques
 	if err := f.record(s.Context(), "StreamGenerateContent", r.GetModel(), r); err != nil {
 		return err
 	}
-	gen, _, end, hold, brk := f.snapshot()
-	for _, m := range gen {
+	p := f.snapshot()
+	for _, m := range p.gen {
 		if err := s.Send(m); err != nil {
 			return err
 		}
 	}
-	return f.endStream(s.Context(), end, hold, brk)
+	return f.endStream(s.Context(), p)
 }
 
 func (f *fakeServer) StreamRawPredict(r *aiplatformpb.StreamRawPredictRequest, s aiplatformpb.PredictionService_StreamRawPredictServer) error {
 	if err := f.record(s.Context(), "StreamRawPredict", r.GetEndpoint(), r); err != nil {
 		return err
 	}
-	_, raw, end, hold, brk := f.snapshot()
-	for _, d := range raw {
+	p := f.snapshot()
+	for _, d := range p.raw {
 		if err := s.Send(&httpbody.HttpBody{ContentType: "text/event-stream", Data: d}); err != nil {
 			return err
 		}
 	}
-	return f.endStream(s.Context(), end, hold, brk)
+	return f.endStream(s.Context(), p)
 }
 
-func (f *fakeServer) endStream(ctx context.Context, end error, hold, brk bool) error {
+func (f *fakeServer) endStream(ctx context.Context, p streamPlan) error {
 	switch {
-	case brk:
+	case p.brk:
 		// Let the sent messages reach the client before the break.
 		time.Sleep(20 * time.Millisecond)
 		f.lis.breakAll()
 		<-ctx.Done()
 		return ctx.Err()
-	case hold:
+	case p.hold:
 		select {
 		case <-ctx.Done():
 			close(f.canceled)
@@ -228,7 +235,7 @@ func (f *fakeServer) endStream(ctx context.Context, end error, hold, brk bool) e
 			return status.Error(codes.DeadlineExceeded, "fake: held stream was never canceled")
 		}
 	}
-	return end
+	return p.end
 }
 
 // genMsg builds one GenerateContentResponse; finish and usage are left
@@ -246,11 +253,4 @@ func genMsg(text string, finish aiplatformpb.Candidate_FinishReason, in, out int
 		m.UsageMetadata = &aiplatformpb.GenerateContentResponse_UsageMetadata{PromptTokenCount: in, CandidatesTokenCount: out}
 	}
 	return m
-}
-
-func mdValue(md metadata.MD, k string) string {
-	if vs := md.Get(strings.ToLower(k)); len(vs) > 0 {
-		return vs[0]
-	}
-	return ""
 }

@@ -2,7 +2,6 @@ package vertex
 
 import (
 	"context"
-	"errors"
 	"io"
 	"strings"
 
@@ -292,6 +291,3 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 	cs.resp = newResponse(hdr, nil)
 	return cs, nil
 }
-
-// errClosed ends reads after Close.
-var errClosed = errors.New("vertex: stream closed")

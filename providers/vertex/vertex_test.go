@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -300,7 +298,7 @@ func TestServerStartParse(t *testing.T) {
 // order, and that a fresh connection is told from a reused one.
 func TestTiming(t *testing.T) {
 	_, addr := startFake(t)
-	c, a := newFakeClient(t, addr)
+	c, _ := newFakeClient(t, addr)
 	// Let the connection the client opened at New come up first.
 	for i := 0; i < 2; i++ {
 		resp, err := c.Invoke(context.Background(), genReq())
@@ -318,7 +316,6 @@ func TestTiming(t *testing.T) {
 			assert.True(t, at.ConnReused, "second call reuses the connection")
 		}
 	}
-	_ = a
 }
 
 // TestTimingFreshConnection breaks the connection between two calls: the
@@ -405,17 +402,11 @@ func TestNewOptions(t *testing.T) {
 // TestUnreachable checks that a refused connection is a retryable
 // ERR_UNAVAILABLE.
 func TestUnreachable(t *testing.T) {
-	_, addr := startFake(t)
-	a := newFakeAdapter(t, addr)
 	a2, err := New(context.Background(), Options{Project: "p", Location: "l", Endpoint: "127.0.0.1:1", Insecure: true})
 	require.NoError(t, err)
 	defer a2.Close()
-	_ = a
 	_, err = a2.Invoke(context.Background(), &cloudreq.Call{Request: invokeReq("x", "text/plain"), Payload: invokeReq("x", "text/plain").Payload, Attempt: 1})
 	require.Error(t, err)
 	assert.Equal(t, errcodes.Unavailable, errcodes.Of(err))
 	assert.True(t, errcodes.As(err).Retryable)
 }
-
-var _ = errors.New
-var _ = io.EOF
