@@ -231,3 +231,16 @@ func TestDescribe(t *testing.T) {
 	b, _ := json.Marshal(d.Actions)
 	assert.JSONEq(t, `["invoke","generate"]`, string(b))
 }
+
+func TestTimingThroughAzcore(t *testing.T) {
+	a, _ := server(t, recorder(&seen{}, 200, "application/json", chatReply))
+	resp, err := client(t, a).Invoke(ctx(t), generateReq())
+	require.NoError(t, err)
+	require.NotNil(t, resp.Timing)
+	at := resp.Timing.LastAttempt()
+	require.NotNil(t, at)
+	assert.False(t, at.GotConn.IsZero(), "httptrace reached the transport through azcore")
+	assert.False(t, at.WroteRequest.IsZero())
+	assert.False(t, at.FirstByte.IsZero())
+	assert.True(t, at.FirstByte.After(at.Send))
+}

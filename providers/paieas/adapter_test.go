@@ -216,3 +216,14 @@ func TestServerStartAndMetadata(t *testing.T) {
 	assert.Equal(t, 250*time.Millisecond, resp.ServerStart.Setup)
 	assert.Equal(t, "eas-1", resp.RequestID)
 }
+
+func TestTiming(t *testing.T) {
+	a, _ := server(t, recorder(&seen{}, 200, "application/json", chatReply))
+	resp, err := client(t, a).Invoke(ctx(t), generateReq())
+	require.NoError(t, err)
+	at := resp.Timing.LastAttempt()
+	require.NotNil(t, at)
+	assert.False(t, at.ConnectDone.IsZero())
+	assert.False(t, at.FirstByte.IsZero())
+	assert.True(t, at.FirstByte.After(at.Send))
+}
