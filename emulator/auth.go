@@ -108,9 +108,9 @@ func verifyEAS(r *http.Request, body []byte, keys []string) bool {
 	return false
 }
 
-// EASSignature returns the Authorization value the PAI-EAS SDK sends for a
+// easSignature returns the Authorization value the PAI-EAS SDK sends for a
 // POST of body with the given Content-Type and Date to path.
-func EASSignature(token, contentType, date, path string, body []byte) string {
+func easSignature(token, contentType, date, path string, body []byte) string {
 	sum := md5.Sum(body) //nolint:gosec // protocol-defined
 	msg := "POST\n" + hex.EncodeToString(sum[:]) + "\n" + contentType + "\n" + date + "\n" + path
 	m := hmac.New(sha1.New, []byte(token))

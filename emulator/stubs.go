@@ -4,10 +4,6 @@ import (
 	"net/http"
 )
 
-func (s *Server) servePAIEAS(w http.ResponseWriter, _ *http.Request) {
-	http.Error(w, "not implemented", http.StatusNotImplemented)
-}
-
 type metrics struct{}
 
 func newMetrics(*Server) *metrics                               { return &metrics{} }
