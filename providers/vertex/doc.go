@@ -82,18 +82,19 @@
 // RequestInfo id.
 //
 //	gRPC status           HTTP  code                 refined by details
-//	INVALID_ARGUMENT      400   ERR_INVALID_PARAM
-//	FAILED_PRECONDITION   400   ERR_INVALID_PARAM
+//	INVALID_ARGUMENT      400   ERR_INVALID_PARAM    ERR_PAYLOAD_TOO_LARGE with an ErrorInfo reason containing TOO_LARGE
+//	FAILED_PRECONDITION   400   ERR_INVALID_PARAM    ERR_MODEL_ERROR with an ErrorInfo reason containing MODEL_ERROR (the container failed)
 //	OUT_OF_RANGE          400   ERR_INVALID_PARAM
 //	UNAUTHENTICATED       401   ERR_UNAUTHENTICATED
 //	PERMISSION_DENIED     403   ERR_PERMISSION_DENIED
 //	NOT_FOUND             404   ERR_NOT_FOUND
 //	ALREADY_EXISTS        409   ERR_INVALID_PARAM    (a conflict: retrying the same request cannot help)
 //	ABORTED               409   ERR_UNAVAILABLE      (a concurrency conflict: a retry may succeed)
-//	RESOURCE_EXHAUSTED    429   ERR_THROTTLED        ERR_QUOTA_EXCEEDED with a QuotaFailure detail or an ErrorInfo reason containing QUOTA
+//	RESOURCE_EXHAUSTED    429   ERR_THROTTLED        ERR_QUOTA_EXCEEDED with a QuotaFailure detail or an ErrorInfo reason containing QUOTA;
+//	                                                 ERR_PAYLOAD_TOO_LARGE for grpc-go's "message larger than max" (no details)
 //	CANCELLED             499   ERR_CANCELED
-//	UNKNOWN               500   ERR_INTERNAL
-//	INTERNAL              500   ERR_INTERNAL
+//	UNKNOWN               500   ERR_INTERNAL         ERR_MODEL_ERROR with an ErrorInfo reason containing MODEL_ERROR
+//	INTERNAL              500   ERR_INTERNAL         ERR_MODEL_ERROR with an ErrorInfo reason containing MODEL_ERROR
 //	DATA_LOSS             500   ERR_INTERNAL
 //	UNIMPLEMENTED         501   ERR_INVALID_PARAM
 //	UNAVAILABLE           503   ERR_UNAVAILABLE      ERR_MODEL_NOT_READY with an ErrorInfo reason containing NOT_READY, SCALING, SCALE_UP, LOADING or COLD_START

@@ -93,9 +93,22 @@ func mapError(err error) error {
 	d := ae.Details()
 	reason := strings.ToUpper(ae.Reason())
 	switch c {
+	case codes.InvalidArgument:
+		if strings.Contains(reason, "TOO_LARGE") {
+			code = errcodes.PayloadTooLarge
+		}
+	case codes.FailedPrecondition, codes.Internal, codes.Unknown:
+		if strings.Contains(reason, "MODEL_ERROR") {
+			code = errcodes.ModelError
+		}
 	case codes.ResourceExhausted:
-		if d.QuotaFailure != nil || strings.Contains(reason, "QUOTA") {
+		switch {
+		case d.QuotaFailure != nil || strings.Contains(reason, "QUOTA"):
 			code = errcodes.QuotaExceeded
+		case reason == "" && strings.Contains(st.Message(), "message larger than max"):
+			// grpc-go's own message-size limits (client or server side)
+			// carry no details: a documented last-resort string match.
+			code = errcodes.PayloadTooLarge
 		}
 	case codes.Unavailable:
 		for _, r := range notReadyReasons {

@@ -77,6 +77,16 @@ var mappingRows = []mappingRow{
 		details: []protoadapt.MessageV1{errorInfo("model_loading")}},
 	{name: "UNAVAILABLE", code: codes.Unavailable, want: errcodes.Unavailable, http: 503,
 		details: []protoadapt.MessageV1{errorInfo("BACKEND_OVERLOADED")}},
+	{name: "INVALID_ARGUMENT", code: codes.InvalidArgument, want: errcodes.PayloadTooLarge, http: 400,
+		details: []protoadapt.MessageV1{errorInfo("PAYLOAD_TOO_LARGE")}},
+	{name: "INVALID_ARGUMENT", code: codes.InvalidArgument, want: errcodes.InvalidParam, http: 400,
+		details: []protoadapt.MessageV1{errorInfo("INVALID_INPUT"), &errdetails.BadRequest{}}},
+	{name: "FAILED_PRECONDITION", code: codes.FailedPrecondition, want: errcodes.ModelError, http: 400,
+		details: []protoadapt.MessageV1{errorInfo("MODEL_ERROR")}},
+	{name: "INTERNAL", code: codes.Internal, want: errcodes.ModelError, http: 500,
+		details: []protoadapt.MessageV1{errorInfo("MODEL_ERROR")}},
+	{name: "UNKNOWN", code: codes.Unknown, want: errcodes.ModelError, http: 500,
+		details: []protoadapt.MessageV1{errorInfo("MODEL_ERROR")}},
 }
 
 func (r mappingRow) status(t testing.TB) *status.Status {
@@ -143,7 +153,7 @@ func TestMappingTableMatchesDoc(t *testing.T) {
 		refine string
 	}
 	doc := map[string]docRow{}
-	in := false
+	in, last := false, ""
 	for _, line := range strings.Split(string(src), "\n") {
 		line = strings.TrimSpace(strings.TrimPrefix(line, "//"))
 		if strings.HasPrefix(line, "gRPC status") {
@@ -157,10 +167,18 @@ func TestMappingTableMatchesDoc(t *testing.T) {
 			break
 		}
 		fs := strings.Fields(line)
-		require.GreaterOrEqual(t, len(fs), 3, line)
+		require.GreaterOrEqual(t, len(fs), 2, line)
 		h, err := strconv.Atoi(fs[1])
-		require.NoError(t, err, line)
-		doc[fs[0]] = docRow{http: h, code: fs[2], refine: strings.Join(fs[3:], " ")}
+		if err != nil { // a continuation of the previous row's refinements
+			require.NotEmpty(t, last, line)
+			r := doc[last]
+			r.refine += " " + line
+			doc[last] = r
+			continue
+		}
+		require.GreaterOrEqual(t, len(fs), 3, line)
+		last = fs[0]
+		doc[last] = docRow{http: h, code: fs[2], refine: strings.Join(fs[3:], " ")}
 	}
 	base := map[string]bool{}
 	for _, r := range mappingRows {
@@ -178,6 +196,14 @@ func TestMappingTableMatchesDoc(t *testing.T) {
 		assert.True(t, base[name], "doc row %s has no detail-free test row", name)
 	}
 	assert.Len(t, doc, len(statusNames)-1, "every status but OK is documented")
+}
+
+func TestMessageTooLarge(t *testing.T) {
+	err := mapError(status.Error(codes.ResourceExhausted, "grpc: received message larger than max (9 vs. 4)"))
+	assert.ErrorIs(t, err, errcodes.PayloadTooLarge)
+	assert.Equal(t, 429, errcodes.As(err).HTTPStatus)
+	err = mapError(status.Error(codes.ResourceExhausted, "slow down"))
+	assert.ErrorIs(t, err, errcodes.Throttled)
 }
 
 func TestMapErrorPassesOthersThrough(t *testing.T) {
