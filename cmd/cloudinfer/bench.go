@@ -10,8 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -158,12 +161,79 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	if err := res.Render(stdout, bench.Format(c.Format), bench.RenderOptions{Detail: c.Detail}); err != nil {
 		return err
 	}
+	if env.emu != nil && c.Format == "text" {
+		groundTruth(stdout, env.emu, res, plan.Limits.Warmup)
+	}
 	if c.Format == "text" || c.Format == "markdown" {
 		fmt.Fprintf(stdout, "\nresult: %s\n", out)
 	} else if stderr != nil {
 		fmt.Fprintf(stderr, "result: %s\n", out)
 	}
 	return nil
+}
+
+// groundTruth prints, for targets served by the embedded emulator, what
+// the emulator injected (its ground-truth records, warm-up requests left
+// out) beside what the benchmark measured, and the profile's reference
+// figures: the difference between measured and injected is the
+// measurement's own error; between injected and reference, the sample's.
+func groundTruth(w io.Writer, emu *emulator.Server, res *bench.Result, warmup int) {
+	type truth struct{ ttft, tpot latency.Dist }
+	byEndpoint := map[string]*truth{}
+	seen := map[string]int{}
+	recs := emu.Records()
+	slices.SortFunc(recs, func(a, b emulator.Record) int { return a.Arrival.Compare(b.Arrival) })
+	for _, r := range recs {
+		seen[r.Endpoint]++
+		if seen[r.Endpoint] <= warmup || r.Outcome != "ok" {
+			continue
+		}
+		t := byEndpoint[r.Endpoint]
+		if t == nil {
+			t = &truth{}
+			byEndpoint[r.Endpoint] = t
+		}
+		t.ttft.Add(int64(r.TTFTMs * 1e6))
+		if r.Stream && r.OutputTokens >= 2 {
+			t.tpot.Add(int64(r.TPOTMs * 1e6))
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	printed := false
+	ms := func(d *latency.Dist) string {
+		if d.Count() == 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(d.Mean()/1e6, 'f', 1, 64)
+	}
+	pct := func(a, b float64) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%+.1f%%", 100*(a-b)/b)
+	}
+	for _, tr := range res.Targets {
+		t := byEndpoint[tr.Endpoint]
+		if t == nil || !tr.Stream {
+			continue
+		}
+		if !printed {
+			fmt.Fprintln(w, "Emulator ground truth (means, ms): measured vs injected, injected vs the profile's reference")
+			fmt.Fprintln(tw, "target\tTTFT measured\tinjected\tΔ\treference\tΔ\tTPOT measured\tinjected\tΔ\treference\tΔ\t")
+			printed = true
+		}
+		mt, mp := tr.Dist(latency.TTFT, "", ""), tr.Dist(latency.TPOT, "", "")
+		refT, refP := "-", "-"
+		dT, dP := "-", "-"
+		if p, ok := emulator.BuiltinProfile(tr.Endpoint); ok && emu.TimeScale() == 1 {
+			refT, refP = strconv.FormatFloat(p.TTFTMs.Mean, 'f', 1, 64), strconv.FormatFloat(p.TPOTMs.Mean, 'f', 1, 64)
+			dT, dP = pct(t.ttft.Mean()/1e6, p.TTFTMs.Mean), pct(t.tpot.Mean()/1e6, p.TPOTMs.Mean)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", tr.Name,
+			ms(mt), ms(&t.ttft), pct(mt.Mean(), t.ttft.Mean()), refT, dT,
+			ms(mp), ms(&t.tpot), pct(mp.Mean(), t.tpot.Mean()), refP, dP)
+	}
+	_ = tw.Flush()
 }
 
 func writeFile(path string, render func(io.Writer) error) error {

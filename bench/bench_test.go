@@ -1,0 +1,82 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/bench"
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/emulator"
+)
+
+// BenchmarkEmulatorNonStreaming measures the highest sustained
+// non-streaming rate of the generator against the emulator on loopback: a
+// closed loop of C workers, b.N requests, to an endpoint that answers at
+// once (zero injected latency, one output token). Client and emulator
+// share the machine's cores. It reports requests per second.
+func BenchmarkEmulatorNonStreaming(b *testing.B) {
+	ep := emulator.Endpoint{Name: "instant", Providers: []emulator.Provider{emulator.OpenAI}, Profile: emulator.Profile{
+		Name: "instant", OutputTokens: emulator.Dist{Mean: 1}, Slots: 4096, MaxQueue: -1,
+	}}
+	srv := startEmulator(b, 1, []emulator.Endpoint{ep})
+	for _, c := range []int{8, 32, 128} {
+		b.Run(fmt.Sprintf("closed-c%d", c), func(b *testing.B) {
+			p := &bench.Plan{Targets: []bench.Target{target("instant", false)}, Load: bench.Load{Concurrency: c},
+				Limits: bench.Limits{Requests: b.N}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			res, err := bench.Run(context.Background(), p, bench.Options{Connect: emulatorConnect(srv)})
+			el := time.Since(start)
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			cn := res.Targets[0].Counts()
+			if cn.Failed > 0 {
+				b.Fatalf("%d of %d failed: %v", cn.Failed, cn.Requests, res.Targets[0].ErrorExamples)
+			}
+			b.ReportMetric(float64(b.N)/el.Seconds(), "req/s")
+			b.ReportMetric(100*res.Targets[0].CPU, "%cpu")
+		})
+	}
+}
+
+// BenchmarkOpenLoopDispatch measures the generator alone: an open loop
+// far above what it can send, to an adapter that answers at once, so the
+// send rate is the dispatcher's, client and hooks' own capacity.
+func BenchmarkOpenLoopDispatch(b *testing.B) {
+	p := &bench.Plan{Targets: []bench.Target{{Name: "noop", Provider: "openai", Model: "m"}},
+		Load: bench.Load{Model: bench.LoadConstant, Rate: 1e6, MaxInFlight: 256}, Limits: bench.Limits{Requests: b.N}}
+	connect := func(context.Context, *bench.Target) (*cloudreq.Client, error) {
+		return cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{noop{}}, Retry: cloudreq.RetryOptions{MaxAttempts: 1}})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	res, err := bench.Run(context.Background(), p, bench.Options{Connect: connect})
+	el := time.Since(start)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "req/s")
+	b.ReportMetric(res.Targets[0].SendRate, "send/s")
+}
+
+type noop struct{}
+
+func (noop) Describe() cloudreq.Description {
+	return cloudreq.Description{Provider: cloudreq.ProviderOpenAI, Service: cloudreq.ServiceOpenAICompatible,
+		Actions: []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate}}
+}
+
+func (noop) Encode(*cloudreq.CloudRequest, bool) (cloudreq.Payload, error) {
+	return cloudreq.Payload{Body: []byte("{}")}, nil
+}
+
+func (noop) Invoke(context.Context, *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	return &cloudreq.CloudResponse{StatusCode: 200, Usage: cloudreq.Usage{OutputTokens: 1}}, nil
+}

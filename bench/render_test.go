@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/latency"
+)
+
+// synthetic returns a result of one streamed target whose requests have
+// TTFT = base + i ms, TPOT = 10 + i/10 ms and E2E = TTFT + 50 × TPOT, for
+// i in [from, to); every tenth request is cold, and failed adds that many
+// ERR_THROTTLED failures.
+func synthetic(t *testing.T, name string, base, from, to, failed int) *Result {
+	t.Helper()
+	p := &Plan{Targets: []Target{{Name: name, Provider: "openai", Model: name, Stream: true}}, Limits: Limits{Requests: to - from},
+		SLAs: []latency.SLA{{Metric: latency.TTFT, Percentile: 95, Threshold: int64(150 * time.Millisecond)}}}
+	require.NoError(t, p.Prepare())
+	col, err := newCollector(p, &p.Targets[0])
+	require.NoError(t, err)
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	col.begin(start)
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	for i := from; i < to; i++ {
+		ttft, tpot := ms(float64(base+i)), ms(10+float64(i)/10)
+		s := latency.Sample{Endpoint: name, Start: latency.Warm, Streamed: true, OutputTokens: 51, TokenSource: latency.TokensFromServer,
+			TTFT: ttft, TPOT: tpot, E2E: ttft + 50*tpot, ScheduleLag: ms(0.01),
+			Begin: start.Add(time.Duration(i) * time.Second), Attempts: 1}
+		s.End = s.Begin.Add(s.E2E)
+		s.Has = s.Has.With(latency.TTFT).With(latency.TPOT).With(latency.E2E).With(latency.ScheduleLag).With(latency.OutputTokens)
+		if i%10 == 0 {
+			s.Start = latency.Cold
+			s.ColdStart = ms(2800)
+			s.Has = s.Has.With(latency.ColdStart)
+		}
+		col.sent.Add(1)
+		col.add(&s, map[string]string{"device": []string{"mobile", "desktop"}[i%2]}, s.Begin)
+	}
+	for range failed {
+		s := latency.Sample{Endpoint: name, Err: "ERR_THROTTLED", Begin: start, End: start}
+		col.sent.Add(1)
+		col.add(&s, nil, time.Time{})
+	}
+	r := newResult(p)
+	r.Begin = start
+	tr := col.result()
+	tr.CPU = 0.05
+	r.Targets = append(r.Targets, tr)
+	return r
+}
+
+func TestReferenceTable(t *testing.T) {
+	r := synthetic(t, "m1", 100, 0, 100, 0)
+	var b bytes.Buffer
+	r.ReferenceTable(&b, false)
+	out := b.String()
+	t.Log("\n" + out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	assert.Equal(t, []string{"target", "n", "failed", "TTFT", "ms", "TPOT", "ms/token", "total", "ms"}, strings.Fields(lines[0])[:9])
+	f := strings.Fields(lines[1])
+	// TTFT 100..199 ms: mean 149.5, sd 29.0; TPOT 10..19.9: mean 14.95 ms.
+	assert.Equal(t, []string{"m1", "100", "0", "150", "±", "29"}, f[:6])
+	assert.Equal(t, []string{"14.9", "±", "2.9"}, f[6:9])
+}
+
+func TestRenderFormats(t *testing.T) {
+	r := synthetic(t, "m1", 100, 0, 100, 5)
+	r.Targets[0].Ladder = &LadderTrace{Config: Ladder{}.WithDefaults(), Steps: []LadderStep{
+		{Index: 0, Rate: 10, Sent: 100, Completed: 100, P95: Duration(50 * time.Millisecond), P95Known: true, Action: Climb, Next: 60},
+		{Index: 1, Start: Duration(10 * time.Second), Rate: 60, Sent: 600, Completed: 590, P95: Duration(250 * time.Millisecond), P95Known: true, Action: BackOff, Next: 42},
+	}}
+	for _, f := range Formats {
+		t.Run(string(f), func(t *testing.T) {
+			var b bytes.Buffer
+			require.NoError(t, r.Render(&b, f, RenderOptions{Detail: true}))
+			out := b.String()
+			switch f {
+			case FormatText, FormatMarkdown:
+				for _, want := range []string{"Load and generator", "Errors by code", "ERR_THROTTLED", "Cold and warm starts",
+					"SLAs", "ttft p95 150ms", "QPS ladder: m1 (highest rate held with p95 e2e ≤ 200ms: 10.0 req/s)", "back-off", "Tags", "mobile"} {
+					assert.Contains(t, out, want)
+				}
+			case FormatCSV:
+				rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+				require.NoError(t, err)
+				var load, ladder int
+				for _, row := range rows {
+					require.Len(t, row, 8)
+					load += map[bool]int{true: 1}[row[0] == "load"]
+					ladder += map[bool]int{true: 1}[row[0] == "ladder"]
+				}
+				assert.Positive(t, load)
+				assert.Positive(t, ladder)
+			case FormatJSON:
+				back, err := ParseResult(b.Bytes())
+				require.NoError(t, err)
+				assert.Equal(t, r.Targets[0].Counts(), back.Targets[0].Counts())
+			case FormatHTML:
+				assert.Equal(t, 8, strings.Count(out, "<svg"), "latency, throughput, ladder rate and p95, TTFT, TPOT, cold/warm, errors")
+				assert.NotContains(t, out, "<script")
+				assert.NotContains(t, out, "src=")
+				assert.NotContains(t, strings.ReplaceAll(out, `xmlns="http://www.w3.org/2000/svg"`, ""), "http")
+				assert.Contains(t, out, "150 ± 29")
+			}
+		})
+	}
+	var b bytes.Buffer
+	assert.Error(t, r.Render(&b, "pdf", RenderOptions{}))
+}
+
+func TestSaveReadMergeIsExact(t *testing.T) {
+	dir := t.TempDir()
+	a, b := synthetic(t, "m1", 100, 0, 50, 2), synthetic(t, "m1", 100, 50, 100, 3)
+	whole := synthetic(t, "m1", 100, 0, 100, 5)
+	pa, pb := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	require.NoError(t, a.Save(pa))
+	require.NoError(t, b.Save(pb))
+	ra, err := ReadResult(pa)
+	require.NoError(t, err)
+	rb, err := ReadResult(pb)
+	require.NoError(t, err)
+	m, err := Merge(ra, rb)
+	require.NoError(t, err)
+	require.Len(t, m.Targets, 1)
+	mt, wt := m.Targets[0], whole.Targets[0]
+	assert.Equal(t, wt.Counts(), mt.Counts())
+	assert.Equal(t, int64(105), mt.Sent)
+	assert.Equal(t, 2, mt.Machines)
+	for _, metric := range []latency.Metric{latency.TTFT, latency.TPOT, latency.E2E, latency.ColdStart} {
+		wd, md := wt.Dist(metric, "", ""), mt.Dist(metric, "", "")
+		assert.Equal(t, wd.Count(), md.Count(), metric.String())
+		assert.Equal(t, wd.Mean(), md.Mean(), metric.String())
+		assert.Equal(t, wd.SD(), md.SD(), metric.String())
+		assert.Equal(t, wd.Quantile(0.95), md.Quantile(0.95), metric.String())
+	}
+	assert.Equal(t, wt.Tags["device"]["mobile"].Count, mt.Tags["device"]["mobile"].Count)
+	var total int64
+	for _, bk := range mt.Series.Buckets {
+		total += bk.Count
+	}
+	assert.Equal(t, int64(105), total)
+	assert.Len(t, m.Hosts, 2)
+	var out bytes.Buffer
+	require.NoError(t, m.Render(&out, FormatText, RenderOptions{}))
+	assert.Contains(t, out.String(), "merged from 2 machines")
+}
+
+func TestParseResultRejects(t *testing.T) {
+	for _, in := range []string{`{`, `{"version":2}`, `{"version":1,"targets":[null]}`} {
+		_, err := ParseResult([]byte(in))
+		assert.Error(t, err, in)
+	}
+	_, err := ReadResult(filepath.Join(t.TempDir(), "none.json"))
+	assert.Error(t, err)
+}
+
+func TestCompare(t *testing.T) {
+	a, b := synthetic(t, "m1", 100, 0, 100, 0), synthetic(t, "m1", 200, 0, 100, 10)
+	c, err := Compare(a, b, "a.json", "b.json")
+	require.NoError(t, err)
+	find := func(fig string) CompareRow {
+		for _, r := range c.Rows {
+			if r.Figure == fig {
+				return r
+			}
+		}
+		t.Fatalf("no %s", fig)
+		return CompareRow{}
+	}
+	ttft := find("TTFT mean")
+	assert.InDelta(t, 149.5, ttft.A, 0.01)
+	assert.InDelta(t, 249.5, ttft.B, 0.01)
+	assert.InDelta(t, 100, ttft.Delta(), 0.01)
+	pct, ok := ttft.DeltaPct()
+	assert.True(t, ok)
+	assert.InDelta(t, 66.9, pct, 0.1)
+	assert.InDelta(t, 100*10.0/110, find("error rate").B, 1e-9)
+	for _, f := range []Format{FormatText, FormatMarkdown, FormatCSV, FormatHTML} {
+		var buf bytes.Buffer
+		require.NoError(t, c.Render(&buf, f))
+		assert.Contains(t, buf.String(), "66.9%")
+	}
+	other := synthetic(t, "other", 100, 0, 10, 0)
+	two := &Result{Targets: append(append([]*TargetResult{}, a.Targets...), other.Targets...)}
+	_, err = Compare(two, &Result{Targets: []*TargetResult{synthetic(t, "x", 1, 0, 2, 0).Targets[0]}}, "a", "b")
+	assert.Error(t, err, "nothing in common")
+}
+
+func TestNiceTicks(t *testing.T) {
+	assert.Equal(t, []float64{0, 20, 40, 60, 80, 100}, niceTicks(0, 100, 5))
+	assert.Equal(t, []float64{0.5, 1, 1.5, 2}, niceTicks(0.3, 2.1, 4))
+	assert.Equal(t, []float64{7}, niceTicks(7, 7, 5))
+	c := &chart{title: "empty <x>", w: 200, h: 100}
+	assert.Contains(t, c.svg(), "no data")
+	assert.Contains(t, c.svg(), "empty &lt;x&gt;")
+}
+
+func TestProgressQuietWhenNotATerminal(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	require.NoError(t, err)
+	defer f.Close()
+	assert.Nil(t, NewProgress(f))
+	assert.Nil(t, NewProgress(nil))
+	// The bar itself draws what it is told.
+	var b bytes.Buffer
+	p := &barProgress{w: &b}
+	p.Begin("m1", 10, 0)
+	p.Update(Snapshot{Target: "m1", Sent: 5, Done: 4, Errors: 1, Rate: 12.5, P95: 42 * time.Millisecond})
+	time.Sleep(150 * time.Millisecond)
+	p.Update(Snapshot{Target: "m1", Sent: 6, Done: 5, Errors: 1, Rate: 12.5, P95: 42 * time.Millisecond})
+	p.End()
+	assert.Contains(t, b.String(), "12.5/s")
+	assert.Contains(t, b.String(), "p95 42ms")
+}

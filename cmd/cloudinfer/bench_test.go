@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kong"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/cloudinfer/cloudinfer/bench"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// parse parses a command line into the CLI.
+func parse(t *testing.T, args ...string) *cli {
+	t.Helper()
+	var c cli
+	p, err := kong.New(&c, kong.Name("cloudinfer"), kong.Exit(func(int) { t.Fatal("exit") }))
+	require.NoError(t, err)
+	_, err = p.Parse(args)
+	require.NoError(t, err)
+	return &c
+}
+
+func TestDefaultRunIsTheReferenceExperiment(t *testing.T) {
+	c := parse(t, "bench")
+	p, reference, err := c.Bench.plan()
+	require.NoError(t, err)
+	assert.True(t, reference)
+	require.Len(t, p.Targets, 3)
+	for i, m := range referenceModels {
+		tg := p.Targets[i]
+		assert.Equal(t, m, tg.Endpoint)
+		assert.True(t, tg.Stream)
+		assert.Equal(t, 512, tg.Payload.PromptTokens)
+		assert.Empty(t, tg.URL, "the embedded emulator")
+	}
+	assert.Equal(t, 1, p.Limits.Warmup)
+	assert.True(t, c.Bench.needsEmulator(p))
+	// About a minute of requests at the reference profiles' means
+	// (1912 + 798 + 1520 ms per round), warm-up included.
+	assert.Equal(t, 13, referenceRequests(1, 1))
+	assert.Equal(t, 100, referenceRequests(0.01, 1))
+}
+
+func TestFlagsBuildTargetsAndLoad(t *testing.T) {
+	c := parse(t, "bench", "--provider", "aws", "--endpoint", "a", "--endpoint", "b", "--no-stream",
+		"--load", "ladder", "--ladder-step", "25", "--ladder-step-length", "2s", "--ladder-high-water", "300ms",
+		"--ladder-low-water", "100ms", "--ladder-floor", "5", "--ladder-target", "100", "--ladder-backoff", "0.5",
+		"--sla", "ttft p95 150ms starts=warm", "--traffic-log", "../../bench/testdata/traffic.csv", "--cloud")
+	p, reference, err := c.Bench.plan()
+	require.NoError(t, err)
+	assert.False(t, reference)
+	require.NoError(t, p.Prepare())
+	require.Len(t, p.Targets, 2)
+	assert.Equal(t, "sagemaker", p.Targets[1].Service)
+	assert.False(t, p.Targets[0].Stream)
+	l := p.Load.Ladder
+	assert.Equal(t, bench.Ladder{Start: 5, Increment: 25, Floor: 5, Target: 100, Backoff: 0.5, Step: bench.Duration(2e9),
+		HighWater: bench.Duration(3e8), LowWater: bench.Duration(1e8), Metric: "e2e"}, l)
+	assert.Equal(t, bench.Duration(20e9), p.Limits.Duration, "a ladder runs ten steps by default")
+	require.Len(t, p.SLAs, 1)
+	require.NotNil(t, p.Mix)
+	assert.Len(t, p.Mix.Classes, 3)
+	assert.False(t, c.Bench.needsEmulator(p), "--cloud")
+}
+
+func TestConfigFileAndOverrides(t *testing.T) {
+	c := parse(t, "bench", "--config", "../../bench/testdata/plan.yaml", "--rate", "7", "--requests", "9", "--warmup", "0")
+	p, _, err := c.Bench.plan()
+	require.NoError(t, err)
+	assert.Len(t, p.Targets, 2)
+	assert.Equal(t, bench.LoadPoisson, p.Load.Model)
+	assert.Equal(t, 7.0, p.Load.Rate)
+	assert.Equal(t, 9, p.Limits.Requests)
+	assert.Equal(t, 0, p.Limits.Warmup)
+	assert.Equal(t, bench.Duration(30e9), p.Limits.Duration, "kept from the file")
+}
+
+func TestBenchAndReportEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.json")
+	c := parse(t, "bench", "--time-scale", "0.01", "--requests", "4", "--quiet", "--out", out,
+		"--html", filepath.Join(dir, "r.html"), "--csv", filepath.Join(dir, "r.csv"), "--markdown", filepath.Join(dir, "r.md"))
+	var stdout bytes.Buffer
+	require.NoError(t, c.Bench.run(context.Background(), &stdout, nil))
+	s := stdout.String()
+	t.Log("\n" + s)
+	for _, m := range referenceModels {
+		assert.Contains(t, s, m)
+	}
+	assert.Contains(t, s, "TTFT ms")
+	assert.Contains(t, s, "Emulator ground truth")
+	assert.Contains(t, s, "result: "+out)
+	for _, f := range []string{"r.json", "r.html", "r.csv", "r.md"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err)
+		assert.Positive(t, st.Size(), f)
+	}
+	res, err := bench.ReadResult(out)
+	require.NoError(t, err)
+	for _, tr := range res.Targets {
+		assert.Equal(t, int64(4), tr.Counts().Requests, tr.Name)
+		assert.Zero(t, tr.Counts().Failed, "%v", tr.ErrorExamples)
+	}
+
+	for _, args := range [][]string{
+		{"report", out},
+		{"report", "--compare", out, out},
+		{"report", "--merge", out, out, "--format", "html"},
+	} {
+		rc := parse(t, args...)
+		var b bytes.Buffer
+		require.NoError(t, rc.Report.render(&b), strings.Join(args, " "))
+		assert.Contains(t, b.String(), "llama-3-8b")
+	}
+	m := filepath.Join(dir, "m.json")
+	require.NoError(t, parse(t, "report", "--merge", out, out, "--format", "json", "--out", m).Report.Run())
+	merged, err := bench.ReadResult(m)
+	require.NoError(t, err)
+	assert.Equal(t, int64(8), merged.Targets[0].Counts().Requests)
+	assert.Len(t, merged.Hosts, 2)
+
+	assert.Error(t, parse(t, "report", "--compare", out).Report.render(&bytes.Buffer{}))
+	assert.Error(t, parse(t, "report", out, out).Report.render(&bytes.Buffer{}))
+}
