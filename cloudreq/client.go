@@ -308,21 +308,45 @@ func (cl *call) normalize(ctx, actx context.Context, err error) *errcodes.Error 
 	if err == nil {
 		return nil
 	}
-	if e := errcodes.FromContext(ctx); e != nil {
+	if e := callEnded(ctx, err); e != nil {
 		e.Provider = cl.req.Provider
 		return e
 	}
-	if actx.Err() != nil && context.Cause(actx) == errAttemptTimeout {
-		e := errcodes.Wrap(err, errcodes.Timeout, "attempt timed out")
-		e.Retryable = true
-		e.Provider = cl.req.Provider
-		return e
+	if actx.Err() != nil {
+		switch cause := context.Cause(actx); cause {
+		case errAttemptTimeout, errFirstChunkTimeout:
+			msg := "attempt timed out"
+			if cause == errFirstChunkTimeout {
+				msg = cause.Error()
+			}
+			e := errcodes.Wrap(err, errcodes.Timeout, msg)
+			e.Retryable = true
+			e.Provider = cl.req.Provider
+			return e
+		}
 	}
 	e := errcodes.FromTransport(err)
 	if e.Provider == "" {
 		e.Provider = cl.req.Provider
 	}
 	return e
+}
+
+// callEnded returns the final error of a call whose context ended, and
+// nil while it runs. A deadline that passed counts even before the
+// context's timer fired: a transport or server that saw it first may have
+// reported it already (grpc-go turns the server's RST_STREAM into
+// DEADLINE_EXCEEDED), and it is the call's deadline all the same.
+func callEnded(ctx context.Context, err error) *errcodes.Error {
+	if e := errcodes.FromContext(ctx); e != nil {
+		return e
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		e := errcodes.Wrap(err, errcodes.Timeout, "deadline exceeded")
+		e.Retryable = false
+		return e
+	}
+	return nil
 }
 
 func (cl *call) postDeserialize(ctx context.Context, resp *CloudResponse, e *errcodes.Error) *errcodes.Error {

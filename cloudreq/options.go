@@ -27,8 +27,10 @@ type Options struct {
 	// a Stream, until its headers arrived). An attempt that times out may
 	// be retried. Zero: no limit.
 	AttemptTimeout time.Duration
-	// FirstChunkTimeout bounds a Stream's wait, from the send of its final
-	// attempt, for its first chunk. Zero: no limit.
+	// FirstChunkTimeout bounds each Stream attempt's wait, from its start,
+	// for its first chunk (the response headers included: some servers send
+	// them only with the first chunk). An attempt that times out before
+	// any chunk reached the caller may be retried. Zero: no limit.
 	FirstChunkTimeout time.Duration
 	// StreamIdleTimeout bounds the gap between two chunks of a Stream: a
 	// stalled stream fails with ERR_TIMEOUT, a slow but progressing one is

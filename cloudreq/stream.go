@@ -102,9 +102,15 @@ func (s *Stream) reopen(n int, e *errcodes.Error) *errcodes.Error {
 func (s *Stream) open(n int) *errcodes.Error {
 	cl := s.cl
 	actx, acancel := context.WithCancelCause(s.ctx)
-	var attemptTimer *time.Timer
+	var attemptTimer, firstTimer *time.Timer
 	if d := cl.o.AttemptTimeout; d > 0 {
 		attemptTimer = time.AfterFunc(d, func() { acancel(errAttemptTimeout) })
+	}
+	if d := cl.o.FirstChunkTimeout; d > 0 {
+		// Started now, not when the adapter returns: an adapter may only
+		// return with the first chunk (gRPC servers send their headers
+		// with the first message), and the wait for it is the same wait.
+		firstTimer = time.AfterFunc(d, func() { acancel(errFirstChunkTimeout) })
 	}
 	tr := latency.NewAttemptTrace(n, cl.wait)
 	tctx := httptrace.WithClientTrace(actx, tr.ClientTrace())
@@ -129,6 +135,9 @@ func (s *Stream) open(n int) *errcodes.Error {
 		}
 	}
 	if e != nil {
+		if firstTimer != nil {
+			firstTimer.Stop()
+		}
 		acancel(errClosed)
 		cl.endAttempt(tr, nil, e)
 		return e
@@ -137,9 +146,7 @@ func (s *Stream) open(n int) *errcodes.Error {
 	defer s.mu.Unlock()
 	s.cs, s.tr, s.resp, s.n = cs, tr, head, n
 	s.actx, s.acancel = actx, acancel
-	if d := cl.o.FirstChunkTimeout; d > 0 {
-		s.firstTimer = time.AfterFunc(d-time.Since(tr.Send()), func() { acancel(errFirstChunkTimeout) })
-	}
+	s.firstTimer = firstTimer
 	return nil
 }
 
@@ -234,10 +241,9 @@ func (s *Stream) record(ch StreamChunk) {
 // streamError normalizes a read error; s.mu is held.
 func (s *Stream) streamError(err error) *errcodes.Error {
 	provider := s.cl.req.Provider
-	var e *errcodes.Error
+	e := callEnded(s.ctx, err)
 	switch cause := context.Cause(s.actx); {
-	case s.ctx.Err() != nil:
-		e = errcodes.FromContext(s.ctx)
+	case e != nil:
 	case s.actx.Err() != nil && (cause == errFirstChunkTimeout || cause == errIdleTimeout):
 		e = errcodes.Wrap(err, errcodes.Timeout, cause.Error())
 		e.Retryable = !s.delivered
