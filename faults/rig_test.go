@@ -46,6 +46,10 @@ type answer struct {
 	chunks    int           // stream: content chunks before the end
 	gap       time.Duration // stream: pause before each chunk
 	end       end           // stream: how it ends
+	// lazyHead (gRPC) sends a stream's headers only with its first
+	// message, as grpc-go servers do unless told otherwise; by default
+	// the fake sends them at once, as HTTP servers do.
+	lazyHead bool
 	// raw answers by hand (HTTP backends only).
 	raw func(w http.ResponseWriter, r *http.Request)
 }
@@ -105,6 +109,9 @@ type backend struct {
 	applies func(a answer) bool
 	// start serves env.rec's answers and returns an adapter talking to them.
 	start func(t testing.TB, env startEnv) cloudreq.Adapter
+	// newAdapter returns an adapter for a server at base reached through hc
+	// (HTTP backends only).
+	newAdapter func(t testing.TB, base string, hc *http.Client) cloudreq.Adapter
 	// request returns a fresh request: an invoke, or a generate to stream.
 	request func(stream bool) *cloudreq.CloudRequest
 }

@@ -34,6 +34,9 @@ func sagemakerBackend() backend {
 			base, hc := serveEnv(t, sagemakerWire{}, env)
 			return newSageMaker(t, base, hc)
 		},
+		newAdapter: func(t testing.TB, base string, hc *http.Client) cloudreq.Adapter {
+			return newSageMaker(t, base, hc)
+		},
 		request: func(stream bool) *cloudreq.CloudRequest {
 			if stream {
 				return &cloudreq.CloudRequest{

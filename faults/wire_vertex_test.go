@@ -47,13 +47,7 @@ func vertexBackend() backend {
 		},
 		start: func(t testing.TB, env startEnv) cloudreq.Adapter {
 			require.False(t, env.mem, "vertex: no in-memory network")
-			addr := startVertexFake(t, env.rec)
-			ad, err := vertex.New(context.Background(), vertex.Options{
-				Project: "p", Location: "us-central1", Endpoint: addr, Insecure: true,
-			})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = ad.Close() })
-			return ad
+			return newVertexAt(t, startVertexFake(t, env.rec))
 		},
 		request: func(stream bool) *cloudreq.CloudRequest {
 			if stream {
@@ -70,6 +64,17 @@ func vertexBackend() backend {
 			}
 		},
 	}
+}
+
+// newVertexAt returns a Vertex adapter dialing addr in plain text.
+func newVertexAt(t testing.TB, addr string) *vertex.Adapter {
+	t.Helper()
+	ad, err := vertex.New(context.Background(), vertex.Options{
+		Project: "p", Location: "us-central1", Endpoint: addr, Insecure: true,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ad.Close() })
+	return ad
 }
 
 // vertexStatus is the gRPC status of an error answer.
@@ -201,6 +206,11 @@ func (f *vertexFake) StreamGenerateContent(r *aiplatformpb.GenerateContentReques
 	a, err := f.begin(ctx, r)
 	if err != nil {
 		return err
+	}
+	if !a.lazyHead {
+		if err := s.SendHeader(metadata.MD{}); err != nil {
+			return err
+		}
 	}
 	for i := range a.chunks {
 		if !sleepCtx(ctx, a.gap) {
