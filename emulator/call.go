@@ -141,30 +141,9 @@ func (s *Server) newCall(ep *endpoint, prov Provider, route string, gen genReque
 		TimeScale:    s.scale,
 	}
 	p := ep.prof
-	// Draw order is fixed: fault, cold, prefill, decode speed, length, gaps, words.
-	u := c.rng.Float64()
-	c.coldMs = p.ColdStartMs.sample(c.rng)
-	c.prefill = p.TTFTMs.sample(c.rng)
-	c.tpot = p.TPOTMs.sample(c.rng)
-	c.n = sampleLength(p.OutputTokens, c.rng)
-	c.finish = "stop"
-	if gen.maxTokens > 0 && c.n > gen.maxTokens {
-		c.n, c.finish = gen.maxTokens, "length"
-	}
-	c.gapsRaw = make([]float64, max(c.n-1, 0))
-	jitter := Dist{1, p.GapJitter}
-	sum := 0.0
-	for i := range c.gapsRaw {
-		c.gapsRaw[i] = jitter.sample(c.rng)
-		sum += c.gapsRaw[i]
-	}
-	for i := range c.gapsRaw {
-		c.gapsRaw[i] *= c.tpot * float64(len(c.gapsRaw)) / sum
-	}
-	c.words = make([]string, c.n)
-	for i := range c.words {
-		c.words[i] = vocabulary[c.rng.IntN(len(vocabulary))]
-	}
+	d := drawRequest(p, gen.maxTokens, c.rng)
+	u := d.u
+	c.coldMs, c.prefill, c.tpot, c.n, c.finish, c.gapsRaw, c.words = d.coldMs, d.prefillMs, d.tpotMs, d.n, d.finish, d.gapsMs, d.words
 	c.breakAt = max(1, (c.n+1)/2)
 	c.rec.OutputTokens = c.n
 
@@ -181,6 +160,47 @@ func (s *Server) newCall(ep *endpoint, prov Provider, route string, gen genReque
 		c.forced = true
 	}
 	return c, nil
+}
+
+// draws are one request's random values, in emulated milliseconds.
+type draws struct {
+	u         float64 // picks the fault from the error rates
+	coldMs    float64
+	prefillMs float64 // TTFT before the prompt-length and batching terms
+	tpotMs    float64
+	n         int
+	finish    string // "stop", or "length" when max tokens cut the output
+	gapsMs    []float64
+	words     []string
+}
+
+// drawRequest draws a request's values in a fixed order: fault, cold start,
+// prefill, decode speed, length, gaps, words.
+func drawRequest(p Profile, maxTokens int, r *rand.Rand) draws {
+	d := draws{u: r.Float64()}
+	d.coldMs = p.ColdStartMs.sample(r)
+	d.prefillMs = p.TTFTMs.sample(r)
+	d.tpotMs = p.TPOTMs.sample(r)
+	d.n = sampleLength(p.OutputTokens, r)
+	d.finish = "stop"
+	if maxTokens > 0 && d.n > maxTokens {
+		d.n, d.finish = maxTokens, "length"
+	}
+	d.gapsMs = make([]float64, max(d.n-1, 0))
+	jitter := Dist{1, p.GapJitter}
+	sum := 0.0
+	for i := range d.gapsMs {
+		d.gapsMs[i] = jitter.sample(r)
+		sum += d.gapsMs[i]
+	}
+	for i := range d.gapsMs {
+		d.gapsMs[i] *= d.tpotMs * float64(len(d.gapsMs)) / sum
+	}
+	d.words = make([]string, d.n)
+	for i := range d.words {
+		d.words[i] = vocabulary[r.IntN(len(vocabulary))]
+	}
+	return d
 }
 
 // sampleLength draws an output length: the lognormal of mean d.Mean and

@@ -1,0 +1,85 @@
+package emulator
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are vLLM's Prometheus metrics (label model_name = endpoint name),
+// fed from the ground-truth records, plus emulator_requests_total.
+type metrics struct {
+	reg     *prometheus.Registry
+	handler http.Handler
+
+	ttft, itl, tpot, e2e, queue, prefill, decode *prometheus.HistogramVec
+	promptTokens, genTokens                      *prometheus.CounterVec
+	requests                                     *prometheus.CounterVec
+}
+
+// vLLM's bucket boundaries (seconds).
+var (
+	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
+	itlBuckets  = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+	e2eBuckets  = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+)
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, []string{"model_name"})
+		m.reg.MustRegister(h)
+		return h
+	}
+	m.ttft = hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
+	m.itl = hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets)
+	m.tpot = hist("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", itlBuckets)
+	m.e2e = hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e2eBuckets)
+	m.queue = hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", e2eBuckets)
+	m.prefill = hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", e2eBuckets)
+	m.decode = hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", e2eBuckets)
+	m.promptTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:prompt_tokens_total", Help: "Number of prefill tokens processed."}, []string{"model_name"})
+	m.genTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:generation_tokens_total", Help: "Number of generation tokens processed."}, []string{"model_name"})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "emulator_requests_total", Help: "Requests answered by the emulator."}, []string{"model_name", "provider", "status", "fault"})
+	m.reg.MustRegister(m.promptTokens, m.genTokens, m.requests)
+	for _, name := range s.order {
+		ep := s.endpoints[name]
+		labels := prometheus.Labels{"model_name": name}
+		m.reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vllm:num_requests_running", Help: "Number of requests in model execution batches.", ConstLabels: labels},
+				func() float64 { a, _ := ep.load(); return float64(a) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vllm:num_requests_waiting", Help: "Number of requests waiting to be processed.", ConstLabels: labels},
+				func() float64 { _, w := ep.load(); return float64(w) }),
+		)
+	}
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return m
+}
+
+func (m *metrics) serve(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) }
+
+// observe feeds one finished request's ground truth into the metrics.
+func (s *Server) observe(r *Record) {
+	m := s.metrics
+	name := r.Endpoint
+	m.requests.WithLabelValues(name, string(r.Provider), strconv.Itoa(r.Status), string(r.Fault)).Inc()
+	if r.TokensSent == 0 {
+		return
+	}
+	m.promptTokens.WithLabelValues(name).Add(float64(r.PromptTokens))
+	m.genTokens.WithLabelValues(name).Add(float64(r.TokensSent))
+	m.ttft.WithLabelValues(name).Observe(r.FirstTokenMs / 1000)
+	m.e2e.WithLabelValues(name).Observe(r.LastTokenMs / 1000)
+	m.queue.WithLabelValues(name).Observe(r.QueueMs / 1000)
+	m.prefill.WithLabelValues(name).Observe(r.PrefillMs / 1000)
+	m.decode.WithLabelValues(name).Observe((r.LastTokenMs - r.FirstTokenMs) / 1000)
+	if r.Stream && r.TokensSent > 1 {
+		itl := m.itl.WithLabelValues(name)
+		for _, g := range r.GapsMs[:r.TokensSent-1] {
+			itl.Observe(g / 1000)
+		}
+		m.tpot.WithLabelValues(name).Observe((r.LastTokenMs - r.FirstTokenMs) / float64(r.TokensSent-1) / 1000)
+	}
+}
