@@ -163,11 +163,17 @@ func Wrap(err error, code Code, msg string) *Error {
 	return e
 }
 
-// Error formats the error as "ERR_CODE: provider ProviderCode (HTTP n): message".
+// Error formats the error as "ERR_CODE: provider ProviderCode (HTTP n):
+// message [request id r]". The wrapped native error's text is never
+// printed — it may echo credentials or URLs — only the Message adapters
+// wrote for it; reach the native error with errors.As.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(string(e.Code))
-	b.WriteString(":")
+	head := e.Provider != "" || e.ProviderCode != "" || e.HTTPStatus != 0
+	if head || e.Message != "" {
+		b.WriteString(":")
+	}
 	if e.Provider != "" {
 		b.WriteString(" ")
 		b.WriteString(e.Provider)
@@ -180,14 +186,11 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, " (HTTP %d)", e.HTTPStatus)
 	}
 	if e.Message != "" {
-		if e.Provider != "" || e.ProviderCode != "" || e.HTTPStatus != 0 {
+		if head {
 			b.WriteString(":")
 		}
 		b.WriteString(" ")
 		b.WriteString(e.Message)
-	} else if e.Err != nil {
-		b.WriteString(" ")
-		b.WriteString(e.Err.Error())
 	}
 	if e.RequestID != "" {
 		b.WriteString(" [request id ")
@@ -278,8 +281,7 @@ func As(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	e = Wrap(err, Of(err), err.Error())
-	return e
+	return Wrap(err, Of(err), transportMessage(err))
 }
 
 // FromContext converts a context error to an *Error (ERR_CANCELED or

@@ -99,7 +99,9 @@ func TestErrorString(t *testing.T) {
 	e := &errcodes.Error{Code: errcodes.Throttled, Provider: "alibaba", ProviderCode: "450", HTTPStatus: 450,
 		Message: "queue full", RequestID: "abc"}
 	assert.Equal(t, "ERR_THROTTLED: alibaba 450 (HTTP 450): queue full [request id abc]", e.Error())
-	assert.Equal(t, "ERR_CANCELED: boom", errcodes.Wrap(errors.New("boom"), errcodes.Canceled, "").Error())
+	assert.Equal(t, "ERR_CANCELED", errcodes.Wrap(errors.New("secret-ish native text"), errcodes.Canceled, "").Error(),
+		"the native error's text is never printed")
+	assert.Equal(t, "ERR_CANCELED: boom", errcodes.New(errcodes.Canceled, "boom").Error())
 }
 
 func TestFromContext(t *testing.T) {
