@@ -45,4 +45,5 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println("text:", resp.Text != "", "finish:", resp.FinishReason != "", "usage from:", resp.Usage.Source)
+	// Output: text: true finish: true usage from: server
 }

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
+	"github.com/cloudinfer/cloudinfer/internal/openaiwire"
 )
 
 // legacyRequest is the EAS LLM template's request body.
@@ -108,6 +110,9 @@ func (d *legacyDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error)
 	}
 	text, err := decodeLegacy(frame)
 	if err != nil {
+		if eb, ok := openaiwire.ParseError(frame); ok && !d.raw {
+			return cloudreq.StreamChunk{}, false, inStreamError(eb)
+		}
 		if d.raw {
 			return cloudreq.StreamChunk{Text: string(frame), Content: true}, false, nil
 		}
@@ -130,6 +135,21 @@ func (d *legacyDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error)
 	}
 	d.last = text
 	return cloudreq.StreamChunk{Text: delta, Content: delta != ""}, false, nil
+}
+
+// inStreamError is the error a legacy stream reported in a record such as
+// {"error":"processor exception: …"}.
+func inStreamError(eb openaiwire.ErrorBody) *errcodes.Error {
+	msg := eb.Message
+	if msg == "" {
+		msg = "the service reported an error mid-stream"
+	}
+	e := httpadapter.Interrupted(cloudreq.ProviderAlibaba, msg, &APIError{Code: eb.Code, Type: eb.Type, Message: eb.Message})
+	class := openaiwire.Classify(0, eb)
+	e.ProviderCode = eb.ProviderCode()
+	e.Details = map[string]string{"code": string(class)}
+	e.Retryable = class.Retryable()
+	return e
 }
 
 // Complete implements httpadapter.Decoder: a legacy stream has no end

@@ -68,6 +68,7 @@ func TestStreamLegacyNUL(t *testing.T) {
 		{"forced delta", LegacyDelta, []string{`{"response":"a"}`, `{"response":"ab"}`}, []string{"a", "ab"}, ""},
 		{"forced cumulative", LegacyCumulative, []string{`{"response":"a"}`, `{"response":"ab"}`, `{"response":"abc"}`}, []string{"a", "b", "c"}, ""},
 		{"history ignored", LegacyAuto, []string{`{"response":"x","history":[["q","x"]]}`}, []string{"x"}, ""},
+		{"in-stream error", LegacyAuto, []string{`{"response":"a"}`, `{"error":"processor exception: generation failed"}`}, []string{"a"}, errcodes.StreamInterrupted},
 		{"truncated record", LegacyAuto, []string{`{"response":"a"}`, `{"respo`}, []string{"a"}, errcodes.StreamInterrupted},
 	}
 	for _, tt := range tests {

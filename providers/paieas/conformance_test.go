@@ -1,0 +1,39 @@
+package paieas_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/emulator"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/providers/paieas"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
+)
+
+func TestConformance(t *testing.T) {
+	errs := providertest.CommonErrors()
+	// PAI-EAS answers 503 only when no instance is ready, has no 403
+	// (forbidden is 401 Authorization Failed), and rate-limits quota
+	// with 429 like any throttle.
+	errs[emulator.FaultUnavailable] = errcodes.ModelNotReady
+	errs[emulator.FaultForbidden] = errcodes.Unauthenticated
+	errs[emulator.FaultQuota] = errcodes.Throttled
+	errs[emulator.FaultQueueFull] = errcodes.Throttled
+	errs[emulator.FaultModelError] = errcodes.Internal
+	errs[emulator.FaultHTML502] = errcodes.Unavailable
+	providertest.RunConformance(t, providertest.Harness{
+		Provider: cloudreq.ProviderAlibaba, Service: cloudreq.ServicePAIEAS,
+		NewAdapter: func(t *testing.T, srv *emulator.Server) cloudreq.Adapter {
+			a, err := paieas.New(paieas.Options{Endpoint: srv.URL(), Token: "conformance", AllowInsecureHTTP: true})
+			require.NoError(t, err)
+			return a
+		},
+		Target:           func(endpoint string) cloudreq.Target { return cloudreq.Target{Endpoint: endpoint} },
+		InvokeBody:       []byte(`{"prompt":"hi","max_new_tokens":8}`),
+		StreamInvoke:     true,
+		InvokeStreamBody: []byte(`{"prompt":"hi","max_new_tokens":8,"use_stream_chat":"True"}`),
+		Errors:           errs,
+	})
+}
