@@ -51,7 +51,9 @@
 // (promptTokenCount, candidatesTokenCount). Metadata holds
 // MetaDeployedModelID, MetaModelVersionID, MetaModel where the service said
 // them, and any x-vertex-ai-* response header. CloudRequest.Header entries
-// are sent as gRPC metadata (lower-case keys).
+// are sent as gRPC metadata (lower-case keys). Vertex takes no client
+// request id, so CloudRequest.RequestID is not sent; RequestID of a generate
+// response is its responseId.
 //
 // # Streams
 //

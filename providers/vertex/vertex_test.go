@@ -12,6 +12,7 @@ import (
 	"github.com/googleapis/gax-go/v2/apierror"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -409,4 +410,24 @@ func TestUnreachable(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, errcodes.Unavailable, errcodes.Of(err))
 	assert.True(t, errcodes.As(err).Retryable)
+}
+
+// TestInsecureSendsNoCredentials: over plain text, credentials given in
+// ClientOptions are refused at New rather than sent.
+func TestInsecureSendsNoCredentials(t *testing.T) {
+	f, addr := startFake(t)
+	_, err := New(context.Background(), Options{Endpoint: addr, Insecure: true,
+		ClientOptions: []option.ClientOption{option.WithAPIKey("secret-key-123")}})
+	if err == nil {
+		t.Fatal("New accepted credentials over plain text")
+	}
+	assert.ErrorIs(t, err, errcodes.InvalidParam)
+	assert.NotContains(t, err.Error(), "secret-key-123")
+
+	c, _ := newFakeClient(t, addr)
+	_, err = c.Invoke(context.Background(), invokeReq("x", "text/plain"))
+	require.NoError(t, err)
+	md := f.Calls()[0].MD
+	assert.Empty(t, md.Get("authorization"))
+	assert.Empty(t, md.Get("x-goog-api-key"))
 }
