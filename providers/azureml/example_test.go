@@ -50,4 +50,5 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println("text:", resp.Text != "", "status:", resp.StatusCode)
+	// Output: text: true status: 200
 }

@@ -1,0 +1,58 @@
+package azureml_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/emulator"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/providers/azureml"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
+)
+
+func errorTable() map[emulator.Fault]errcodes.Code {
+	errs := providertest.CommonErrors()
+	errs[emulator.FaultQuota] = errcodes.QuotaExceeded
+	errs[emulator.FaultQueueFull] = errcodes.Throttled
+	errs[emulator.FaultHTML502] = errcodes.Unavailable
+	return errs
+}
+
+func TestConformanceScore(t *testing.T) {
+	errs := errorTable()
+	errs[emulator.FaultModelError] = errcodes.ModelError // 424
+	providertest.RunConformance(t, providertest.Harness{
+		Provider: cloudreq.ProviderAzure, Service: cloudreq.ServiceAzureML,
+		NewAdapter: func(t *testing.T, srv *emulator.Server) cloudreq.Adapter {
+			a, err := azureml.New(azureml.Options{EndpointURL: srv.URL() + "/azureml/{endpoint}", Key: "conformance", AllowInsecureHTTP: true})
+			require.NoError(t, err)
+			return a
+		},
+		Target:           func(endpoint string) cloudreq.Target { return cloudreq.Target{Endpoint: endpoint} },
+		InvokeBody:       []byte(`{"input_data":{"input_string":[{"role":"user","content":"hi"}],"parameters":{"max_new_tokens":8}}}`),
+		StreamInvoke:     true,
+		InvokeStreamBody: []byte(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true}`),
+		Errors:           errs,
+	})
+}
+
+func TestConformanceServerlessChat(t *testing.T) {
+	errs := errorTable()
+	errs[emulator.FaultModelError] = errcodes.Internal // serverless: 500 model_error
+	providertest.RunConformance(t, providertest.Harness{
+		Provider: cloudreq.ProviderAzure, Service: cloudreq.ServiceAzureML,
+		NewAdapter: func(t *testing.T, srv *emulator.Server) cloudreq.Adapter {
+			a, err := azureml.New(azureml.Options{EndpointURL: srv.URL() + "/azureml/{endpoint}", Key: "conformance",
+				API: azureml.APIChat, AllowInsecureHTTP: true})
+			require.NoError(t, err)
+			return a
+		},
+		Target:           func(endpoint string) cloudreq.Target { return cloudreq.Target{Endpoint: endpoint} },
+		InvokeBody:       []byte(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`),
+		StreamInvoke:     true,
+		InvokeStreamBody: []byte(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true}`),
+		Errors:           errs,
+	})
+}
