@@ -75,6 +75,8 @@
 //	token acquisition failed                          ERR_UNAUTHENTICATED    no
 //	in-stream data:{"error":…}, truncated stream      ERR_STREAM_INTERRUPTED (see providers/openai)
 //	transport failures                                errcodes.FromTransport
+//	2xx generate body holding no generated text       ERR_UNKNOWN            no
+//	response body over MaxResponseBytes               ERR_PAYLOAD_TOO_LARGE  no
 //
 // Retry-After, retry-after-ms and x-ms-retry-after-ms fill RetryAfter. The
 // request id is x-request-id (else x-ms-request-id); the deployment that

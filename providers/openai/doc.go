@@ -52,6 +52,8 @@
 //	HTTP 502, 503 (other 5xx)                        ERR_UNAVAILABLE        yes
 //	in-stream data:{"error":…}                       ERR_STREAM_INTERRUPTED as its class
 //	stream without [DONE] or finish_reason           ERR_STREAM_INTERRUPTED yes (before the first chunk)
+//	generate answered 2xx with no completion JSON    ERR_UNKNOWN            no
+//	response body over MaxResponseBytes              ERR_PAYLOAD_TOO_LARGE  no
 //	connection refused/reset, EOF                    ERR_UNAVAILABLE        yes
 //	TLS certificate failure                          ERR_UNAUTHENTICATED    no
 //

@@ -59,6 +59,8 @@
 //	503   no ready instance (scaling from zero)    ERR_MODEL_NOT_READY    yes
 //	504   gateway timeout                          ERR_TIMEOUT            yes
 //	other by errcodes.ForHTTPStatus
+//	2xx generate body that is no completion / {"response":…}   ERR_UNKNOWN
+//	response body over MaxResponseBytes                        ERR_PAYLOAD_TOO_LARGE
 //
 // In a stream, an OpenAI data:{"error":…} event and a stream that ends
 // without [DONE] or a finish reason are ERR_STREAM_INTERRUPTED (as in
