@@ -132,3 +132,9 @@ func TestTransportError(t *testing.T) {
 	assert.Equal(t, "azure", e.Provider)
 	assert.True(t, e.Retryable)
 }
+
+func TestResponseTooLarge(t *testing.T) {
+	a, _ := server(t, recorder(&seen{}, 200, "application/json", chatReply), func(o *Options) { o.MaxResponseBytes = 16 })
+	_, err := client(t, a).Invoke(ctx(t), generateReq())
+	assert.ErrorIs(t, err, errcodes.PayloadTooLarge)
+}

@@ -139,3 +139,12 @@ func TestTransportError(t *testing.T) {
 	assert.Equal(t, errcodes.Unavailable, e.Code)
 	assert.Equal(t, "alibaba", e.Provider)
 }
+
+func TestResponseTooLarge(t *testing.T) {
+	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, chatReply)
+	}, func(o *Options) { o.MaxResponseBytes = 16 })
+	_, err := client(t, a).Invoke(ctx(t), generateReq())
+	assert.ErrorIs(t, err, errcodes.PayloadTooLarge)
+}
