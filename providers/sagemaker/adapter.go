@@ -371,7 +371,7 @@ func withHeaders(h http.Header, watch *bodyWatch) func(*sagemakerruntime.Options
 				return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("cloudinferBodyWatch",
 					func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
 						out, md, err := next.HandleDeserialize(ctx, in)
-						if r, ok := out.RawResponse.(*smithyhttp.Response); ok && err == nil && r.Body != nil {
+						if r, ok := out.RawResponse.(*smithyhttp.Response); ok && err == nil && r.Body != nil && r.StatusCode < 300 {
 							watch.rc = r.Body
 							r.Body = watch
 						}

@@ -2,7 +2,9 @@ package sagemaker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -24,17 +26,35 @@ type eventSource interface {
 
 // bodyWatch wraps the HTTP response body under the SDK's event stream
 // decoder and remembers how reading it failed. The decoder reports a body
-// cut mid-message (io.ErrUnexpectedEOF) as a clean end of stream; the watch
-// lets the chunk stream tell the two apart.
+// cut mid-message (io.ErrUnexpectedEOF) as a clean end of stream, and
+// trusts each frame's length prefix (a frame claiming 4 GiB is buffered as
+// it arrives); the watch follows the frame boundaries, so that a body that
+// ends inside a frame, or a frame outside the protocol's bounds, fails the
+// stream instead.
 type bodyWatch struct {
-	rc  io.ReadCloser
-	mu  sync.Mutex
-	err error
+	rc   io.ReadCloser
+	mu   sync.Mutex
+	err  error
+	pre  [8]byte // the current frame's total and headers lengths, as read so far
+	npre int
+	left uint32 // bytes of the current frame still to come after its prefix
 }
+
+// Frame bounds: a 12-byte prelude and a 4-byte CRC at least; at most the
+// protocol's 16 MiB payload and 128 KiB of headers.
+const (
+	minFrame = 16
+	maxFrame = 16<<20 + 128<<10 + minFrame
+)
 
 // Read implements io.Reader.
 func (w *bodyWatch) Read(p []byte) (int, error) {
 	n, err := w.rc.Read(p)
+	if ferr := w.frames(p[:n]); ferr != nil {
+		err = ferr
+	} else if err == io.EOF && (w.npre > 0 || w.left > 0) {
+		err = io.ErrUnexpectedEOF
+	}
 	if err != nil && err != io.EOF {
 		w.mu.Lock()
 		if w.err == nil {
@@ -43,6 +63,29 @@ func (w *bodyWatch) Read(p []byte) (int, error) {
 		w.mu.Unlock()
 	}
 	return n, err
+}
+
+// frames follows the frame boundaries through b, checking each frame's
+// prelude lengths.
+func (w *bodyWatch) frames(b []byte) error {
+	for len(b) > 0 {
+		if w.left > 0 {
+			k := min(uint32(len(b)), w.left)
+			w.left, b = w.left-k, b[k:]
+			continue
+		}
+		k := copy(w.pre[w.npre:], b)
+		w.npre, b = w.npre+k, b[k:]
+		if w.npre == len(w.pre) {
+			w.npre = 0
+			total, headers := binary.BigEndian.Uint32(w.pre[:4]), binary.BigEndian.Uint32(w.pre[4:])
+			if total < minFrame || total > maxFrame || headers > total-minFrame {
+				return fmt.Errorf("an event stream frame of %d bytes with %d bytes of headers (allowed: %d to %d bytes)", total, headers, minFrame, maxFrame)
+			}
+			w.left = total - uint32(len(w.pre))
+		}
+	}
+	return nil
 }
 
 // Close implements io.Closer.
