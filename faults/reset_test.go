@@ -1,0 +1,56 @@
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// TestResetBeforeFirstByteRetried: a connection reset before any response
+// byte (over real loopback TCP, linger 0) is a retryable failure for
+// Invoke and for Stream; the retry's success is the call's.
+func TestResetBeforeFirstByteRetried(t *testing.T) {
+	for _, b := range backends() {
+		for _, stream := range modes() {
+			t.Run(b.name+"/"+mode(stream), func(t *testing.T) {
+				r := newRig(t, b, []answer{{reset: true}, ok(3)})
+				texts, resp, err := r.call(context.Background(), stream)
+				require.NoError(t, err)
+				if stream {
+					assert.Equal(t, []string{"tok0 ", "tok1 ", "tok2 "}, texts)
+				}
+				assert.Equal(t, 2, r.rec.count())
+				require.Len(t, resp.Errors, 1)
+				assert.Equal(t, errcodes.Unavailable, resp.Errors[0].Code, "%v", resp.Errors[0])
+			})
+		}
+	}
+}
+
+// TestResetAfterStreamStarted: once chunks reached the caller, a reset is
+// never retried behind the caller's back: the stream ends with
+// ERR_STREAM_INTERRUPTED, the chunks already read stay read and counted,
+// and the server sees no second attempt.
+func TestResetAfterStreamStarted(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRig(t, b, []answer{{chunks: 2, end: endReset}, ok(3)})
+			texts, resp, err := r.stream(context.Background())
+			var e *errcodes.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, errcodes.StreamInterrupted, e.Code, "%v", err)
+			assert.False(t, e.Retryable)
+			assert.Equal(t, []string{"tok0 ", "tok1 "}, texts)
+			require.NotNil(t, resp)
+			assert.Equal(t, 2, resp.Usage.OutputTokens)
+			assert.Empty(t, resp.FinishReason)
+			time.Sleep(100 * time.Millisecond)
+			assert.Equal(t, 1, r.rec.count(), "never silently retried")
+		})
+	}
+}
