@@ -69,6 +69,9 @@ type Stream struct {
 
 var _ cloudreq.ChunkStream = (*Stream)(nil)
 
+// maxDrain bounds what is read after a stream's end marker.
+const maxDrain = 64 << 10
+
 // NewStream returns a Stream reading body, whose head is what the response
 // headers said.
 func NewStream(head *cloudreq.CloudResponse, body io.ReadCloser, cfg StreamConfig) *Stream {
@@ -147,6 +150,11 @@ func (s *Stream) Next() (cloudreq.StreamChunk, error) {
 		return cloudreq.StreamChunk{}, s.fail(err)
 	}
 	if end {
+		// Read what follows the end marker (the chunked terminator, at
+		// most a little trailing data) so that net/http can reuse the
+		// connection: closing an unread body closes the connection, and
+		// the next request would pay a new TCP handshake.
+		_, _ = io.CopyN(io.Discard, s.body, maxDrain)
 		return cloudreq.StreamChunk{}, s.fail(io.EOF)
 	}
 	ch.Data = frame

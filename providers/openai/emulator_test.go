@@ -97,3 +97,19 @@ func TestEmulatorColdStartSetup(t *testing.T) {
 	assert.True(t, resp.ServerStart.Cold)
 	assert.Positive(t, resp.ServerStart.Setup)
 }
+
+// A stream read to its [DONE] leaves its connection reusable: sequential
+// streams after the first reuse one connection.
+func TestEmulatorStreamsReuseConnection(t *testing.T) {
+	c := emulatorClient(t)
+	for i := range 10 {
+		s, err := c.Stream(context.Background(), gen(""))
+		require.NoError(t, err)
+		for s.Next() {
+		}
+		require.NoError(t, s.Err())
+		if i > 0 {
+			assert.True(t, s.Response().Timing.LastAttempt().ConnReused, "stream %d opened a new connection", i)
+		}
+	}
+}
