@@ -40,7 +40,7 @@ func TestRetriesExhausted(t *testing.T) {
 					assert.Nil(t, resp)
 				}
 				require.Error(t, err)
-				assert.Equal(t, errcodes.Unavailable, errcodes.Of(err))
+				assert.Equal(t, b.code("503", errcodes.Unavailable), errcodes.Of(err))
 				att := r.rec.attempts()
 				require.Len(t, att, 4, "attempts = MaxAttempts")
 				require.NotEmpty(t, att[0].body)
@@ -71,7 +71,7 @@ func TestOneShotBodyNeverRetried(t *testing.T) {
 			req.Payload.Reader = strings.NewReader(string(body))
 			_, err := r.client.Invoke(context.Background(), req)
 			require.Error(t, err)
-			assert.Equal(t, errcodes.Unavailable, errcodes.Of(err))
+			assert.Equal(t, b.code("503", errcodes.Unavailable), errcodes.Of(err))
 			att := r.rec.attempts()
 			require.Len(t, att, 1, "a one-shot body makes one attempt")
 			assert.NotEmpty(t, att[0].body, "the one attempt sent the reader's bytes")

@@ -71,7 +71,7 @@ func TestStatusMatrix(t *testing.T) {
 					require.Error(t, err)
 					var e *errcodes.Error
 					require.True(t, errors.As(err, &e), "not an *errcodes.Error: %T %v", err, err)
-					assert.Equal(t, c.code, e.Code, "code of %v", err)
+					assert.Equal(t, b.code(c.name, c.code), e.Code, "code of %v", err)
 					assert.Equal(t, c.retryable, e.Retryable, "retryable of %v", err)
 					assert.NotEmpty(t, e.Provider)
 					want := 1

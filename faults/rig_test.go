@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
 // end says how a streamed answer ends after its chunks.
@@ -112,11 +113,23 @@ type backend struct {
 	// newAdapter returns an adapter for a server at base reached through hc
 	// (HTTP backends only).
 	newAdapter func(t testing.TB, base string, hc *http.Client) cloudreq.Adapter
+	// matrix overrides the status matrix's code for a row, by row name,
+	// where the provider documents another meaning for the status.
+	matrix map[string]errcodes.Code
 	// request returns a fresh request: an invoke, or a generate to stream.
 	request func(stream bool) *cloudreq.CloudRequest
 }
 
 func (b backend) can(a answer) bool { return b.applies == nil || b.applies(a) }
+
+// code is the code b gives the status matrix's row named row (def unless
+// b documents another).
+func (b backend) code(row string, def errcodes.Code) errcodes.Code {
+	if c, ok := b.matrix[row]; ok {
+		return c
+	}
+	return def
+}
 
 // moreBackends holds the backends the wire_*_test.go files of the
 // net/http adapters register.

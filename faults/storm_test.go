@@ -85,7 +85,7 @@ func TestStormConcurrentNoAmplification(t *testing.T) {
 						} else {
 							_, _, err = r.stream(context.Background())
 						}
-						assert.Equal(t, errcodes.Unavailable, errcodes.Of(err))
+						assert.Equal(t, b.code("503", errcodes.Unavailable), errcodes.Of(err))
 					}
 				})
 			}
