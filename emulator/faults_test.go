@@ -1,0 +1,306 @@
+package emulator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const chatStream = `{"model":"llama-3-8b","stream":true,"max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+
+// do posts body to url with extra headers on a fresh connection.
+func do(ctx context.Context, t *testing.T, url, body string, hdr map[string]string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	tr := &http.Transport{DisableKeepAlives: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return (&http.Client{Transport: tr}).Do(req)
+}
+
+func TestTransportFaults(t *testing.T) {
+	p, _ := BuiltinProfile("llama-3-8b")
+	p.StallMs = 50
+	s := start(t, Options{TimeScale: 0.001, Seed: 4, Endpoints: []Endpoint{{Name: "llama-3-8b", Profile: p}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	url := s.URL() + "/v1/chat/completions"
+	inject := func(f Fault) map[string]string { return map[string]string{HeaderInject: string(f)} }
+
+	t.Run("reset before headers", func(t *testing.T) {
+		_, err := do(ctx, t, url, chatStream, inject(FaultResetBeforeHeaders))
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF"), "%v", err)
+	})
+	t.Run("html 502", func(t *testing.T) {
+		resp, err := do(ctx, t, url, chatStream, inject(FaultHTML502))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		assert.Equal(t, 502, resp.StatusCode)
+		assert.Equal(t, "text/html", resp.Header.Get("Content-Type"))
+		b, _ := io.ReadAll(resp.Body)
+		assert.Contains(t, string(b), "<title>502 Bad Gateway</title>")
+	})
+	t.Run("close mid-stream", func(t *testing.T) {
+		resp, err := do(ctx, t, url, chatStream, inject(FaultCloseMidStream))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		assert.Equal(t, 5, strings.Count(string(b), `"delta":{"content"`))
+		assert.NotContains(t, string(b), "[DONE]")
+	})
+	t.Run("stall mid-stream", func(t *testing.T) {
+		resp, err := do(ctx, t, url, chatStream, inject(FaultStallMidStream))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		t0 := time.Now()
+		_, err = io.ReadAll(resp.Body)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		assert.GreaterOrEqual(t, time.Since(t0), 50*time.Microsecond) // StallMs × scale
+	})
+	t.Run("malformed body", func(t *testing.T) {
+		resp, err := do(ctx, t, url, chatStream, inject(FaultMalformedBody))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		events := readSSE(t, resp.Body)
+		require.NotEmpty(t, events)
+		assert.False(t, json.Valid([]byte(events[len(events)-1])))
+	})
+	t.Run("malformed whole body", func(t *testing.T) {
+		resp, err := do(ctx, t, url, strings.Replace(chatStream, `"stream":true`, `"stream":false`, 1), inject(FaultMalformedBody))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, 200, resp.StatusCode)
+		assert.False(t, json.Valid(b))
+	})
+	t.Run("stream error", func(t *testing.T) {
+		resp, err := do(ctx, t, url, chatStream, inject(FaultStreamError))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		events := readSSE(t, resp.Body)
+		require.GreaterOrEqual(t, len(events), 2)
+		assert.Equal(t, "[DONE]", events[len(events)-1], "vLLM still sends [DONE] after an error")
+		var e openAIError
+		require.NoError(t, json.Unmarshal([]byte(events[len(events)-2]), &e))
+		assert.Equal(t, "InternalServerError", e.Error.Type)
+	})
+	t.Run("unknown fault", func(t *testing.T) {
+		resp, err := do(ctx, t, url, chatStream, map[string]string{HeaderInject: "gremlins"})
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		assert.Equal(t, 400, resp.StatusCode)
+	})
+	t.Run("every error fault answers its status", func(t *testing.T) {
+		for _, f := range Faults() {
+			if !f.isError() {
+				continue
+			}
+			resp, err := do(ctx, t, url, chatStream, inject(f))
+			require.NoError(t, err)
+			want, _ := openAIErrorFor(f, "llama-3-8b")
+			assert.Equal(t, want, resp.StatusCode, f)
+			assert.Equal(t, string(f), resp.Header.Get(HeaderFault))
+			require.NoError(t, resp.Body.Close())
+		}
+	})
+}
+
+func TestColdStart(t *testing.T) {
+	phi, _ := BuiltinProfile("phi-3-mini")
+	phi.ColdStartMs = Dist{2800, 0}
+	eps := []Endpoint{
+		{Name: "hold", Profile: phi, IdleWindowMs: 60_000, StartCold: true},
+		{Name: "reject", Profile: phi, StartCold: true, ColdMode: ColdReject},
+		{Name: "warm", Profile: phi},
+	}
+	const scale = 0.001
+	s := start(t, Options{TimeScale: scale, Seed: 8, Endpoints: eps})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	chat := func(model string, hdr map[string]string) *http.Response {
+		resp, err := do(ctx, t, s.URL()+"/v1/chat/completions", `{"model":"`+model+`","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`, hdr)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		return resp
+	}
+	coldMs := func(resp *http.Response) float64 {
+		v, err := strconv.ParseFloat(resp.Header.Get(HeaderColdStartMs), 64)
+		require.NoError(t, err)
+		return v
+	}
+
+	// Hold: the first request waits the whole setup time, the next is warm.
+	resp := chat("hold", nil)
+	assert.Equal(t, "true", resp.Header.Get(HeaderColdStart))
+	assert.InDelta(t, 2800*scale, coldMs(resp), 0.2)
+	resp = chat("hold", nil)
+	assert.Equal(t, "false", resp.Header.Get(HeaderColdStart))
+	// After the idle window (60 s emulated = 60 ms real) it is cold again.
+	time.Sleep(70 * time.Millisecond)
+	resp = chat("hold", nil)
+	assert.Equal(t, "true", resp.Header.Get(HeaderColdStart))
+
+	// Reject: not-ready answers until the model is up, then success.
+	resp = chat("reject", nil)
+	assert.Equal(t, 503, resp.StatusCode)
+	assert.Equal(t, string(FaultModelNotReady), resp.Header.Get(HeaderFault))
+	assert.NotEmpty(t, resp.Header.Get("retry-after-ms"))
+	time.Sleep(time.Duration(2800*scale*float64(time.Millisecond)) + 2*time.Millisecond)
+	resp = chat("reject", nil)
+	assert.Equal(t, 200, resp.StatusCode)
+
+	// Forced cold start on a warm endpoint.
+	resp = chat("warm", map[string]string{HeaderCold: "1"})
+	assert.Equal(t, "true", resp.Header.Get(HeaderColdStart))
+	resp = chat("warm", nil)
+	assert.Equal(t, "false", resp.Header.Get(HeaderColdStart))
+
+	// SageMaker's not-ready signal, typed by the official client.
+	eps[1].Name = "reject2"
+	s2 := start(t, Options{TimeScale: scale, Seed: 8, Endpoints: []Endpoint{eps[1]}})
+	c := sageMakerClient(s2, "AKID", "secret")
+	_, err := c.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("reject2"), Body: []byte(tgiSample)})
+	var mnr *types.ModelNotReadyException
+	require.True(t, errors.As(err, &mnr), "%T %v", err, err)
+}
+
+func TestThrottleTokenBucket(t *testing.T) {
+	p := Profile{Name: "tiny", TTFTMs: Dist{1, 0}, TPOTMs: Dist{1, 0}, OutputTokens: Dist{1, 0}, Throttle: &TokenBucket{RatePerSec: 1, Burst: 2}}
+	s := start(t, Options{TimeScale: 1, Seed: 1, Endpoints: []Endpoint{{Name: "tiny", Profile: p}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var codes []int
+	for range 3 {
+		resp, err := do(ctx, t, s.URL()+"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}]}`, nil)
+		require.NoError(t, err)
+		codes = append(codes, resp.StatusCode)
+		if resp.StatusCode == 429 {
+			assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+			ms, err := strconv.Atoi(resp.Header.Get("retry-after-ms"))
+			require.NoError(t, err)
+			assert.InDelta(t, 1000, ms, 100)
+		}
+		require.NoError(t, resp.Body.Close())
+	}
+	assert.Equal(t, []int{200, 200, 429}, codes)
+}
+
+func TestErrorRatesDeterministic(t *testing.T) {
+	p := Profile{Name: "flaky", TTFTMs: Dist{1, 0.5}, TPOTMs: Dist{1, 0.1}, OutputTokens: Dist{2, 0}, ErrorRates: map[string]float64{"internal": 0.2, "throttle": 0.1}}
+	run := func() []Fault {
+		s := start(t, Options{TimeScale: 0.001, Seed: 99, Endpoints: []Endpoint{{Name: "flaky", Profile: p}}})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for range 200 {
+			resp, err := do(ctx, t, s.URL()+"/v1/chat/completions", `{"model":"flaky","messages":[{"role":"user","content":"hi"}]}`, nil)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, resp.Body.Close())
+		}
+		var out []Fault
+		for _, r := range waitRecords(t, s, 200) {
+			out = append(out, r.Fault)
+		}
+		return out
+	}
+	a, b := run(), run()
+	assert.Equal(t, a, b, "same seed, same faults")
+	count := map[Fault]int{}
+	for _, f := range a {
+		count[f]++
+	}
+	// Binomial(200, 0.2): mean 40, sd 5.7; Binomial(200, 0.1): mean 20, sd 4.2.
+	assert.InDelta(t, 40, count[FaultInternal], 20)
+	assert.InDelta(t, 20, count[FaultThrottle], 14)
+}
+
+func TestRecordsAndMetricsEndpoints(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := do(ctx, t, s.URL()+"/v1/chat/completions", chatStream, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+	waitRecords(t, s, 1)
+
+	get := func(path string) string {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	var recs []Record
+	require.NoError(t, json.Unmarshal([]byte(get("/emulator/requests?endpoint=llama-3-8b")), &recs))
+	require.Len(t, recs, 1)
+	assert.Equal(t, 10, recs[0].TokensSent)
+	assert.Len(t, recs[0].GapsMs, 9)
+
+	m := get("/metrics")
+	assert.Contains(t, m, `vllm:time_to_first_token_seconds_count{model_name="llama-3-8b"} 1`)
+	assert.Contains(t, m, `vllm:generation_tokens_total{model_name="llama-3-8b"} 10`)
+	assert.Contains(t, m, `vllm:inter_token_latency_seconds_count{model_name="llama-3-8b"} 9`)
+	assert.Contains(t, m, `vllm:num_requests_running{model_name="phi-3-mini"} 0`)
+
+	req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, s.URL()+"/emulator/requests", nil)
+	dresp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, dresp.Body.Close())
+	assert.Empty(t, s.Records())
+
+	var models struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(get("/v1/models")), &models))
+	assert.Len(t, models.Data, len(DefaultEndpoints()))
+}
+
+func TestDeterministicDraws(t *testing.T) {
+	run := func() []float64 {
+		s := start(t, Options{TimeScale: 0.001, Seed: 5})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for range 5 {
+			resp, err := do(ctx, t, s.URL()+"/v1/chat/completions", chatStream, nil)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, resp.Body.Close())
+		}
+		var out []float64
+		for _, r := range waitRecords(t, s, 5) {
+			out = append(out, r.PrefillMs, r.TPOTMs)
+		}
+		return out
+	}
+	a, b := run(), run()
+	require.Len(t, a, 10)
+	for i := range a {
+		assert.InDelta(t, a[i], b[i], 1e-9)
+	}
+}
