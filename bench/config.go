@@ -189,7 +189,7 @@ func ParsePlan(b []byte) (*Plan, error) {
 		dec.DisallowUnknownFields()
 		err = dec.Decode(&p)
 	} else {
-		err = yaml.UnmarshalWithOptions(b, &p, yaml.DisallowUnknownField())
+		err = decodeYAML(b, &p)
 	}
 	if err != nil {
 		var e *errcodes.Error
@@ -199,6 +199,17 @@ func ParsePlan(b []byte) (*Plan, error) {
 		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: parse plan: "+firstLine(err.Error()))
 	}
 	return &p, nil
+}
+
+// decodeYAML decodes strictly, turning a panic of the YAML library (it has
+// panicked on some malformed documents) into an error.
+func decodeYAML(b []byte, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errcodes.Errorf(errcodes.InvalidParam, "bench: parse plan: malformed YAML (%v)", r)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(b, v, yaml.DisallowUnknownField())
 }
 
 func firstLine(s string) string {

@@ -83,14 +83,6 @@ func TestEmulatorOpenLoopRates(t *testing.T) {
 			scheduled := float64(len(offs)-1) / (offs[len(offs)-1] - offs[0]).Seconds()
 			assert.Equal(t, int64(len(offs)), tr.Sent, "every scheduled request is sent")
 			assert.Equal(t, tr.Sent, c.Requests)
-			assert.InEpsilon(t, scheduled, tr.SendRate, 0.02, "achieved send rate vs the schedule's")
-			if model == bench.LoadConstant {
-				assert.InEpsilon(t, rate, tr.SendRate, 0.02, "achieved send rate vs the target rate")
-			} else {
-				assert.InEpsilon(t, rate, tr.SendRate, 0.10, "a Poisson schedule's own rate is random")
-			}
-
-			// The emulator's ground truth: arrivals at the same rate.
 			recs := srv.Records()
 			require.Len(t, recs, len(offs))
 			arr := make([]time.Time, len(recs))
@@ -99,9 +91,23 @@ func TestEmulatorOpenLoopRates(t *testing.T) {
 			}
 			slices.SortFunc(arr, func(a, b time.Time) int { return a.Compare(b) })
 			got := float64(len(arr)-1) / arr[len(arr)-1].Sub(arr[0]).Seconds()
-			assert.InEpsilon(t, scheduled, got, 0.02, "arrival rate at the emulator")
-			t.Logf("%s: scheduled %.2f/s, sent %.2f/s, arrived %.2f/s, lag p99 %.3f ms, late %d",
+			defer t.Logf("%s: scheduled %.2f/s, sent %.2f/s, arrived %.2f/s, lag p99 %.3f ms, late %d",
 				model, scheduled, tr.SendRate, got, tr.Dist(latency.ScheduleLag, "", "").Quantile(0.99)/1e6, tr.Late)
+			if raceEnabled && tr.SendRate < 0.98*scheduled {
+				// The race detector slows client and emulator several times
+				// over. A generator that cannot keep up must say so.
+				assert.Positive(t, tr.Late)
+				assert.NotEmpty(t, tr.Warnings)
+				return
+			}
+			assert.InEpsilon(t, scheduled, tr.SendRate, 0.02, "achieved send rate vs the schedule's")
+			if model == bench.LoadConstant {
+				assert.InEpsilon(t, rate, tr.SendRate, 0.02, "achieved send rate vs the target rate")
+			} else {
+				assert.InEpsilon(t, rate, tr.SendRate, 0.10, "a Poisson schedule's own rate is random")
+			}
+			// The emulator's ground truth: arrivals at the same rate.
+			assert.InEpsilon(t, scheduled, got, 0.02, "arrival rate at the emulator")
 		})
 	}
 }

@@ -116,8 +116,6 @@ type table struct {
 	rows [][]string
 }
 
-func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
-
 func (t *table) flush() {
 	if len(t.rows) == 0 {
 		return

@@ -137,10 +137,15 @@ func TestOpenLoopAchievedRate(t *testing.T) {
 			tr := res.Targets[0]
 			// The schedule's own count over the duration: exactly R×D for a
 			// constant rate; Poisson(R×D) for Poisson arrivals.
-			if model == LoadConstant {
+			switch {
+			case model == LoadConstant && raceEnabled && tr.SendRate < 490:
+				// Slowed by the race detector: the shortfall must be reported.
+				assert.Positive(t, tr.Late)
+				assert.NotEmpty(t, tr.Warnings)
+			case model == LoadConstant:
 				assert.Equal(t, int64(1000), tr.Sent)
 				assert.InEpsilon(t, 500, tr.SendRate, 0.02, "achieved send rate")
-			} else {
+			default:
 				assert.InEpsilon(t, 1000, float64(tr.Sent), 0.1)
 			}
 			lag := tr.Dist(latency.ScheduleLag, "", "")
