@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -80,6 +81,26 @@ type Credentials struct {
 func (c Credentials) String() string {
 	return fmt.Sprintf("Credentials{aws:%t keys:%d}", c.AWSAccessKeyID != "", len(c.Keys))
 }
+
+// MarshalJSON writes the credentials with every secret replaced by
+// "<redacted>", so that GET /emulator/endpoints and logs never show them.
+func (c Credentials) MarshalJSON() ([]byte, error) {
+	type out struct {
+		AWSAccessKeyID     string   `json:"aws_access_key_id,omitempty"`
+		AWSSecretAccessKey string   `json:"aws_secret_access_key,omitempty"`
+		Keys               []string `json:"keys,omitempty"`
+	}
+	var o out
+	if c.AWSAccessKeyID != "" {
+		o.AWSAccessKeyID, o.AWSSecretAccessKey = redacted, redacted
+	}
+	for range c.Keys {
+		o.Keys = append(o.Keys, redacted)
+	}
+	return json.Marshal(o)
+}
+
+const redacted = "<redacted>"
 
 // Endpoint is one emulated deployment.
 type Endpoint struct {
