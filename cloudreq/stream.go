@@ -185,14 +185,25 @@ func (s *Stream) Next() bool {
 				break
 			}
 			// Nothing reached the caller yet: this attempt may be retried.
+			// Next stays the reader while it reopens, so that a concurrent
+			// Close only cancels (the backoff, the new attempt) and the
+			// call's state is finished here, by one goroutine.
 			s.endOpenAttemptLocked(e)
 			n := s.n
+			s.reading = true
 			s.mu.Unlock()
-			if e = s.reopen(n, e); e == nil {
-				continue
-			}
+			e = s.reopen(n, e)
 			s.mu.Lock()
-			s.finishLocked(e)
+			s.reading = false
+			switch {
+			case s.closed:
+				s.finishLocked(nil) // releases an attempt that opened meanwhile
+			case e == nil:
+				s.mu.Unlock()
+				continue
+			default:
+				s.finishLocked(e)
+			}
 		}
 		s.mu.Unlock()
 		return false
@@ -368,11 +379,12 @@ func (s *Stream) Close() error {
 		return nil
 	}
 	s.closed = true
-	if s.acancel != nil {
-		s.acancel(errClosed) // unblocks a read in progress
+	if s.reading {
+		// Next is blocked in a read, a backoff or a reopening attempt:
+		// cancel them all, and let Next finish the stream.
+		s.cancel(errClosed)
+		return nil
 	}
-	if !s.reading {
-		s.finishLocked(nil)
-	}
+	s.finishLocked(nil)
 	return nil
 }

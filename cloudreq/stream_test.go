@@ -2,6 +2,8 @@ package cloudreq_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 func chunks(texts ...string) []cloudreq.StreamChunk {
@@ -188,5 +191,82 @@ func TestStreamOpenFailureExhaustsRetries(t *testing.T) {
 		assert.Len(t, sp.attempts, cloudreq.DefaultMaxAttempts)
 		require.Len(t, sp.ends, 1)
 		assert.Equal(t, errcodes.ModelNotReady, sp.ends[0].Code)
+	})
+}
+
+// order records the observer events of calls, in order.
+type order struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (o *order) StartCall(ctx context.Context, _ *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
+	return ctx, o
+}
+
+func (o *order) EndAttempt(a latency.Attempt, _ *errcodes.Error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, fmt.Sprintf("attempt %d", a.Number))
+}
+
+func (o *order) EndCall(_ *cloudreq.CloudResponse, tl *latency.Timeline, err *errcodes.Error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, fmt.Sprintf("end %s after %d attempts", errcodes.Of(err), len(tl.Attempts)))
+}
+
+func (o *order) get() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.events...)
+}
+
+func TestStreamCloseWhileRetrying(t *testing.T) {
+	t.Run("during the backoff", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			broke := errcodes.New(errcodes.Unavailable, "reset before any chunk")
+			broke.RetryAfter = 10 * time.Second
+			fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{StreamErr: broke}, {Chunks: chunks("too late")}}}
+			ob := &order{}
+			s, err := client(t, fake, func(o *cloudreq.Options) { o.Observers = []cloudreq.Observer{ob} }).Stream(context.Background(), req())
+			require.NoError(t, err)
+			time.AfterFunc(time.Second, func() { _ = s.Close() })
+			start := time.Now()
+			assert.False(t, s.Next())
+			assert.Equal(t, time.Second, time.Since(start), "Close cuts the backoff short")
+			assert.NoError(t, s.Err())
+			synctest.Wait()
+			assert.Len(t, fake.Calls(), 1, "no attempt is sent after Close")
+			assert.Equal(t, []string{"attempt 1", "end ERR_CANCELED after 1 attempts"}, ob.get())
+		})
+	})
+	t.Run("during the reopening attempt", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
+				{StreamErr: errcodes.New(errcodes.Unavailable, "reset before any chunk")},
+				{BlockOpen: true},
+			}}
+			ob := &order{}
+			s, err := client(t, fake, func(o *cloudreq.Options) {
+				o.Observers = []cloudreq.Observer{ob}
+				o.Retry.BaseDelay = time.Nanosecond
+			}).Stream(context.Background(), req())
+			require.NoError(t, err)
+			done := make(chan bool)
+			go func() { done <- s.Next() }()
+			time.Sleep(time.Second)
+			synctest.Wait()
+			require.Len(t, fake.Calls(), 2, "the second attempt is waiting to open")
+			require.NoError(t, s.Close())
+			assert.False(t, <-done)
+			assert.NoError(t, s.Err())
+			// The call ends once, after its last attempt: observers never
+			// see an attempt after the call's end, and the timeline is
+			// complete when it is handed over.
+			assert.Equal(t, []string{"attempt 1", "attempt 2", "end ERR_CANCELED after 2 attempts"}, ob.get())
+			require.NotNil(t, s.Response())
+			assert.Len(t, s.Response().Timing.Attempts, 2)
+		})
 	})
 }
