@@ -41,8 +41,8 @@ func Example() {
 	ctx := context.Background()
 	resp, err := client.Invoke(ctx, &cloudreq.CloudRequest{
 		Provider: cloudreq.ProviderOpenAI, Service: cloudreq.ServiceOpenAICompatible,
-		Action:   cloudreq.ActionGenerate,
-		Target:   cloudreq.Target{Model: "llama-3-8b"},
+		Action: cloudreq.ActionGenerate,
+		Target: cloudreq.Target{Model: "llama-3-8b"},
 		Generate: &cloudreq.GenerateInput{
 			Messages:  []cloudreq.Message{{Role: "user", Content: "Say hello."}},
 			MaxTokens: 32,

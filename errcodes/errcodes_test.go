@@ -169,4 +169,3 @@ func ExampleOf() {
 	fmt.Println(errcodes.Of(err), errors.Is(err, errcodes.Throttled), errcodes.Of(err).Retryable())
 	// Output: ERR_THROTTLED true true
 }
-
