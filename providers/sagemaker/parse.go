@@ -82,7 +82,10 @@ type line struct {
 	err      *inbandError
 }
 
-var dataPrefix = []byte("data:")
+var (
+	dataPrefix = []byte("data:")
+	utf8BOM    = []byte{0xEF, 0xBB, 0xBF}
+)
 
 // parseLine parses one line of a model's stream: an SSE line ("data: {…}",
 // as TGI and LMI send) or a bare JSON line (LMI's jsonlines). It knows
@@ -92,11 +95,13 @@ var dataPrefix = []byte("data:")
 // in-band error objects. Only the returned text and an unknown finish
 // reason are copied out of in; nothing else allocates.
 func parseLine(in []byte) line {
-	b := bytes.TrimSpace(in)
+	// A UTF-8 byte order mark may start the stream (SSE says to skip it).
+	b := bytes.TrimSpace(bytes.TrimPrefix(in, utf8BOM))
 	if len(b) == 0 || b[0] == ':' {
 		return line{}
 	}
-	if bytes.HasPrefix(b, dataPrefix) {
+	isData := bytes.HasPrefix(b, dataPrefix)
+	if isData {
 		b = bytes.TrimSpace(b[len(dataPrefix):])
 	} else if b[0] != '{' && b[0] != '[' {
 		return line{} // another SSE field (event:, id:, retry:) or noise
@@ -105,6 +110,11 @@ func parseLine(in []byte) line {
 		return line{kind: lineDone, data: b}
 	}
 	if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {
+		if isData && len(b) > 0 {
+			// A data field that is not a JSON object (cut, or spread over
+			// several lines): skipping it would lose text silently.
+			return line{kind: lineError, data: b, err: &inbandError{Code: "MalformedLine", Message: "a stream data field that is not a JSON object (truncated, or spread over several lines)"}}
+		}
 		return line{}
 	}
 	// gjson reads a string view of the buffer; results that outlive the
