@@ -31,6 +31,7 @@ func Merge(results ...*Result) (*Result, error) {
 			out.End = r.End
 		}
 		out.Hosts = append(out.Hosts, r.Hosts...)
+		out.Interrupted = out.Interrupted || r.Interrupted
 		for _, t := range r.Targets {
 			m := byName[t.Name]
 			if m == nil {

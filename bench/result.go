@@ -30,6 +30,8 @@ type Result struct {
 	// CPU count.
 	Hosts   []Host          `json:"hosts"`
 	Targets []*TargetResult `json:"targets"`
+	// Interrupted is set when the run was stopped before its limits.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Host is a machine that contributed to a result.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,8 +57,10 @@ const DefaultDrain = 30 * time.Second
 
 // Run prepares p and benchmarks its targets one after another. A target
 // that cannot be reached, or whose every request failed, still has its
-// result: errors are part of what a benchmark measures. Run returns an
-// error only for a plan that cannot run or a canceled context.
+// result: errors are part of what a benchmark measures. A canceled context
+// ends the run early: the result holds the targets measured so far, the
+// interrupted one with a warning, and Interrupted is set. Run returns an
+// error only for a plan that cannot run.
 func Run(ctx context.Context, p *Plan, opts Options) (*Result, error) {
 	if err := p.Prepare(); err != nil {
 		return nil, err
@@ -74,7 +77,13 @@ func Run(ctx context.Context, p *Plan, opts Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		res.Targets = append(res.Targets, tr)
+		if tr != nil {
+			res.Targets = append(res.Targets, tr)
+		}
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			break
+		}
 	}
 	res.finish()
 	return res, nil
@@ -117,7 +126,7 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	client, err := opts.Connect(ctx, t)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, errcodes.FromContext(ctx)
+			return nil, nil
 		}
 		tr := col.result()
 		tr.Fatal = errcodes.Of(err).String() + ": " + err.Error()
@@ -132,8 +141,8 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 		}
 		tg.do(ctx, tg.request(time.Time{}), false)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, errcodes.FromContext(ctx)
+	if ctx.Err() != nil {
+		return nil, nil // interrupted during the warm-up: nothing measured
 	}
 
 	cpu0 := processCPU()
@@ -149,8 +158,9 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	tr := tg.col.result()
 	tr.CPU = cpuShare(processCPU()-cpu0, tr.Wall.D())
 	tr.warnings(p)
-	if err := ctx.Err(); err != nil {
-		return nil, errcodes.FromContext(ctx)
+	if ctx.Err() != nil {
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf("interrupted after %v: the figures cover the requests sent until then; calls in flight were canceled (ERR_CANCELED)",
+			tr.Wall.D().Round(time.Millisecond)))
 	}
 	return tr, nil
 }

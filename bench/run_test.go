@@ -235,3 +235,20 @@ func TestLadderBacksOffAndClimbsAgain(t *testing.T) {
 	assert.Greater(t, best, lad.Start, "it held a rate above its start")
 	assert.Less(t, best, 1000.0, "and none where the model's latency is far over the high-water mark")
 }
+
+func TestInterruptKeepsWhatWasMeasured(t *testing.T) {
+	fake := &loadAdapter{base: 5 * time.Millisecond}
+	a, b := fakeTarget(), fakeTarget()
+	b.Name = "second"
+	p := &Plan{Targets: []Target{a, b}, Load: Load{Model: LoadConstant, Rate: 100}, Limits: Limits{Duration: Duration(time.Minute)}}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := Run(ctx, p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	assert.True(t, res.Interrupted)
+	require.Len(t, res.Targets, 1, "the second target never started")
+	tr := res.Targets[0]
+	assert.InDelta(t, 30, tr.Sent, 5)
+	require.NotEmpty(t, tr.Warnings)
+	assert.Contains(t, tr.Warnings[len(tr.Warnings)-1], "interrupted")
+}
