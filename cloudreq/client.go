@@ -254,24 +254,48 @@ func safely(f func() error) (err error) {
 
 func finalHookError(phase string, err error) *errcodes.Error {
 	e := normalizeWith(err, errcodes.InvalidParam, "")
-	if e.Message == "" {
-		e.Message = phase + " hook refused the request"
+	if e.Message == "" || e.Retryable {
+		e = amend(e)
+		if e.Message == "" {
+			e.Message = phase + " hook refused the request"
+		}
+		e.Retryable = false
 	}
-	e.Retryable = false
 	return e
 }
 
-// normalizeWith returns err as an *errcodes.Error, using code for errors
-// that carry none.
+// normalizeWith returns err as an *errcodes.Error: the one in its chain, or
+// a new one with the code errcodes.Of gives err (a bare Code, a context
+// error), or code when that is ERR_UNKNOWN.
 func normalizeWith(err error, code errcodes.Code, provider string) *errcodes.Error {
 	var e *errcodes.Error
 	if !errors.As(err, &e) {
-		e = errcodes.Wrap(err, code, err.Error())
+		c := errcodes.Of(err)
+		if c == errcodes.Unknown {
+			c = code
+		}
+		e = errcodes.Wrap(err, c, err.Error())
 	}
-	if e.Provider == "" {
+	return withProvider(e, provider)
+}
+
+// withProvider returns e with Provider set to provider when it has none.
+func withProvider(e *errcodes.Error, provider string) *errcodes.Error {
+	if e.Provider == "" && provider != "" {
+		e = amend(e)
 		e.Provider = provider
 	}
 	return e
+}
+
+// amend returns a copy of e to change, that wraps e. Hooks and adapters
+// may return one *errcodes.Error from many calls (a package variable, a
+// test fixture): writing to it would race between calls and leak one
+// call's details into another. errors.Is(err, e) still holds for the copy.
+func amend(e *errcodes.Error) *errcodes.Error {
+	c := *e
+	c.Err = e
+	return &c
 }
 
 // errAttemptTimeout marks an attempt's own deadline, as opposed to the call's.
@@ -325,11 +349,7 @@ func (cl *call) normalize(ctx, actx context.Context, err error) *errcodes.Error 
 			return e
 		}
 	}
-	e := errcodes.FromTransport(err)
-	if e.Provider == "" {
-		e.Provider = cl.req.Provider
-	}
-	return e
+	return withProvider(errcodes.FromTransport(err), cl.req.Provider)
 }
 
 // callEnded returns the final error of a call whose context ended, and

@@ -264,13 +264,11 @@ func (s *Stream) streamError(err error) *errcodes.Error {
 			e = errcodes.Wrap(e, errcodes.StreamInterrupted, "stream broke after "+strconv.Itoa(s.counted)+" content tokens: "+e.Message)
 		}
 	}
-	if s.delivered && e.Code == errcodes.StreamInterrupted {
+	if s.delivered && e.Code == errcodes.StreamInterrupted && e.Retryable {
+		e = amend(e)
 		e.Retryable = false
 	}
-	if e.Provider == "" {
-		e.Provider = provider
-	}
-	return e
+	return withProvider(e, provider)
 }
 
 // endOpenAttemptLocked closes the open attempt after it failed with e.

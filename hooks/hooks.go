@@ -203,14 +203,20 @@ func (s *Set) PostDeserialize(ctx context.Context, req *cloudreq.CloudRequest, r
 	return nil
 }
 
-// named prefixes the hook's name to its error's message, keeping the code.
+// named prefixes the hook's name to its error's message, keeping the code
+// (ERR_INVALID_PARAM when it has none). The hook's error is never written
+// to — it may be a shared variable — but wrapped, so that errors.Is(err,
+// hookErr) still holds.
 func named(name string, err error) error {
 	e := errcodes.As(err)
-	if e.Code == errcodes.Unknown {
-		e.Code = errcodes.InvalidParam
-		e.Retryable = false
-	}
 	c := *e
+	if c.Err != err {
+		c.Err = err
+	}
+	if c.Code == errcodes.Unknown {
+		c.Code = errcodes.InvalidParam
+		c.Retryable = false
+	}
 	c.Message = "hook " + name + ": " + e.Message
 	return &c
 }

@@ -197,3 +197,59 @@ func TestRedaction(t *testing.T) {
 	assert.Contains(t, u, "x=1")
 	assert.Equal(t, hooks.Redacted, hooks.RedactURL("http://[::1"+secret))
 }
+
+func TestHookErrorsAreNeverWrittenTo(t *testing.T) {
+	// Hooks may return one shared error value from every call.
+	denied := errcodes.Wrap(errors.New("tenant blocked"), errcodes.Unknown, "tenant blocked")
+	empty := errcodes.New(errcodes.Unavailable, "empty body")
+	set := &hooks.Set{}
+	require.NoError(t, set.Validate.Add("tenant", hooks.PreValidateFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
+		if r.Class == "blocked" {
+			return denied
+		}
+		return nil
+	})))
+	require.NoError(t, set.Deserialize.Add("veto-empty", hooks.PostDeserializeFunc(func(_ context.Context, _ *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error {
+		if err == nil && len(resp.Data) == 0 {
+			return empty
+		}
+		return nil
+	})))
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Response: &cloudreq.CloudResponse{StatusCode: 200}}}}
+	c := newClient(t, set, fake)
+
+	blocked := invokeReq()
+	blocked.Class = "blocked"
+	_, err := c.Invoke(context.Background(), blocked)
+	assert.Equal(t, errcodes.InvalidParam, errcodes.Of(err))
+	assert.ErrorIs(t, err, denied, "the hook's own error stays reachable")
+	assert.Contains(t, err.Error(), "hook tenant: tenant blocked")
+
+	_, err = c.Invoke(context.Background(), invokeReq())
+	assert.Equal(t, errcodes.Unavailable, errcodes.Of(err))
+	assert.ErrorIs(t, err, empty)
+	var ce *errcodes.Error
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "openai", ce.Provider)
+
+	assert.Equal(t, *errcodes.Wrap(denied.Err, errcodes.Unknown, "tenant blocked"), *denied, "PreValidate error untouched")
+	assert.Equal(t, *errcodes.New(errcodes.Unavailable, "empty body"), *empty, "PostDeserialize error untouched")
+}
+
+func TestPostDeserializeVetoWithABareCode(t *testing.T) {
+	set := &hooks.Set{}
+	vetoed := false
+	require.NoError(t, set.Deserialize.Add("once", hooks.PostDeserializeFunc(func(context.Context, *cloudreq.CloudRequest, *cloudreq.CloudResponse, error) error {
+		if !vetoed {
+			vetoed = true
+			return errcodes.Throttled // a Code is an error too
+		}
+		return nil
+	})))
+	fake := &cloudreqtest.Adapter{}
+	resp, err := newClient(t, set, fake).Invoke(context.Background(), invokeReq())
+	require.NoError(t, err)
+	assert.Len(t, fake.Calls(), 2, "ERR_THROTTLED is retried")
+	require.Len(t, resp.Errors, 1)
+	assert.Equal(t, errcodes.Throttled, resp.Errors[0].Code)
+}
