@@ -390,7 +390,7 @@ func isCertError(err error) bool {
 func transportMessage(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		where := ue.URL
+		where := "[unparsable URL]" // it may still hold user info or a query
 		if u, perr := url.Parse(ue.URL); perr == nil {
 			where = u.Scheme + "://" + u.Host + u.Path
 		}

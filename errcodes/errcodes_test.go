@@ -131,6 +131,7 @@ func TestFromTransport(t *testing.T) {
 		{"timeout", &url.Error{Op: "Post", URL: secretURL, Err: timeoutErr{}}, errcodes.Timeout, true},
 		{"canceled", context.Canceled, errcodes.Canceled, false},
 		{"other", errors.New("weird"), errcodes.Unknown, false},
+		{"unparsable url", &url.Error{Op: "Post", URL: "https://[::1/p?key=SECRET123&sig=SIG", Err: io.EOF}, errcodes.Unavailable, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
