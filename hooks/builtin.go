@@ -150,11 +150,17 @@ var sensitiveQuery = []string{
 
 // RedactHeaders returns a copy of h with every sensitive header's values
 // replaced by Redacted (EAS signatures ride in Authorization and are covered).
+// Names are matched case-insensitively, so a key that was put in the map
+// without canonicalization ("api-key", gRPC's lower-case metadata) is
+// hidden too.
 func RedactHeaders(h http.Header) http.Header {
 	out := h.Clone()
-	for _, k := range SensitiveHeaders {
-		if vs := out.Values(k); len(vs) > 0 {
-			out.Set(k, Redacted)
+	for k := range out {
+		for _, s := range SensitiveHeaders {
+			if strings.EqualFold(k, s) {
+				out[k] = []string{Redacted}
+				break
+			}
 		}
 	}
 	return out

@@ -183,7 +183,10 @@ func TestRedaction(t *testing.T) {
 	h.Set("Api-Key", secret)
 	h.Set("X-Amz-Security-Token", secret)
 	h.Set("Content-Type", "application/json")
+	h["api-key"] = []string{secret}        // not canonicalized
+	h["x-goog-api-key"] = []string{secret} // gRPC metadata spelling
 	r := hooks.RedactHeaders(h)
+	assert.Equal(t, []string{hooks.Redacted}, r["api-key"])
 	for k, vs := range r {
 		for _, v := range vs {
 			assert.NotContains(t, v, secret, k)
