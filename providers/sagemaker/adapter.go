@@ -143,6 +143,7 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 		o.Retryer = aws.NopRetryer{}
 		o.RetryMaxAttempts = 0
 		o.HTTPClient = ownBody{next: o.HTTPClient}
+		o.APIOptions = append(o.APIOptions, limitErrorBody)
 	})
 	if ep := aws.ToString(client.Options().BaseEndpoint); ep != "" {
 		u, err := url.Parse(ep)
@@ -155,6 +156,27 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 		}
 	}
 	return &Adapter{client: client, opts: opts}, nil
+}
+
+// maxErrorBody bounds what is read of an error response's body.
+const maxErrorBody = 64 << 10
+
+// limitErrorBody caps what the SDK reads of an error response's body. The
+// SDK reads the whole body into memory to parse it, so a 100 MB error page
+// from a proxy would cost 100 MB; SageMaker's own error bodies are small,
+// and one cut at the limit is reported by its HTTP status.
+func limitErrorBody(s *middleware.Stack) error {
+	return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("cloudinferErrorBodyLimit",
+		func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleDeserialize(ctx, in)
+			if r, ok := out.RawResponse.(*smithyhttp.Response); ok && err == nil && r.Body != nil && r.StatusCode >= 300 {
+				r.Body = struct {
+					io.Reader
+					io.Closer
+				}{io.LimitReader(r.Body, maxErrorBody), r.Body}
+			}
+			return out, md, err
+		}), middleware.After)
 }
 
 // ownBody is an aws.HTTPClient that hands the transport its own in-memory
