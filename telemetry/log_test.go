@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -180,6 +181,9 @@ func TestRedactAttr(t *testing.T) {
 		{slog.Any("u", &url.URL{Scheme: "https", Host: "h", User: url.UserPassword("me", s)}), `u=https://%5BREDACTED%5D@h`},
 		{slog.Any("h", http.Header{"X-Api-Key": {s}, "Accept": {"a/b"}}), `h.Accept=a/b h.X-Api-Key=[REDACTED]`},
 		{slog.Any("err", wrapped), `err=ERR_UNAUTHENTICATED`},
+		{slog.Any("err", fmt.Errorf("call: %w", &errcodes.Error{Code: errcodes.Throttled, Provider: "aws", ProviderCode: "ThrottlingException",
+			HTTPStatus: 429, Message: "slow down, key=" + s, RequestID: "r1", Err: errors.New(s)})),
+			`err="ERR_THROTTLED: aws ThrottlingException (HTTP 429): slow down, key=[REDACTED] [request id r1]"`},
 		{slog.Any("err", errors.New("GET https://h/?key="+s+": refused")), `err="GET https://h/?key=%5BREDACTED%5D: refused"`},
 		{slog.Any("body", []byte("token="+s)), `body="token=[REDACTED]"`},
 		{slog.Group("g", slog.String("password", s), slog.Int("n", 1)), `g.password=[REDACTED] g.n=1`},

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -162,28 +161,10 @@ func headerValue(h http.Header) slog.Value {
 	return slog.GroupValue(as...)
 }
 
-// safeError formats an *errcodes.Error from its portable fields, as
-// Error() does but never falling back to the wrapped native error.
-func safeError(e *errcodes.Error) string {
-	var b strings.Builder
-	b.WriteString(string(e.Code))
-	if e.Provider != "" {
-		b.WriteString(" " + e.Provider)
-	}
-	if e.ProviderCode != "" {
-		b.WriteString(" " + e.ProviderCode)
-	}
-	if e.HTTPStatus != 0 {
-		b.WriteString(" (HTTP " + strconv.Itoa(e.HTTPStatus) + ")")
-	}
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
-	}
-	if e.RequestID != "" {
-		b.WriteString(" [request id " + e.RequestID + "]")
-	}
-	return redactString(b.String())
-}
+// safeError formats an *errcodes.Error as its Error method does — from
+// its portable fields, never from the native error it wraps — with any
+// credential in those fields hidden.
+func safeError(e *errcodes.Error) string { return redactString(e.Error()) }
 
 // Patterns of credentials in free text. They are a safety net for values
 // that were not meant to hold secrets; the regular expressions are kept
