@@ -193,12 +193,38 @@ func TestBudgetDrainedFailsFast(t *testing.T) {
 }
 
 func TestBudgetRefilledBySuccess(t *testing.T) {
-	budget := cloudreq.NewRetryBudget(10)
-	fake := &cloudreqtest.Adapter{}
-	c := client(t, fake, func(o *cloudreq.Options) { o.Retry.Budget = budget })
-	_, err := c.Invoke(context.Background(), req())
-	require.NoError(t, err)
-	assert.Equal(t, 10, budget.Tokens(), "never above capacity")
+	synctest.Test(t, func(t *testing.T) {
+		budget := cloudreq.NewRetryBudget(4 * cloudreq.RetryCost)
+		// call makes one call, on a fresh fake, with the shared budget, and
+		// returns how many attempts it made.
+		call := func(outcomes ...cloudreqtest.Outcome) (int, error) {
+			fake := &cloudreqtest.Adapter{Outcomes: outcomes}
+			_, err := client(t, fake, func(o *cloudreq.Options) { o.Retry.Budget = budget }).Invoke(context.Background(), req())
+			return len(fake.Calls()), err
+		}
+		storm := cloudreqtest.Outcome{Err: errcodes.New(errcodes.Unavailable, "storm")}
+
+		n, err := call(storm)
+		require.Error(t, err)
+		assert.Equal(t, 3, n)
+		assert.Equal(t, 2*cloudreq.RetryCost, budget.Tokens(), "a failed call keeps what its retries took")
+
+		n, err = call()
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		assert.Equal(t, 2*cloudreq.RetryCost+1, budget.Tokens(), "a success without retries gives one token back")
+
+		n, err = call(storm, cloudreqtest.Outcome{})
+		require.NoError(t, err)
+		assert.Equal(t, 2, n)
+		assert.Equal(t, 2*cloudreq.RetryCost+1, budget.Tokens(), "a success gives back what its retries took")
+
+		for range 4 * cloudreq.RetryCost {
+			_, err = call()
+			require.NoError(t, err)
+		}
+		assert.Equal(t, 4*cloudreq.RetryCost, budget.Tokens(), "never above capacity")
+	})
 }
 
 func TestRetryAfterParsing(t *testing.T) {
