@@ -3,6 +3,7 @@ package httpadapter
 import (
 	"errors"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
@@ -25,6 +26,9 @@ const (
 	// stream request with a plain response).
 	FramingWhole
 )
+
+// errHTMLStream ends a raw stream whose body is an HTML page.
+var errHTMLStream = errors.New("the server answered with an HTML page, not a stream")
 
 // rawReadSize is the largest frame FramingRaw yields.
 const rawReadSize = 32 << 10
@@ -90,6 +94,11 @@ func NewStream(head *cloudreq.CloudResponse, body io.ReadCloser, cfg StreamConfi
 		s.frame = sse.NewNULReader(body, cfg.MaxFrame).Next
 	case FramingRaw:
 		s.frame = s.rawFrame
+		if strings.Contains(strings.ToLower(head.ContentType), "html") {
+			// An HTML page is a proxy's or a portal's answer, never a
+			// model's stream: fail rather than pass it on as text.
+			s.frame = func() ([]byte, error) { return nil, errHTMLStream }
+		}
 	default:
 		done := false
 		s.frame = func() ([]byte, error) {
