@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/internal/openaiwire"
 )
 
@@ -93,7 +94,11 @@ func (d *wholeDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error) 
 		return d.errDec.Decode(frame)
 	}
 	if err != nil {
-		return cloudreq.StreamChunk{Text: string(frame), Content: len(frame) > 0}, false, nil
+		// As for Invoke: a JSON body that holds no generated text (cut or
+		// malformed) is an error, not text.
+		e := errcodes.Wrap(err, errcodes.Unknown, "azureml: the response holds no generated text: "+err.Error())
+		e.Provider, e.Retryable = cloudreq.ProviderAzure, false
+		return cloudreq.StreamChunk{}, false, e
 	}
 	return cloudreq.StreamChunk{Text: r.Text, Content: r.Content, FinishReason: r.FinishReason, Usage: r.Usage}, false, nil
 }
