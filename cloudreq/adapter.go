@@ -79,6 +79,8 @@ type StreamChunk struct {
 
 // Description names what an adapter serves.
 type Description struct {
+	// Provider and Service are the CloudRequest values the adapter serves
+	// ("aws" and "sagemaker", say); a Client routes on the pair.
 	Provider string
 	Service  string
 	// Actions lists the supported actions (ActionInvoke, ActionGenerate).

@@ -94,6 +94,7 @@ type Payload struct {
 
 // GenerateInput is portable text-generation input.
 type GenerateInput struct {
+	// Messages is the conversation, in order; at least one is required.
 	Messages []Message
 	// MaxTokens caps the output tokens (0: the provider's default).
 	MaxTokens int
@@ -107,7 +108,8 @@ type GenerateInput struct {
 // Message is one chat message.
 type Message struct {
 	// Role is "system", "user" or "assistant".
-	Role    string
+	Role string
+	// Content is the message's text.
 	Content string
 }
 
@@ -191,6 +193,8 @@ type CloudResponse struct {
 
 // ServerStart is a server's own report of a cold start.
 type ServerStart struct {
+	// Cold is true when the server had to bring the model up for this
+	// request, false when it reported a warm start.
 	Cold bool
 	// Setup is the model setup time the server reported, if any.
 	Setup time.Duration
@@ -198,6 +202,8 @@ type ServerStart struct {
 
 // Usage is token usage.
 type Usage struct {
+	// InputTokens and OutputTokens count the prompt's and the generated
+	// tokens (0: unknown).
 	InputTokens  int
 	OutputTokens int
 	// Source says where OutputTokens came from: "server" (the provider's

@@ -99,7 +99,9 @@ func present(r *cloudreq.CloudRequest, f Field) bool {
 }
 
 // PayloadLimit returns a PreValidator that refuses a request whose payload,
-// or generate messages, exceed max bytes, with ERR_PAYLOAD_TOO_LARGE.
+// or generate messages, exceed max bytes, with ERR_PAYLOAD_TOO_LARGE. A
+// one-shot Payload.Reader is not counted: its size is unknown until it is
+// sent.
 func PayloadLimit(max int) PreValidator {
 	return PreValidateFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
 		n := len(r.Payload.Body)
