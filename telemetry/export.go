@@ -75,7 +75,10 @@ func ServePrometheus(ctx context.Context, addr string) (*Prometheus, error) {
 		addr:          ln.Addr().String(),
 		served:        make(chan error, 1),
 	}
-	go func() { p.served <- p.srv.Serve(ln) }()
+	go func() {
+		p.served <- p.srv.Serve(ln)
+		close(p.served) // a second Shutdown must not wait for a second result
+	}()
 	return p, nil
 }
 
@@ -87,7 +90,8 @@ func (p *Prometheus) Addr() string { return p.addr }
 func (p *Prometheus) URL() string { return "http://" + p.addr + PrometheusPath }
 
 // Shutdown stops the server, waiting for scrapes in progress until ctx
-// ends, then shuts the MeterProvider down.
+// ends, then shuts the MeterProvider down. Calling it again returns at
+// once (with the errors of stopping what is already stopped).
 func (p *Prometheus) Shutdown(ctx context.Context) error {
 	err := p.srv.Shutdown(ctx)
 	if serr := <-p.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {

@@ -224,3 +224,21 @@ func TestParseOTLPEndpoint(t *testing.T) {
 		assert.Equal(t, []any{tc.host, tc.base, tc.insecure}, []any{host, base, insecure}, tc.in)
 	}
 }
+
+func TestPrometheusShutdownTwice(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := ServePrometheus(ctx, "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, p.Shutdown(ctx))
+	done := make(chan struct{})
+	go func() {
+		_ = p.Shutdown(ctx) // already stopped: may report it, must not block
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("a second Shutdown blocked")
+	}
+}
