@@ -208,7 +208,7 @@ func drawRequest(p Profile, maxTokens int, r *rand.Rand) draws {
 func sampleLength(d Dist, r *rand.Rand) int {
 	sd := math.Sqrt(math.Max(d.SD*d.SD-1.0/12, 0))
 	v := Dist{d.Mean, sd}.sample(r)
-	return max(1, int(math.Round(math.Min(v, 1<<20))))
+	return max(1, int(math.Round(math.Min(v, 4*maxOutputTokens))))
 }
 
 // drawFault picks a fault from rates with one uniform draw u.

@@ -222,7 +222,11 @@ func (e *endpoint) rng(n uint64) *rand.Rand {
 
 // scaled converts emulated milliseconds to a real duration.
 func (e *endpoint) scaled(ms float64) time.Duration {
-	return time.Duration(ms * e.scale * float64(time.Millisecond))
+	v := ms * e.scale * float64(time.Millisecond)
+	if !(v > 0) {
+		return 0
+	}
+	return time.Duration(math.Min(v, float64(24*time.Hour)))
 }
 
 // takeToken spends one throttle token; when none is left it returns the

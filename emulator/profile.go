@@ -35,7 +35,11 @@ func (d Dist) sample(r *rand.Rand) float64 {
 		return d.Mean
 	}
 	mu, sigma := d.params()
-	return math.Exp(mu + sigma*r.NormFloat64())
+	v := math.Exp(mu + sigma*r.NormFloat64())
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return d.Mean
+	}
+	return v
 }
 
 // Quantile returns the p-quantile (0 < p < 1) of the distribution.
@@ -53,6 +57,9 @@ func (d Dist) Quantile(p float64) float64 {
 func (d Dist) validate(field string) error {
 	if math.IsNaN(d.Mean) || math.IsNaN(d.SD) || math.IsInf(d.Mean, 0) || math.IsInf(d.SD, 0) || d.Mean < 0 || d.SD < 0 {
 		return fmt.Errorf("%s: mean and sd must be finite and >= 0 (got %v ± %v)", field, d.Mean, d.SD)
+	}
+	if d.Mean > 1e9 || d.SD > 1e9 {
+		return fmt.Errorf("%s: mean and sd must be at most 1e9", field)
 	}
 	return nil
 }
@@ -120,6 +127,13 @@ type Profile struct {
 	StallMs float64 `json:"stall_ms"`
 }
 
+// Limits on profile values.
+const (
+	maxSlots        = 1 << 16
+	maxQueue        = 1 << 20
+	maxOutputTokens = 1 << 16
+)
+
 // withDefaults fills zero fields with their defaults.
 func (p Profile) withDefaults() Profile {
 	if p.RefPromptTokens == 0 {
@@ -157,6 +171,18 @@ func (p Profile) Validate() error {
 	}
 	if p.RefPromptTokens < 0 {
 		return fmt.Errorf("profile %q: ref_prompt_tokens must be >= 0", p.Name)
+	}
+	// Bounds keep one request's memory and time reasonable.
+	const hour = 3600e3
+	switch {
+	case p.Slots < 0 || p.Slots > maxSlots:
+		return fmt.Errorf("profile %q: slots must be between 0 and %d", p.Name, maxSlots)
+	case p.MaxQueue > maxQueue:
+		return fmt.Errorf("profile %q: max_queue must be at most %d", p.Name, maxQueue)
+	case p.OutputTokens.Mean > maxOutputTokens:
+		return fmt.Errorf("profile %q: output_tokens.mean must be at most %d", p.Name, maxOutputTokens)
+	case p.TTFTMs.Mean > hour || p.TPOTMs.Mean > hour || p.ColdStartMs.Mean > hour || p.StallMs > hour:
+		return fmt.Errorf("profile %q: durations must be at most one hour", p.Name)
 	}
 	for k, v := range p.ErrorRates {
 		if !isFault(k) {
