@@ -183,10 +183,14 @@ func TestRedaction(t *testing.T) {
 	h.Set("Api-Key", secret)
 	h.Set("X-Amz-Security-Token", secret)
 	h.Set("Content-Type", "application/json")
-	h["api-key"] = []string{secret}        // not canonicalized
-	h["x-goog-api-key"] = []string{secret} // gRPC metadata spelling
+	lower := []string{"api-key", "x-goog-api-key"} // as gRPC metadata spells them
+	for _, k := range lower {
+		h[k] = []string{secret} // not canonicalized
+	}
 	r := hooks.RedactHeaders(h)
-	assert.Equal(t, []string{hooks.Redacted}, r["api-key"])
+	for _, k := range lower {
+		assert.Equal(t, []string{hooks.Redacted}, r[k], k)
+	}
 	for k, vs := range r {
 		for _, v := range vs {
 			assert.NotContains(t, v, secret, k)
