@@ -309,14 +309,16 @@ func (cl *call) attemptInvoke(ctx context.Context, n int) (*CloudResponse, *errc
 	}
 	defer cancel()
 	tr := latency.NewAttemptTrace(n, cl.wait)
+	sent := new(sentSecrets)
 	actx = httptrace.WithClientTrace(actx, tr.ClientTrace())
+	actx = httptrace.WithClientTrace(actx, sent.trace())
 	callv := &Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
 	var resp *CloudResponse
 	err := safely(func() (err error) { resp, err = cl.ad.Invoke(actx, callv); return err })
 	if err == nil && resp == nil {
 		err = errcodes.New(errcodes.Internal, "cloudreq: adapter returned neither response nor error")
 	}
-	e := cl.normalize(ctx, actx, err)
+	e := sent.scrub(cl.normalize(ctx, actx, err))
 	e = cl.postDeserialize(ctx, resp, e)
 	cl.endAttempt(tr, resp, e)
 	if e != nil {

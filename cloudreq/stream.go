@@ -44,7 +44,8 @@ type Stream struct {
 	acancel    context.CancelCauseFunc
 	firstTimer *time.Timer
 	idleTimer  *time.Timer
-	n          int // the open attempt's number
+	n          int          // the open attempt's number
+	sent       *sentSecrets // the credentials the open attempt sent
 	reading    bool
 	closed     bool
 	done       bool
@@ -113,7 +114,8 @@ func (s *Stream) open(n int) *errcodes.Error {
 		firstTimer = time.AfterFunc(d, func() { acancel(errFirstChunkTimeout) })
 	}
 	tr := latency.NewAttemptTrace(n, cl.wait)
-	tctx := httptrace.WithClientTrace(actx, tr.ClientTrace())
+	sent := new(sentSecrets)
+	tctx := httptrace.WithClientTrace(httptrace.WithClientTrace(actx, tr.ClientTrace()), sent.trace())
 	callv := &Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
 	var cs ChunkStream
 	err := safely(func() (err error) { cs, err = cl.ad.(Streamer).Stream(tctx, callv); return err })
@@ -123,7 +125,7 @@ func (s *Stream) open(n int) *errcodes.Error {
 	if err == nil && cs == nil {
 		err = errcodes.New(errcodes.Internal, "cloudreq: adapter returned neither stream nor error")
 	}
-	e := cl.normalize(s.ctx, actx, err)
+	e := sent.scrub(cl.normalize(s.ctx, actx, err))
 	var head *CloudResponse
 	if e == nil {
 		head = cs.Response()
@@ -144,7 +146,7 @@ func (s *Stream) open(n int) *errcodes.Error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cs, s.tr, s.resp, s.n = cs, tr, head, n
+	s.cs, s.tr, s.resp, s.n, s.sent = cs, tr, head, n, sent
 	s.actx, s.acancel = actx, acancel
 	s.firstTimer = firstTimer
 	return nil
@@ -268,7 +270,7 @@ func (s *Stream) streamError(err error) *errcodes.Error {
 		e = amend(e)
 		e.Retryable = false
 	}
-	return withProvider(e, provider)
+	return s.sent.scrub(withProvider(e, provider))
 }
 
 // endOpenAttemptLocked closes the open attempt after it failed with e.

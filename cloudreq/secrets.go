@@ -1,0 +1,117 @@
+package cloudreq
+
+import (
+	"net/http/httptrace"
+	"strings"
+	"sync"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// credentialHeaders are the request headers whose values are credentials.
+var credentialHeaders = []string{
+	"Authorization", "Proxy-Authorization", "X-Amz-Security-Token",
+	"Api-Key", "X-Api-Key", "Ocp-Apim-Subscription-Key", "X-Goog-Api-Key",
+}
+
+// isCredentialHeader reports whether the header key carries a credential
+// (without allocating: it runs for every header of every request).
+func isCredentialHeader(key string) bool {
+	for _, k := range credentialHeaders {
+		if strings.EqualFold(k, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// minSecret is the shortest credential part redacted: shorter ones (an
+// auth scheme's parameter names) are not secrets and would match ordinary
+// words.
+const minSecret = 8
+
+// redacted replaces a credential in an error.
+const redacted = "[REDACTED]"
+
+// sentSecrets collects the credentials one attempt sent, as the transport
+// wrote them (httptrace's WroteHeaderField), so that a server quoting them
+// back in an error — a message, a request id, an in-stream error event —
+// cannot carry them into the error, and so into logs: adapters set
+// credentials at the transport, where the client does not see them
+// otherwise. Safe for concurrent use.
+type sentSecrets struct {
+	mu   sync.Mutex
+	vals []string
+}
+
+// trace returns the ClientTrace that records the credentials.
+func (s *sentSecrets) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{WroteHeaderField: func(key string, values []string) {
+		if !isCredentialHeader(key) {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, v := range values {
+			s.vals = append(s.vals, secretParts(v)...)
+		}
+	}}
+}
+
+// secretParts returns a credential header's value and, for a value with an
+// auth scheme ("Bearer tok", "AWS4-HMAC-SHA256 Credential=…, Signature=…",
+// "EAS sig"), each parameter value after the scheme.
+func secretParts(v string) []string {
+	out := []string{v}
+	_, params, ok := strings.Cut(v, " ")
+	if !ok {
+		return out
+	}
+	for _, f := range strings.FieldsFunc(params, func(r rune) bool { return r == ',' || r == ' ' }) {
+		if _, val, ok := strings.Cut(f, "="); ok {
+			f = val
+		}
+		if len(f) >= minSecret {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// scrub returns e with every collected credential replaced in its text
+// fields: e itself when none occurs, else an amended copy (e may be shared).
+func (s *sentSecrets) scrub(e *errcodes.Error) *errcodes.Error {
+	if s == nil || e == nil {
+		return e
+	}
+	s.mu.Lock()
+	vals := s.vals
+	s.mu.Unlock()
+	if len(vals) == 0 {
+		return e
+	}
+	found := false
+	clean := func(x string) string {
+		for _, v := range vals {
+			if len(v) >= minSecret && strings.Contains(x, v) {
+				x = strings.ReplaceAll(x, v, redacted)
+				found = true
+			}
+		}
+		return x
+	}
+	msg, rid, pc := clean(e.Message), clean(e.RequestID), clean(e.ProviderCode)
+	details := make(map[string]string, len(e.Details))
+	for k, v := range e.Details {
+		details[k] = clean(v)
+	}
+	if !found {
+		return e
+	}
+	c := amend(e)
+	c.Message, c.RequestID, c.ProviderCode = msg, rid, pc
+	if e.Details != nil {
+		c.Details = details
+	}
+	return c
+}
