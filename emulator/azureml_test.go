@@ -123,3 +123,17 @@ func TestAzureServerlessChatStream(t *testing.T) {
 	assert.Equal(t, 422, re.StatusCode)
 	require.NoError(t, resp.Body.Close())
 }
+
+func TestAzureMLHostRouting(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 5})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/score", bytes.NewReader([]byte(amlBodySample)))
+	require.NoError(t, err)
+	req.Host = "phi-3-mini.eastus.inference.ml.azure.com"
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "phi-3-mini", resp.Header.Get(HeaderEndpoint))
+}

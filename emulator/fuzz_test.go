@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -98,4 +99,14 @@ func FuzzParseVertexResource(f *testing.F) {
 			t.Fatalf("%q parsed to %+v, which does not round-trip", path, tg)
 		}
 	})
+}
+
+func BenchmarkParseChat(b *testing.B) {
+	body := []byte(`{"model":"llama-3-8b","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"` + strings.Repeat("x", 2048) + `"}],"max_tokens":16,"stream":true,"stream_options":{"include_usage":true}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parseChat(body); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -155,6 +155,9 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 		fail(e)
 		return
 	}
+	if ca := r.Header.Get("X-Amzn-SageMaker-Custom-Attributes"); ca != "" {
+		w.Header().Set("X-Amzn-SageMaker-Custom-Attributes", ca)
+	}
 	s.serveGen(w, r, c, &sageMakerWire{reqID: reqID, enc: eventstream.NewEncoder(), chat: gen.dialect == dialectChat, oa: &openAIWire{chat: true, model: ep.Name, created: time.Now().Unix()}})
 }
 
