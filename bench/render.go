@@ -276,7 +276,8 @@ func (r *Result) loadRows() [][]string {
 		if tr.CPU >= 0 {
 			cpu = fmt.Sprintf("%.0f%%", 100*tr.CPU)
 		}
-		rows = append(rows, []string{tr.Name, tr.Load, strconv.FormatInt(tr.Sent, 10), fmtNum(wall), offered, achieved, okRate, tokRate,
+		load, _, _ := strings.Cut(tr.Load, " (") // the details are in the run's description
+		rows = append(rows, []string{tr.Name, load, strconv.FormatInt(tr.Sent, 10), fmtNum(wall), offered, achieved, okRate, tokRate,
 			lagS, strconv.FormatInt(tr.Late, 10), cpu})
 	}
 	return rows

@@ -47,7 +47,7 @@ type chart struct {
 }
 
 const (
-	padL, padR, padT, padB = 64, 16, 34, 46
+	padL, padR, padT, padB = 64, 16, 48, 46
 )
 
 func (c *chart) bounds() (x0, x1, y0, y1 float64, ok bool) {
@@ -200,7 +200,7 @@ func (c *chart) svg() string {
 		}
 		wdt := float64(7*len([]rune(s.name)) + 22)
 		lx -= wdt
-		fmt.Fprintf(&b, `<rect x="%.1f" y="10" width="12" height="10" fill="%s"/><text x="%.1f" y="19">%s</text>`, lx, s.color, lx+16, html.EscapeString(s.name))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="27" width="12" height="10" fill="%s"/><text x="%.1f" y="36">%s</text>`, lx, s.color, lx+16, html.EscapeString(s.name))
 	}
 	b.WriteString(`</g></svg>`)
 	return b.String()
