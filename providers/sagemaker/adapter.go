@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/smithy-go/middleware"
@@ -55,7 +56,8 @@ type Options struct {
 	// "http://127.0.0.1:PORT".
 	BaseEndpoint string
 	// HTTPClient sends the requests (an *http.Client works). Nil: the SDK's
-	// default client.
+	// default client. An *http.Client is copied, set never to follow
+	// redirects.
 	HTTPClient aws.HTTPClient
 	// AllowInsecureHTTP permits a plain-http endpoint. Requests are signed
 	// with the credentials, so New refuses an http:// endpoint unless this
@@ -142,7 +144,7 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 		// cloudreq's retry loop is in charge: one attempt per call here.
 		o.Retryer = aws.NopRetryer{}
 		o.RetryMaxAttempts = 0
-		o.HTTPClient = ownBody{next: o.HTTPClient}
+		o.HTTPClient = ownBody{next: noRedirects(o.HTTPClient)}
 		o.APIOptions = append(o.APIOptions, limitErrorBody)
 	})
 	if ep := aws.ToString(client.Options().BaseEndpoint); ep != "" {
@@ -177,6 +179,25 @@ func limitErrorBody(s *middleware.Stack) error {
 			}
 			return out, md, err
 		}), middleware.After)
+}
+
+// noRedirects returns c set never to follow a redirect: net/http would
+// send the signed headers, the session token among them, to wherever a
+// 307 or 308 points (across hosts it strips only Authorization), and
+// SageMaker does not redirect. The SDK's default client is frozen into the
+// *http.Client it builds, with all its settings; another aws.HTTPClient
+// is used as it is.
+func noRedirects(c aws.HTTPClient) aws.HTTPClient {
+	if b, ok := c.(*awshttp.BuildableClient); ok {
+		c = b.Freeze()
+	}
+	hc, ok := c.(*http.Client)
+	if !ok {
+		return c
+	}
+	cc := *hc
+	cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cc
 }
 
 // ownBody is an aws.HTTPClient that hands the transport its own in-memory
