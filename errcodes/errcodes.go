@@ -329,9 +329,9 @@ func ForHTTPStatus(status int) Code {
 // FromTransport classifies an error that came from below the provider's
 // protocol: a context error, a network failure or a TLS verification
 // failure. An *Error is returned as it is. Connection failures (refused,
-// reset, unexpected EOF, network timeouts) are retryable; certificate errors
-// are not. The message never includes URL query strings, which may carry
-// credentials.
+// reset, unexpected EOF, network timeouts) are retryable; certificate
+// errors and refused TLS handshakes are not. The message never includes
+// URL query strings, which may carry credentials.
 func FromTransport(err error) *Error {
 	if err == nil {
 		return nil
@@ -350,6 +350,10 @@ func FromTransport(err error) *Error {
 		e = Wrap(err, Unauthenticated, "TLS certificate verification failed: "+msg)
 		e.Retryable = false
 		return e
+	case isTLSRefusal(err):
+		e = Wrap(err, Unavailable, "TLS handshake refused: "+msg)
+		e.Retryable = false
+		return e
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -363,6 +367,19 @@ func FromTransport(err error) *Error {
 		return e
 	}
 	return Wrap(err, Unknown, msg)
+}
+
+// isTLSRefusal reports a TLS alert from either end — crypto/tls reports
+// them as a *net.OpError with Op "remote error" or "local error" — or a
+// peer that does not speak TLS: the two ends cannot agree on a secure
+// connection (protocol version, cipher suites, a rejected certificate),
+// and the same handshake again will not either.
+func isTLSRefusal(err error) bool {
+	var oe *net.OpError
+	if errors.As(err, &oe) && (oe.Op == "remote error" || oe.Op == "local error") {
+		return true
+	}
+	return errors.As(err, new(tls.RecordHeaderError)) || errors.As(err, new(tls.AlertError))
 }
 
 func isCertError(err error) bool {

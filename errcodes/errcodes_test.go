@@ -2,6 +2,7 @@ package errcodes_test
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -128,6 +129,8 @@ func TestFromTransport(t *testing.T) {
 		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), errcodes.Unavailable, true},
 		{"eof", &url.Error{Op: "Post", URL: secretURL, Err: io.EOF}, errcodes.Unavailable, true},
 		{"cert", &url.Error{Op: "Post", URL: secretURL, Err: x509.UnknownAuthorityError{}}, errcodes.Unauthenticated, false},
+		{"tls alert", &url.Error{Op: "Post", URL: secretURL, Err: &net.OpError{Op: "remote error", Err: errors.New("tls: protocol version not supported")}}, errcodes.Unavailable, false},
+		{"not tls", &url.Error{Op: "Post", URL: secretURL, Err: tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}}, errcodes.Unavailable, false},
 		{"timeout", &url.Error{Op: "Post", URL: secretURL, Err: timeoutErr{}}, errcodes.Timeout, true},
 		{"canceled", context.Canceled, errcodes.Canceled, false},
 		{"other", errors.New("weird"), errcodes.Unknown, false},
