@@ -2,6 +2,7 @@ package cloudreq
 
 import (
 	"net/http/httptrace"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -78,8 +79,14 @@ func secretParts(v string) []string {
 	return out
 }
 
-// scrub returns e with every collected credential replaced in its text
-// fields: e itself when none occurs, else an amended copy (e may be shared).
+// bearerToken matches a bearer credential quoted in a message. It catches
+// what the transport trace cannot see: gRPC adds its per-RPC credentials
+// below any hook.
+var bearerToken = regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}`)
+
+// scrub returns e with every collected credential, and any quoted bearer
+// token, replaced in its text fields: e itself when none occurs, else an
+// amended copy (e may be shared).
 func (s *sentSecrets) scrub(e *errcodes.Error) *errcodes.Error {
 	if s == nil || e == nil {
 		return e
@@ -87,9 +94,6 @@ func (s *sentSecrets) scrub(e *errcodes.Error) *errcodes.Error {
 	s.mu.Lock()
 	vals := s.vals
 	s.mu.Unlock()
-	if len(vals) == 0 {
-		return e
-	}
 	found := false
 	clean := func(x string) string {
 		for _, v := range vals {
@@ -97,6 +101,10 @@ func (s *sentSecrets) scrub(e *errcodes.Error) *errcodes.Error {
 				x = strings.ReplaceAll(x, v, redacted)
 				found = true
 			}
+		}
+		if bearerToken.MatchString(x) {
+			x = bearerToken.ReplaceAllString(x, "${1} "+redacted)
+			found = true
 		}
 		return x
 	}

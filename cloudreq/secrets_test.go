@@ -83,3 +83,14 @@ func TestCredentialsQuotedBackAreRedacted(t *testing.T) {
 		})
 	}
 }
+
+// TestQuotedBearerTokensAreRedacted: a bearer token quoted in an error is
+// redacted even when the transport was not traced (gRPC).
+func TestQuotedBearerTokensAreRedacted(t *testing.T) {
+	fake := failing(errcodes.New(errcodes.Unauthenticated, "invalid credentials: Bearer ya29.sentinel-token-0123"))
+	_, err := client(t, fake).Invoke(context.Background(), req())
+	var e *errcodes.Error
+	require.ErrorAs(t, err, &e)
+	assert.NotContains(t, e.Error(), "ya29.sentinel-token-0123")
+	assert.Contains(t, e.Message, "Bearer [REDACTED]")
+}
