@@ -99,7 +99,9 @@
 //	INTERNAL              500   ERR_INTERNAL         ERR_MODEL_ERROR with an ErrorInfo reason containing MODEL_ERROR
 //	DATA_LOSS             500   ERR_INTERNAL
 //	UNIMPLEMENTED         501   ERR_INVALID_PARAM
-//	UNAVAILABLE           503   ERR_UNAVAILABLE      ERR_MODEL_NOT_READY with an ErrorInfo reason containing NOT_READY, SCALING, SCALE_UP, LOADING or COLD_START
+//	UNAVAILABLE           503   ERR_UNAVAILABLE      ERR_MODEL_NOT_READY with an ErrorInfo reason containing NOT_READY, SCALING, SCALE_UP, LOADING or COLD_START;
+//	                                                 not retryable for grpc-go's "authentication handshake failed" (no details),
+//	                                                 ERR_UNAUTHENTICATED when the certificate was refused
 //	DEADLINE_EXCEEDED     504   ERR_TIMEOUT
 //
 // Errors without a gRPC status (context and transport errors) are left to

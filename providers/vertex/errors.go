@@ -92,6 +92,7 @@ func mapError(err error) error {
 	}
 	d := ae.Details()
 	reason := strings.ToUpper(ae.Reason())
+	terminal := false
 	switch c {
 	case codes.InvalidArgument:
 		if strings.Contains(reason, "TOO_LARGE") {
@@ -111,6 +112,15 @@ func mapError(err error) error {
 			code = errcodes.PayloadTooLarge
 		}
 	case codes.Unavailable:
+		if reason == "" && strings.Contains(st.Message(), "authentication handshake failed") {
+			// grpc-go reports a failed TLS handshake as UNAVAILABLE with
+			// no details (a documented last-resort string match): the
+			// same handshake again cannot succeed.
+			terminal = true
+			if strings.Contains(st.Message(), "certificate") {
+				code = errcodes.Unauthenticated
+			}
+		}
 		for _, r := range notReadyReasons {
 			if reason != "" && strings.Contains(reason, r) {
 				code = errcodes.ModelNotReady
@@ -119,6 +129,9 @@ func mapError(err error) error {
 		}
 	}
 	e := errcodes.Wrap(ae, code, st.Message())
+	if terminal {
+		e.Retryable = false
+	}
 	e.Provider = cloudreq.ProviderGCP
 	e.ProviderCode = statusNames[c]
 	if e.ProviderCode == "" {
