@@ -51,6 +51,9 @@ type answer struct {
 	// message, as grpc-go servers do unless told otherwise; by default
 	// the fake sends them at once, as HTTP servers do.
 	lazyHead bool
+	// echoAuth (gRPC) fails with UNAUTHENTICATED quoting the credentials
+	// the server received.
+	echoAuth bool
 	// raw answers by hand (HTTP backends only).
 	raw func(w http.ResponseWriter, r *http.Request)
 }

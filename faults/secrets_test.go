@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -196,5 +195,4 @@ func TestSecretsNotInTransportErrors(t *testing.T) {
 			}
 		})
 	}
-	_ = io.Discard
 }

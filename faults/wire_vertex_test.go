@@ -2,19 +2,26 @@ package faults
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/oauth2"
+	"google.golang.org/api/option"
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -174,6 +181,8 @@ func (f *vertexFake) begin(ctx context.Context, req proto.Message) (answer, erro
 	case a.hold:
 		<-ctx.Done()
 		return a, status.FromContextError(ctx.Err()).Err()
+	case a.echoAuth:
+		return a, status.Errorf(codes.Unauthenticated, "invalid credentials: %s", strings.Join(md.Get("authorization"), ", "))
 	case a.status != 0 || a.kind != "":
 		return a, vertexStatus(a)
 	}
@@ -244,4 +253,49 @@ func vertexMsg(text string, finish aiplatformpb.Candidate_FinishReason) *aiplatf
 		c.Content = &aiplatformpb.Content{Role: "model", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: text}}}}
 	}
 	return &aiplatformpb.GenerateContentResponse{Candidates: []*aiplatformpb.Candidate{c}}
+}
+
+// startVertexFakeTLS serves a vertexFake over TLS with httptest's
+// certificate (valid for 127.0.0.1) and returns its address and a pool
+// trusting it.
+func startVertexFakeTLS(t testing.TB, rec *recorder, cfg ...func(*tls.Config)) (string, *x509.CertPool) {
+	t.Helper()
+	hs := httptest.NewUnstartedServer(nil)
+	hs.StartTLS()
+	cert, pool := hs.TLS.Certificates[0], x509.NewCertPool()
+	pool.AddCert(hs.Certificate())
+	hs.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	f := &vertexFake{rec: rec, lis: &connTracker{Listener: l}}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}}
+	for _, f := range cfg {
+		f(tc)
+	}
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(tc)))
+	aiplatformpb.RegisterPredictionServiceServer(srv, f)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(f.lis) }()
+	t.Cleanup(func() { srv.Stop(); <-done })
+	return l.Addr().String(), pool
+}
+
+// vertexToken is a sentinel OAuth2 access token.
+const vertexToken = "sentinel-vertex-bearer-Kc2r7TqA"
+
+// newVertexTLS returns a Vertex adapter that dials addr over TLS,
+// trusting pool (nil: the system roots), and sends the sentinel token.
+func newVertexTLS(t testing.TB, addr string, pool *x509.CertPool) *vertex.Adapter {
+	t.Helper()
+	tc := &tls.Config{RootCAs: pool}
+	ad, err := vertex.New(context.Background(), vertex.Options{
+		Project: "p", Location: "us-central1", Endpoint: addr,
+		ClientOptions: []option.ClientOption{
+			option.WithTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: vertexToken, TokenType: "Bearer"})),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(credentials.NewTLS(tc))),
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ad.Close() })
+	return ad
 }
