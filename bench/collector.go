@@ -226,6 +226,7 @@ func (c *collector) result() *TargetResult {
 		Load: c.plan.Load.String(), Begin: c.start,
 		Sent: c.sent.Load(), Late: c.late.Load(), Recorder: c.rec,
 		Series: c.series, Points: c.points, Ladder: c.ladderTrace,
+		CPU: -1, MachineCPU: -1,
 	}
 	if !c.start.IsZero() {
 		end := c.end

@@ -66,7 +66,7 @@ func Merge(results ...*Result) (*Result, error) {
 func emptyLike(t *TargetResult) *TargetResult {
 	return &TargetResult{
 		Name: t.Name, Provider: t.Provider, Service: t.Service, Endpoint: t.Endpoint, Model: t.Model,
-		Action: t.Action, Stream: t.Stream, Load: t.Load, Begin: t.Begin, CPU: -1,
+		Action: t.Action, Stream: t.Stream, Load: t.Load, Begin: t.Begin, CPU: -1, MachineCPU: -1,
 		Recorder: &latency.Recorder{}, Series: &Series{Width: Duration(firstBucket)},
 	}
 }
@@ -93,6 +93,9 @@ func (t *TargetResult) merge(o *TargetResult) error {
 	t.SendRate += o.SendRate
 	if o.CPU > t.CPU {
 		t.CPU = o.CPU // the busiest machine
+	}
+	if o.MachineCPU > t.MachineCPU {
+		t.MachineCPU = o.MachineCPU
 	}
 	if t.Ladder == nil {
 		t.Ladder = o.Ladder

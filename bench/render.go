@@ -252,7 +252,7 @@ func slaRows(rep *latency.Report) [][]string {
 }
 
 func (r *Result) loadRows() [][]string {
-	rows := [][]string{{"target", "load", "sent", "wall s", "offered /s", "achieved /s", "ok /s", "tok/s", "lag p50/p99 ms", "late", "client CPU"}}
+	rows := [][]string{{"target", "load", "sent", "wall s", "offered /s", "achieved /s", "ok /s", "tok/s", "lag p50/p99 ms", "late", "client CPU", "machine CPU"}}
 	for _, tr := range r.Targets {
 		c := tr.Counts()
 		wall := tr.Wall.D().Seconds()
@@ -272,13 +272,16 @@ func (r *Result) loadRows() [][]string {
 		if tr.SendRate > 0 {
 			achieved = fmtNum(tr.SendRate)
 		}
-		cpu := "-"
+		cpu, mcpu := "-", "-"
 		if tr.CPU >= 0 {
 			cpu = fmt.Sprintf("%.0f%%", 100*tr.CPU)
 		}
+		if tr.MachineCPU >= 0 {
+			mcpu = fmt.Sprintf("%.0f%%", 100*tr.MachineCPU)
+		}
 		load, _, _ := strings.Cut(tr.Load, " (") // the details are in the run's description
 		rows = append(rows, []string{tr.Name, load, strconv.FormatInt(tr.Sent, 10), fmtNum(wall), offered, achieved, okRate, tokRate,
-			lagS, strconv.FormatInt(tr.Late, 10), cpu})
+			lagS, strconv.FormatInt(tr.Late, 10), cpu, mcpu})
 	}
 	return rows
 }
@@ -519,6 +522,9 @@ func (r *Result) renderCSV(w io.Writer) error {
 		}
 		if tr.CPU >= 0 {
 			put("load", "client-cpu", "share", f(tr.CPU), "")
+		}
+		if tr.MachineCPU >= 0 {
+			put("load", "machine-cpu", "share", f(tr.MachineCPU), "")
 		}
 		if tr.Ladder != nil {
 			for _, s := range tr.Ladder.Steps {

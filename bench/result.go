@@ -65,6 +65,9 @@ type TargetResult struct {
 	// CPU is the process's CPU use during the run, as a share of all the
 	// machine's cores (−1: not measured).
 	CPU float64 `json:"cpu"`
+	// MachineCPU is the whole machine's CPU use during the run (every
+	// process), as a share of its cores (−1: not measured).
+	MachineCPU float64 `json:"machine_cpu"`
 	// Recorder holds every measured request's metrics, split by class and
 	// start kind, with the target's name as endpoint; its counts hold the
 	// errors by code.
@@ -275,6 +278,11 @@ func (tr *TargetResult) warnings(p *Plan) {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
 			"the client was CPU-bound (%.0f%% of %d cores): latencies include client-side queueing; use fewer targets per machine, or several machines and `cloudinfer report --merge`",
 			100*tr.CPU, runtime.NumCPU()))
+	}
+	if tr.CPU < CPUBoundShare && tr.MachineCPU >= CPUBoundShare {
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
+			"the machine was busy (%.0f%% of %d cores, this process %.0f%%): other processes competed with the client and its timings",
+			100*tr.MachineCPU, runtime.NumCPU(), 100*max(tr.CPU, 0)))
 	}
 	if tr.Sent > 0 && float64(tr.Late)/float64(tr.Sent) > LateShare {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf(

@@ -146,6 +146,7 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	}
 
 	cpu0 := processCPU()
+	busy0, total0, mok := machineCPU()
 	tg.col.begin(time.Now())
 	stopProgress := tg.progress()
 	switch p.Load.Model {
@@ -157,6 +158,10 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	stopProgress()
 	tr := tg.col.result()
 	tr.CPU = cpuShare(processCPU()-cpu0, tr.Wall.D())
+	tr.MachineCPU = -1
+	if busy1, total1, ok := machineCPU(); ok && mok && total1 > total0 {
+		tr.MachineCPU = float64(busy1-busy0) / float64(total1-total0)
+	}
 	tr.warnings(p)
 	if ctx.Err() != nil {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf("interrupted after %v: the figures cover the requests sent until then; calls in flight were canceled (ERR_CANCELED)",

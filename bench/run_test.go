@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,7 +172,7 @@ func TestOpenLoopNeverDropsAtTheInFlightCap(t *testing.T) {
 	assert.Equal(t, int64(40), tr.Counts().Requests)
 	assert.Greater(t, tr.Late, int64(20))
 	require.NotEmpty(t, tr.Warnings)
-	assert.Contains(t, tr.Warnings[0]+tr.Warnings[len(tr.Warnings)-1], "behind its schedule")
+	assert.Contains(t, strings.Join(tr.Warnings, "\n"), "behind its schedule")
 	lag := tr.Dist(latency.ScheduleLag, "", "")
 	assert.Greater(t, lag.Max(), int64(100*time.Millisecond))
 	// CO-corrected E2E includes the lag; the plain E2E does not.
@@ -251,4 +253,22 @@ func TestInterruptKeepsWhatWasMeasured(t *testing.T) {
 	assert.InDelta(t, 30, tr.Sent, 5)
 	require.NotEmpty(t, tr.Warnings)
 	assert.Contains(t, tr.Warnings[len(tr.Warnings)-1], "interrupted")
+}
+
+func TestCPUReadings(t *testing.T) {
+	assert.Positive(t, processCPU())
+	if busy, total, ok := machineCPU(); ok {
+		assert.LessOrEqual(t, busy, total)
+		assert.Positive(t, total)
+	}
+	assert.Equal(t, -1.0, cpuShare(-1, time.Second))
+	assert.InDelta(t, 0.5/float64(runtime.NumCPU()), cpuShare(500*time.Millisecond, time.Second), 1e-9)
+	tr := &TargetResult{CPU: 0.1, MachineCPU: 0.97, Sent: 100}
+	tr.warnings(&Plan{})
+	require.Len(t, tr.Warnings, 1)
+	assert.Contains(t, tr.Warnings[0], "machine was busy")
+	tr = &TargetResult{CPU: 0.9, MachineCPU: 0.97, Sent: 100}
+	tr.warnings(&Plan{})
+	require.Len(t, tr.Warnings, 1)
+	assert.Contains(t, tr.Warnings[0], "CPU-bound")
 }
