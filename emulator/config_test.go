@@ -123,3 +123,12 @@ func TestCredentialsStringHidesSecrets(t *testing.T) {
 		assert.NotContains(t, string(b), secret)
 	}
 }
+
+func TestExampleConfigFile(t *testing.T) {
+	opts, err := LoadConfig(filepath.Join("testdata", "emulator.example.yaml"))
+	require.NoError(t, err)
+	assert.Len(t, opts.Endpoints, len(DefaultEndpoints())+3)
+	s, err := New(opts)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+}

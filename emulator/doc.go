@@ -83,8 +83,9 @@
 //	X-Emulator-Time-Scale        the time scale in force
 //	X-Emulator-Fault             the injected fault, if any
 //
-// Throttled and queue-full answers carry Retry-After (seconds, rounded up),
-// retry-after-ms and x-ms-retry-after-ms; Vertex gRPC adds a RetryInfo detail.
+// Throttled, queue-full and not-ready answers carry Retry-After (seconds,
+// rounded up), retry-after-ms, x-ms-retry-after-ms and x-amz-retry-after
+// (ms); Vertex gRPC adds a RetryInfo detail.
 // Records (Server.Records, GET /emulator/requests) add the drawn prefill
 // time, every inter-token gap, the active-request count at admission, when
 // the first and last tokens were actually written, and the outcome.

@@ -108,7 +108,8 @@ func abortConn(w http.ResponseWriter, reset bool) {
 }
 
 // retryAfterHeaders sets Retry-After (whole seconds, rounded up, at least
-// 1) and the millisecond forms retry-after-ms and x-ms-retry-after-ms.
+// 1) and the millisecond forms retry-after-ms, x-ms-retry-after-ms and
+// x-amz-retry-after.
 func retryAfterHeaders(h http.Header, d time.Duration) {
 	if d <= 0 {
 		return
@@ -118,4 +119,5 @@ func retryAfterHeaders(h http.Header, d time.Duration) {
 	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
 	h.Set("retry-after-ms", itoa(ms))
 	h.Set("x-ms-retry-after-ms", itoa(ms))
+	h.Set("x-amz-retry-after", itoa(ms))
 }

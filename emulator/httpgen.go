@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 )
 
 // wire is one provider route's response form for a generation.
@@ -215,6 +214,3 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// sinceMs is the real time since t in milliseconds.
-func sinceMs(t time.Time) float64 { return ms(time.Since(t)) }
