@@ -25,7 +25,9 @@ import (
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/hooks"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/providers/azureml"
 	"github.com/cloudinfer/cloudinfer/providers/openai"
+	"github.com/cloudinfer/cloudinfer/providers/paieas"
 	"github.com/cloudinfer/cloudinfer/providers/sagemaker"
 	"github.com/cloudinfer/cloudinfer/providers/vertex"
 	"github.com/cloudinfer/cloudinfer/telemetry"
@@ -44,7 +46,7 @@ type benchCmd struct {
 	Region   string   `help:"AWS region." group:"Targets"`
 	Project  string   `help:"GCP project." group:"Targets"`
 	Location string   `help:"GCP location." group:"Targets"`
-	Cloud    bool     `help:"Send targets without a URL to the real cloud, with its default credential chain, instead of the embedded emulator." group:"Targets"`
+	Cloud    bool     `help:"Send targets without a URL to the real cloud instead of the embedded emulator. Credentials: AWS and GCP default chains, AZUREML_API_KEY or Azure's default chain, EAS_TOKEN, OPENAI_API_KEY." group:"Targets"`
 
 	Action       string `help:"generate (portable text generation) or invoke (the payload's bytes as they are)." enum:",generate,invoke" default:"" group:"Payload"`
 	NoStream     bool   `help:"Read whole responses instead of streams (no TTFT/TPOT)." group:"Payload"`
@@ -562,6 +564,23 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 			o.BaseURL, o.AllowInsecureHTTP = emu.URL(), true
 		}
 		return openai.New(o)
+	},
+	cloudreq.ProviderAzure: func(_ context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
+		// Credentials: AZUREML_API_KEY when set, else Microsoft Entra's
+		// default chain (azidentity.DefaultAzureCredential).
+		o := azureml.Options{EndpointURL: t.URL, Region: t.Region, Key: os.Getenv("AZUREML_API_KEY"), HTTPClient: benchHTTPClient}
+		if emu != nil {
+			o.EndpointURL, o.Anonymous, o.Key, o.AllowInsecureHTTP = emu.URL()+"/azureml/{endpoint}", true, "", true
+		}
+		return azureml.New(o)
+	},
+	cloudreq.ProviderAlibaba: func(_ context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
+		// PAI-EAS authenticates with the service token: EAS_TOKEN.
+		o := paieas.Options{Endpoint: t.URL, Token: os.Getenv("EAS_TOKEN"), HTTPClient: benchHTTPClient}
+		if emu != nil {
+			o.Endpoint, o.Token, o.AllowInsecureHTTP = emu.URL(), "", true
+		}
+		return paieas.New(o)
 	},
 	cloudreq.ProviderAWS: func(ctx context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
 		o := sagemaker.Options{Region: t.Region, BaseEndpoint: t.URL, HTTPClient: benchHTTPClient}

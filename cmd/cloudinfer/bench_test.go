@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cloudinfer/cloudinfer/bench"
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -130,4 +131,21 @@ func TestBenchAndReportEndToEnd(t *testing.T) {
 
 	assert.Error(t, parse(t, "report", "--compare", out).Report.render(&bytes.Buffer{}))
 	assert.Error(t, parse(t, "report", out, out).Report.render(&bytes.Buffer{}))
+}
+
+func TestEveryProviderAgainstTheEmbeddedEmulator(t *testing.T) {
+	for _, prov := range []string{"openai", "aws", "azure", "gcp", "alibaba"} {
+		t.Run(prov, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r.json")
+			c := parse(t, "bench", "--provider", prov, "--endpoint", "phi-3-mini", "--time-scale", "0.01",
+				"--requests", "3", "--warmup", "0", "--quiet", "--out", out)
+			require.NoError(t, c.Bench.run(context.Background(), &bytes.Buffer{}, nil))
+			res, err := bench.ReadResult(out)
+			require.NoError(t, err)
+			tr := res.Targets[0]
+			assert.Equal(t, int64(3), tr.Counts().Requests)
+			assert.Zero(t, tr.Counts().Failed, "%v", tr.ErrorExamples)
+			assert.Equal(t, uint64(3), tr.Dist(latency.TTFT, "", "").Count(), "streamed: TTFT measured")
+		})
+	}
 }
