@@ -87,6 +87,11 @@
 //	MissingAuthenticationToken (400 or 403)          ERR_UNAUTHENTICATED     no
 //	any other error code                             by HTTP status          by code
 //
+// A signature or access error whose response Date is more than 4 minutes
+// from the signing time is clock skew: the SDK records the server's offset
+// and the error is retryable, so the retry signs on the server's clock. A
+// refusal of the corrected signature is final: skew is retried once.
+//
 // Messages never hold credentials: the canonical request and string to sign
 // that signature errors echo, and access key ids, are removed.
 //

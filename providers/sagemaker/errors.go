@@ -146,6 +146,9 @@ func mapError(err error) *errcodes.Error {
 	if terminal {
 		e.Retryable = false
 	}
+	if (code == errcodes.Unauthenticated || code == errcodes.PermissionDenied) && clockSkewed(err) {
+		e.Retryable = true
+	}
 	fill(e, providerCode, status, reqID, header)
 	return e
 }
@@ -174,6 +177,18 @@ func byStatus(status int) errcodes.Code {
 		return c
 	}
 	return errcodes.Unknown
+}
+
+// clockSkewed reports a signature error the SDK put down to clock skew.
+// Its retry middleware, even with retries off, compares the server's Date
+// with the signing time: more than 4 minutes apart, it wraps the error in
+// a retryable clock-skew error and records the offset in the client, so
+// that the next attempt — cloudreq's retry — signs on the server's clock.
+// Signed with the correction, a refusal is no longer wrapped: the skew is
+// retried once at most.
+func clockSkewed(err error) bool {
+	var r interface{ RetryableError() bool }
+	return errors.As(err, &r) && r.RetryableError()
 }
 
 func fill(e *errcodes.Error, providerCode string, status int, reqID string, header http.Header) {
