@@ -329,6 +329,21 @@ func (c *call) admit(ctx context.Context) error {
 	if c.n > 1 {
 		c.rec.TPOTMs = ms(t.Sub(c.firstAt)) / float64(c.n-1)
 	}
+	if p.RequestTimeoutMs > 0 {
+		deadline := c.rec.Arrival.Add(c.ep.scaled(p.RequestTimeoutMs))
+		answerAt := c.firstAt
+		if !c.gen.stream {
+			answerAt = c.lastAt()
+		}
+		if answerAt.After(deadline) {
+			if err := c.s.sleepUntil(ctx, deadline); err != nil {
+				return err
+			}
+			c.tokenAt = nil
+			c.setFault(FaultTimeout)
+			return errStateFault
+		}
+	}
 	return nil
 }
 

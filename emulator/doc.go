@@ -199,6 +199,7 @@
 //	    error_rates: {throttle: 0.01, close-mid-stream: 0.001}
 //	    throttle: {rate_per_sec: 50, burst: 10}
 //	    stall_ms: 30000
+//	    request_timeout_ms: 5000 # the server's own timeout, queue included (0: none)
 //	endpoints:
 //	  - name: my-llama          # endpoint / deployment / service / model name
 //	    providers: [sagemaker, azureml, vertex, pai-eas, openai]   # default: all

@@ -304,3 +304,31 @@ func TestDeterministicDraws(t *testing.T) {
 		assert.InDelta(t, a[i], b[i], 1e-9)
 	}
 }
+
+func TestRequestTimeout(t *testing.T) {
+	p, _ := BuiltinProfile("llama-3-8b")
+	p.RequestTimeoutMs = 1000 // the whole answer takes about 1.9 s, its first token 0.43 s
+	s := start(t, Options{TimeScale: 0.001, Seed: 4, Endpoints: []Endpoint{{Name: "slow", Profile: p}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	whole := `{"inputs":"hi","parameters":{"max_new_tokens":100}}`
+	resp, err := do(ctx, t, s.URL()+"/api/predict/slow", `{"prompt":"hi"}`, nil)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, 408, resp.StatusCode)
+	assert.Equal(t, string(FaultTimeout), resp.Header.Get(HeaderFault))
+
+	c := sageMakerClient(s, "AKID", "secret")
+	_, err = c.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("slow"), Body: []byte(whole)})
+	var me *types.ModelError
+	require.True(t, errors.As(err, &me), "%T %v", err, err)
+
+	// A stream starts before the timeout and is not cut.
+	long := `{"model":"slow","stream":true,"messages":[{"role":"user","content":"hi"}]}` // ~1.9 s emulated
+	resp, err = do(ctx, t, s.URL()+"/v1/chat/completions", long, nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	events := readSSE(t, resp.Body)
+	assert.Equal(t, "[DONE]", events[len(events)-1])
+}

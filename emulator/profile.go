@@ -125,6 +125,11 @@ type Profile struct {
 	Throttle *TokenBucket `json:"throttle,omitempty"`
 	// StallMs is how long a stall-mid-stream fault holds the stream before closing it (default 30000).
 	StallMs float64 `json:"stall_ms"`
+	// RequestTimeoutMs, when set, is the server's own request timeout, queue
+	// time included (Azure ML request_timeout_ms, PAI-EAS's 5 s, SageMaker's
+	// 60 s): a request whose answer would start later gets the provider's
+	// timeout answer when the time is up.
+	RequestTimeoutMs float64 `json:"request_timeout_ms,omitempty"`
 }
 
 // Limits on profile values.
@@ -164,7 +169,7 @@ func (p Profile) Validate() error {
 	for _, v := range []struct {
 		name string
 		v    float64
-	}{{"gap_jitter", p.GapJitter}, {"prefill_ms_per_1k_tokens", p.PrefillMsPer1K}, {"batch_penalty_ms", p.BatchPenaltyMs}, {"stall_ms", p.StallMs}} {
+	}{{"gap_jitter", p.GapJitter}, {"prefill_ms_per_1k_tokens", p.PrefillMsPer1K}, {"batch_penalty_ms", p.BatchPenaltyMs}, {"stall_ms", p.StallMs}, {"request_timeout_ms", p.RequestTimeoutMs}} {
 		if math.IsNaN(v.v) || math.IsInf(v.v, 0) || v.v < 0 {
 			return fmt.Errorf("profile %q: %s must be finite and >= 0", p.Name, v.name)
 		}
