@@ -151,19 +151,24 @@ const DeckSize = 100
 
 // NewPicker returns a Picker for m, which must be valid. The same seed
 // gives the same sequence.
-func NewPicker(m *Mix, seed uint64) *Picker {
+func NewPicker(m *Mix, seed uint64) *Picker { return newPicker(m, seed, DeckSize) }
+
+// newPicker deals decks of size draws (at least one per class and
+// value); a run shorter than DeckSize uses its length, so that even a short
+// run has its shares.
+func newPicker(m *Mix, seed uint64, size int) *Picker {
 	p := &Picker{mix: m}
 	w := make([]float64, len(m.Classes))
 	for i, c := range m.Classes {
 		w[i] = c.Weight
 	}
-	p.classes = newDeck(w, seed, 0)
+	p.classes = newDeck(w, seed, 0, size)
 	for j, d := range m.Dimensions {
 		w := make([]float64, len(d.Values))
 		for i, v := range d.Values {
 			w[i] = v.Weight
 		}
-		p.dims = append(p.dims, newDeck(w, seed, uint64(j+1)))
+		p.dims = append(p.dims, newDeck(w, seed, uint64(j+1), size))
 	}
 	return p
 }
@@ -191,13 +196,13 @@ type deck struct {
 	rng   *rand.Rand
 }
 
-func newDeck(weights []float64, seed, stream uint64) *deck {
+func newDeck(weights []float64, seed, stream uint64, size int) *deck {
 	sum := 0.0
 	for _, w := range weights {
 		sum += w
 	}
 	d := &deck{w: make([]float64, len(weights)), dealt: make([]int, len(weights)),
-		size: max(DeckSize, 10*len(weights)), rng: rand.New(rand.NewPCG(seed, stream))}
+		size: max(size, len(weights)), rng: rand.New(rand.NewPCG(seed, stream))}
 	for i, w := range weights {
 		d.w[i] = w / sum
 	}

@@ -69,6 +69,15 @@ func TestPickerOrderIsRandomButSeeded(t *testing.T) {
 	assert.Greater(t, runs, 300)
 }
 
+func TestShortRunsHaveTheirShares(t *testing.T) {
+	p := newPicker(seedMix(), 1, 20)
+	got := map[string]int{}
+	for range 20 {
+		got[p.Next().Class.Label()]++
+	}
+	assert.Equal(t, map[string]int{"/api/order/create": 6, "/api/user/profile": 9, "/api/product/search": 5}, got)
+}
+
 func TestPickerTinyWeights(t *testing.T) {
 	m := &Mix{Classes: []Class{{Name: "rare", Weight: 0.001}, {Name: "common", Weight: 0.999}, {Name: "never", Weight: 0}}}
 	require.NoError(t, m.Validate())

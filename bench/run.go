@@ -116,7 +116,11 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	tg.obsOpt = func(o *cloudreq.Options) { o.Observers = append(o.Observers, tg.col) }
 	tg.base = buildRequest(t, nil)
 	if p.Mix != nil {
-		tg.picker = NewPicker(p.Mix, p.Seed)
+		size := DeckSize
+		if n := p.Limits.Requests; n > 0 && n < size {
+			size = n
+		}
+		tg.picker = newPicker(p.Mix, p.Seed, size)
 		tg.bases = map[*Class]*cloudreq.CloudRequest{}
 		for i := range p.Mix.Classes {
 			c := &p.Mix.Classes[i]

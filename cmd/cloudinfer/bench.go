@@ -206,7 +206,7 @@ func groundTruth(w io.Writer, emu *emulator.Server, res *bench.Result, warmup in
 		if d.Count() == 0 {
 			return "-"
 		}
-		return strconv.FormatFloat(d.Mean()/1e6, 'f', 1, 64)
+		return strconv.FormatFloat(d.Mean()/1e6, 'g', 4, 64)
 	}
 	pct := func(a, b float64) string {
 		if b == 0 {
@@ -228,7 +228,7 @@ func groundTruth(w io.Writer, emu *emulator.Server, res *bench.Result, warmup in
 		refT, refP := "-", "-"
 		dT, dP := "-", "-"
 		if p, ok := emulator.BuiltinProfile(tr.Endpoint); ok && emu.TimeScale() == 1 {
-			refT, refP = strconv.FormatFloat(p.TTFTMs.Mean, 'f', 1, 64), strconv.FormatFloat(p.TPOTMs.Mean, 'f', 1, 64)
+			refT, refP = strconv.FormatFloat(p.TTFTMs.Mean, 'g', 4, 64), strconv.FormatFloat(p.TPOTMs.Mean, 'g', 4, 64)
 			dT, dP = pct(t.ttft.Mean()/1e6, p.TTFTMs.Mean), pct(t.tpot.Mean()/1e6, p.TPOTMs.Mean)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", tr.Name,

@@ -149,3 +149,16 @@ func TestEveryProviderAgainstTheEmbeddedEmulator(t *testing.T) {
 		})
 	}
 }
+
+func TestMixFileFlag(t *testing.T) {
+	c := parse(t, "bench", "--endpoint", "m", "--mix", "../../bench/testdata/mix.yaml")
+	p, _, err := c.Bench.plan()
+	require.NoError(t, err)
+	require.NoError(t, p.Prepare())
+	require.NotNil(t, p.Mix)
+	assert.Len(t, p.Mix.Classes, 3)
+	assert.Len(t, p.Mix.Dimensions, 2)
+	require.Len(t, p.Mix.Classes[0].SLAs, 1)
+	_, _, err = parse(t, "bench", "--mix", "../../bench/testdata/mix.yaml", "--traffic-log", "../../bench/testdata/traffic.csv").Bench.plan()
+	assert.Error(t, err)
+}
