@@ -61,7 +61,7 @@ type benchCmd struct {
 	Rate        float64       `help:"Open loop: requests per second." group:"Load"`
 	MaxInFlight int           `help:"Open loop: cap on requests in flight (sends past it are late, never dropped)." group:"Load"`
 	LateAfter   time.Duration `help:"Schedule lag beyond which a send counts as late (default 10ms)." group:"Load"`
-	Requests    int           `help:"Measured requests per target (default run: chosen so the whole run takes about a minute; --requests 100 for the full reference run)." group:"Load"`
+	Requests    int           `help:"Measured requests per target (default 100 when no --duration; the default run: as many as take about a minute, --requests 100 for the full reference run)." group:"Load"`
 	Duration    time.Duration `help:"Measured duration per target." group:"Load"`
 	Warmup      int           `help:"Warm-up requests per target, left out of the results (default 1 for the default run)." default:"-1" group:"Load"`
 	Seed        uint64        `help:"Seed for Poisson arrivals and the mix." group:"Load"`
@@ -100,6 +100,9 @@ type benchCmd struct {
 // ReferenceModels are the default run's endpoints: the emulator's A10
 // reference profiles.
 var referenceModels = []string{"llama-3-8b", "phi-3-mini", "qwen2-7b"}
+
+// defaultRequests bounds a run given no duration or request count.
+const defaultRequests = 100
 
 // referenceBudget is the default run's target wall time.
 const referenceBudget = 60 * time.Second
@@ -352,6 +355,9 @@ func (c *benchCmd) applyLoad(p *bench.Plan) {
 	}
 	if c.Seed > 0 {
 		p.Seed = c.Seed
+	}
+	if l.Model != bench.LoadLadder && p.Limits.Duration == 0 && p.Limits.Requests == 0 {
+		p.Limits.Requests = defaultRequests
 	}
 	if l.Model == bench.LoadLadder && p.Limits.Duration == 0 && p.Limits.Requests == 0 {
 		// A ladder runs by time: ten steps unless told otherwise.
