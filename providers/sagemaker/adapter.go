@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/aws/smithy-go/transport/http/protocol/restjson1"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -410,6 +411,11 @@ func withHeaders(h http.Header, watch *bodyWatch) func(*sagemakerruntime.Options
 			})
 		}
 		if watch != nil {
+			// Each stream its own protocol: smithy-go's restJson1 keeps one
+			// event stream decoder, with one payload buffer, per protocol
+			// value, and the streams of one client would share and race
+			// on it (go test -race). New ignores its schema argument.
+			o.Protocol = restjson1.New(nil)
 			o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
 				return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("cloudinferBodyWatch",
 					func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
