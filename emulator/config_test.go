@@ -132,3 +132,15 @@ func TestExampleConfigFile(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 }
+
+func TestEndpointWithoutProfile(t *testing.T) {
+	s, err := New(Options{Endpoints: []Endpoint{{Name: "qwen2-7b"}, {Name: "custom", Providers: []Provider{"aws"}}}})
+	require.NoError(t, err)
+	defer s.Close()
+	eps := s.Endpoints()
+	qwen, _ := BuiltinProfile("qwen2-7b")
+	llama, _ := BuiltinProfile("llama-3-8b")
+	assert.Equal(t, qwen, eps[0].Profile)
+	assert.Equal(t, llama, eps[1].Profile)
+	assert.Equal(t, []Provider{SageMaker}, eps[1].Providers, "aliases are normalised")
+}

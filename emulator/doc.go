@@ -86,7 +86,9 @@
 // Throttled, queue-full and not-ready answers carry Retry-After (seconds,
 // rounded up), retry-after-ms, x-ms-retry-after-ms and x-amz-retry-after
 // (ms); Vertex gRPC adds a RetryInfo detail.
-// Records (Server.Records, GET /emulator/requests) add the drawn prefill
+// Requests refused before they reach an endpoint's model (unknown endpoint
+// or path, bad credentials, a body the model cannot take) are answered but
+// not recorded. Records (Server.Records, GET /emulator/requests) add the drawn prefill
 // time, every inter-token gap, the active-request count at admission, when
 // the first and last tokens were actually written, and the outcome.
 //

@@ -27,7 +27,9 @@ type Options struct {
 	TimeScale float64
 	// Seed makes every draw deterministic.
 	Seed uint64
-	// Endpoints are the served endpoints; nil means DefaultEndpoints().
+	// Endpoints are the served endpoints; nil means DefaultEndpoints(). An
+	// endpoint whose Profile has no name and no TTFT, TPOT or output-length
+	// figures gets the built-in profile of its name, else llama-3-8b.
 	Endpoints []Endpoint
 	// MaxRecords bounds the kept ground-truth records (default 100000; the oldest go first).
 	MaxRecords int
@@ -93,12 +95,22 @@ func New(opts Options) (*Server, error) {
 		closed:    make(chan struct{}),
 	}
 	for _, e := range opts.Endpoints {
+		if e.Profile.Name == "" && e.Profile.TTFTMs == (Dist{}) && e.Profile.TPOTMs == (Dist{}) && e.Profile.OutputTokens == (Dist{}) {
+			// No profile given: the built-in of the same name, else llama-3-8b (as in a config file).
+			p, ok := BuiltinProfile(e.Name)
+			if !ok {
+				p, _ = BuiltinProfile("llama-3-8b")
+			}
+			p.ErrorRates, p.Throttle = e.Profile.ErrorRates, e.Profile.Throttle
+			e.Profile = p
+		}
 		if err := e.Validate(); err != nil {
 			return nil, errcodes.Wrap(err, errcodes.InvalidParam, "emulator: "+err.Error())
 		}
 		if _, dup := s.endpoints[e.Name]; dup {
 			return nil, errcodes.Errorf(errcodes.InvalidParam, "emulator: endpoint %q defined twice", e.Name)
 		}
+		e.Providers = slices.Clone(e.Providers)
 		for i, p := range e.Providers {
 			e.Providers[i], _ = ParseProvider(string(p))
 		}
