@@ -203,7 +203,8 @@ func TestLadderBacksOffAndClimbsAgain(t *testing.T) {
 	// 5 ms / (1 − r/1000) at r req/s — 12.5 ms at 600/s, 33 ms at 850/s.
 	fake := &loadAdapter{base: 5 * time.Millisecond, perInFlight: time.Millisecond}
 	lad := Ladder{Start: 100, Increment: 250, Floor: 50, Target: 2000, Step: Duration(250 * time.Millisecond),
-		HighWater: Duration(20 * time.Millisecond), LowWater: Duration(15 * time.Millisecond)}
+		// A narrow hold band, so that no rate of the sequence settles in it.
+		HighWater: Duration(20 * time.Millisecond), LowWater: Duration(19 * time.Millisecond)}
 	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadLadder, Ladder: lad},
 		Limits: Limits{Duration: Duration(4 * time.Second)}}
 	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
