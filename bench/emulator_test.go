@@ -93,9 +93,11 @@ func TestEmulatorOpenLoopRates(t *testing.T) {
 			got := float64(len(arr)-1) / arr[len(arr)-1].Sub(arr[0]).Seconds()
 			defer t.Logf("%s: scheduled %.2f/s, sent %.2f/s, arrived %.2f/s, lag p99 %.3f ms, late %d",
 				model, scheduled, tr.SendRate, got, tr.Dist(latency.ScheduleLag, "", "").Quantile(0.99)/1e6, tr.Late)
-			if raceEnabled && tr.SendRate < 0.98*scheduled {
-				// The race detector slows client and emulator several times
-				// over. A generator that cannot keep up must say so.
+			if tr.SendRate < 0.98*scheduled && (raceEnabled || tr.MachineCPU >= bench.CPUBoundShare) {
+				// Under the race detector, or on a machine whose cores other
+				// processes keep busy, the client gets too little CPU to keep
+				// the schedule. It must then say so, not deliver less silently.
+				t.Logf("machine CPU %.0f%%: the rate check gives way to the shortfall's report", 100*tr.MachineCPU)
 				assert.Positive(t, tr.Late)
 				assert.NotEmpty(t, tr.Warnings)
 				return

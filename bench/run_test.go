@@ -140,8 +140,9 @@ func TestOpenLoopAchievedRate(t *testing.T) {
 			// The schedule's own count over the duration: exactly R×D for a
 			// constant rate; Poisson(R×D) for Poisson arrivals.
 			switch {
-			case model == LoadConstant && raceEnabled && tr.SendRate < 490:
-				// Slowed by the race detector: the shortfall must be reported.
+			case model == LoadConstant && (raceEnabled || tr.MachineCPU >= CPUBoundShare) && tr.SendRate < 490:
+				// Slowed by the race detector or starved by other processes:
+				// the shortfall must be reported.
 				assert.Positive(t, tr.Late)
 				assert.NotEmpty(t, tr.Warnings)
 			case model == LoadConstant:
@@ -251,7 +252,8 @@ func TestInterruptKeepsWhatWasMeasured(t *testing.T) {
 	assert.True(t, res.Interrupted)
 	require.Len(t, res.Targets, 1, "the second target never started")
 	tr := res.Targets[0]
-	assert.InDelta(t, 30, tr.Sent, 5)
+	assert.Positive(t, tr.Sent)
+	assert.LessOrEqual(t, tr.Sent, int64(31), "nothing sent after the interruption")
 	require.NotEmpty(t, tr.Warnings)
 	assert.Contains(t, tr.Warnings[len(tr.Warnings)-1], "interrupted")
 }
