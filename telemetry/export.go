@@ -103,8 +103,11 @@ func (p *Prometheus) Shutdown(ctx context.Context) error {
 // OTLPOptions configures OTLP.
 type OTLPOptions struct {
 	// Headers are sent with every export (a collector's API key, say).
-	// They are never logged.
+	// They are never logged, and never sent over plain HTTP unless
+	// AllowInsecureHeaders is set (a collector on loopback, say).
 	Headers map[string]string
+	// AllowInsecureHeaders permits Headers over a plain-HTTP endpoint.
+	AllowInsecureHeaders bool
 	// Interval is the metric export interval (default 10 s). Shutdown
 	// exports what is left.
 	Interval time.Duration
@@ -142,6 +145,10 @@ func OTLP(ctx context.Context, endpoint string, optFns ...func(*OTLPOptions)) (*
 	host, base, insecure, err := parseOTLPEndpoint(endpoint)
 	if err != nil {
 		return nil, err
+	}
+	if insecure && len(o.Headers) > 0 && !o.AllowInsecureHeaders {
+		return nil, errcodes.New(errcodes.InvalidParam,
+			"telemetry: OTLP headers may hold credentials and the endpoint is plain HTTP; use https or set AllowInsecureHeaders")
 	}
 	res, rerr := newResource(ctx)
 	if rerr != nil {

@@ -176,9 +176,15 @@ func TestOTLPExport(t *testing.T) {
 	srv := httptest.NewServer(col)
 	defer srv.Close()
 	ctx := context.Background()
+	_, err := OTLP(ctx, srv.URL+"/otlp", func(o *OTLPOptions) {
+		o.Headers = map[string]string{"X-Collector-Key": "k1"}
+	})
+	require.Error(t, err, "headers are refused over plain HTTP without the opt-in")
+	assert.NotContains(t, err.Error(), "k1")
 	ps, err := OTLP(ctx, srv.URL+"/otlp", func(o *OTLPOptions) {
 		o.Headers = map[string]string{"X-Collector-Key": "k1"}
-		o.Interval = time.Hour // only Shutdown exports
+		o.AllowInsecureHeaders = true // a loopback collector
+		o.Interval = time.Hour        // only Shutdown exports
 	})
 	require.NoError(t, err)
 	obs, err := New(Options{TracerProvider: ps.TracerProvider, MeterProvider: ps.MeterProvider})
