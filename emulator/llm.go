@@ -29,7 +29,8 @@ type genRequest struct {
 	maxTokens    int // 0: no limit asked
 	stream       bool
 	includeUsage bool
-	instances    int // Vertex predict: number of instances
+	instances    int  // Vertex predict: number of instances
+	details      bool // TGI: parameters.details asks for finish reason and token count
 }
 
 // promptTokens estimates tokens the way the profiles assume: one token per
@@ -277,6 +278,7 @@ type tgiBody struct {
 	Inputs     *string `json:"inputs"`
 	Parameters *struct {
 		MaxNewTokens maxTokensField `json:"max_new_tokens"`
+		Details      boolish        `json:"details"`
 	} `json:"parameters"`
 	Stream boolish `json:"stream"`
 }
@@ -304,6 +306,7 @@ func parseSageMakerLLM(body []byte) (genRequest, error) {
 	g := genRequest{dialect: dialectTGI, promptTokens: countTokens(len(*t.Inputs)), stream: bool(t.Stream)}
 	if t.Parameters != nil {
 		g.maxTokens = t.Parameters.MaxNewTokens.n
+		g.details = bool(t.Parameters.Details)
 	}
 	return g, nil
 }

@@ -280,6 +280,10 @@ func (m *sageMakerWire) whole(c *call) (string, []byte) {
 	if m.chat {
 		return m.oa.whole(c)
 	}
-	b, _ := json.Marshal([]map[string]string{{"generated_text": c.text()}})
+	out := map[string]any{"generated_text": c.text()}
+	if c.gen.details {
+		out["details"] = map[string]any{"finish_reason": tgiFinish(c.finish), "generated_tokens": c.n}
+	}
+	b, _ := json.Marshal([]map[string]any{out})
 	return "application/json", b
 }

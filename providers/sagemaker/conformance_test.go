@@ -34,10 +34,7 @@ func emulatorAdapter(t testing.TB, url string, optFns ...func(*Options)) *Adapte
 func TestConformance(t *testing.T) {
 	errs := providertest.CommonErrors()
 	errs[emulator.FaultModelError] = errcodes.ModelError
-	// The TGI dialect is covered by TestEmulatorTGI: the emulator's TGI
-	// answers leave out the details (finish reason, token count) that TGI
-	// sends when asked with "details": true, which the suite requires.
-	for _, d := range []Dialect{DialectMessages} {
+	for _, d := range []Dialect{DialectMessages, DialectTGI} {
 		t.Run(string(d), func(t *testing.T) {
 			providertest.RunConformance(t, providertest.Harness{
 				Provider: cloudreq.ProviderAWS, Service: cloudreq.ServiceSageMaker,
