@@ -211,6 +211,9 @@ func (c *collector) snapshot() Snapshot {
 		c.prevSnap, c.prevAt = s, now
 	}
 	s.Rate = c.rate
+	if c.prevAt.Equal(c.start) && s.Elapsed > 0 {
+		s.Rate = float64(s.Done) / s.Elapsed.Seconds() // the first second: the mean so far
+	}
 	c.mu.Unlock()
 	return s
 }
