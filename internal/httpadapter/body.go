@@ -48,7 +48,7 @@ func ErrorText(body []byte, contentType string) string {
 		return ""
 	}
 	ct := strings.ToLower(contentType)
-	lower := bytes.ToLower(body[:min(len(body), 512)])
+	lower := lowerASCII(body[:min(len(body), 512)])
 	if strings.Contains(ct, "html") || bytes.HasPrefix(lower, []byte("<!doctype html")) || bytes.HasPrefix(lower, []byte("<html")) {
 		if t := htmlTitle(body); t != "" {
 			return clip(t)
@@ -63,22 +63,36 @@ func ErrorText(body []byte, contentType string) string {
 
 // htmlTitle returns the text of the first <title> or <h1> element.
 func htmlTitle(body []byte) string {
-	lower := bytes.ToLower(body)
+	lower := lowerASCII(body)
 	for _, tag := range []string{"title", "h1"} {
 		i := bytes.Index(lower, []byte("<"+tag+">"))
 		if i < 0 {
 			continue
 		}
-		rest := body[i+len(tag)+2:]
-		j := bytes.Index(bytes.ToLower(rest), []byte("</"+tag+">"))
+		start := i + len(tag) + 2
+		j := bytes.Index(lower[start:], []byte("</"+tag+">"))
 		if j < 0 {
 			continue
 		}
-		if t := strings.Join(strings.Fields(string(rest[:j])), " "); t != "" {
+		if t := strings.Join(strings.Fields(strings.ToValidUTF8(string(body[start:start+j]), "\uFFFD")), " "); t != "" {
 			return t
 		}
 	}
 	return ""
+}
+
+// lowerASCII lower-cases ASCII letters only, so that offsets into the
+// result are offsets into b: bytes.ToLower turns invalid UTF-8 into
+// U+FFFD, which moves them.
+func lowerASCII(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
 }
 
 func clip(s string) string {
