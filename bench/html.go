@@ -101,9 +101,9 @@ func latencyOverTime(tr *TargetResult) *chart {
 	}
 	p50 := series{name: "p50", color: color(2), kind: kindLine}
 	p95 := series{name: "p95", color: color(1), kind: kindLine}
-	if s := tr.Series; s != nil {
+	if s := displaySeries(tr.Series); s != nil {
 		for i, b := range s.Buckets {
-			if b.E2E == nil || b.E2E.Count() == 0 {
+			if b.E2E == nil || b.E2E.Count() < minBucketSamples {
 				continue
 			}
 			x := (float64(i) + 0.5) * s.Width.D().Seconds()
@@ -119,10 +119,34 @@ func latencyOverTime(tr *TargetResult) *chart {
 	return c
 }
 
+// Chart bucketing: at most maxChartBuckets bars, and on average at least
+// minBucketSamples requests in each, so that a slow run's chart shows
+// rates and percentiles rather than single requests.
+const (
+	maxChartBuckets  = 60
+	minBucketSamples = 5
+)
+
+// displaySeries returns a copy of s coarsened for charts.
+func displaySeries(s *Series) *Series {
+	if s == nil {
+		return nil
+	}
+	c := s.copy()
+	var total int64
+	for _, b := range c.Buckets {
+		total += b.Count
+	}
+	for len(c.Buckets) > 1 && (len(c.Buckets) > maxChartBuckets || total < int64(minBucketSamples*len(c.Buckets))) {
+		c.coarsen()
+	}
+	return c
+}
+
 func throughputChart(tr *TargetResult) *chart {
 	c := &chart{title: "Requests finished per second, by intended send time", xlabel: "seconds from start",
 		ylabel: "requests/s", w: 1180, h: 240, yFromZero: true}
-	s := tr.Series
+	s := displaySeries(tr.Series)
 	if s == nil {
 		return c
 	}

@@ -221,3 +221,21 @@ func TestProgressQuietWhenNotATerminal(t *testing.T) {
 	assert.Contains(t, b.String(), "12.5/s")
 	assert.Contains(t, b.String(), "p95 42ms")
 }
+
+func TestDisplaySeries(t *testing.T) {
+	s := &Series{Width: Duration(time.Second)}
+	for i := range 200 { // one request a second for 200 s
+		s.Buckets = append(s.Buckets, &Bucket{Count: 1})
+		_ = i
+	}
+	d := displaySeries(s)
+	assert.Equal(t, Duration(8*time.Second), d.Width, "coarsened until buckets hold ~5 requests")
+	assert.Len(t, d.Buckets, 25)
+	assert.Len(t, s.Buckets, 200, "the result's own series is untouched")
+	busy := &Series{Width: Duration(time.Second)}
+	for range 30 {
+		busy.Buckets = append(busy.Buckets, &Bucket{Count: 100})
+	}
+	assert.Len(t, displaySeries(busy).Buckets, 30)
+	assert.Nil(t, displaySeries(nil))
+}
