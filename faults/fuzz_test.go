@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +14,12 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -212,3 +219,89 @@ func FuzzPAIEASResponse(f *testing.F) { fuzzHTTPBackend(f, "paieas") }
 // FuzzAzureMLResponse feeds the Azure ML adapter any status, content type
 // and body (/score errors and bodies, SSE streams).
 func FuzzAzureMLResponse(f *testing.F) { fuzzHTTPBackend(f, "azureml") }
+
+// statusFake is a PredictionService that fails every RPC with one
+// google.rpc.Status, after one message on streams.
+type statusFake struct {
+	aiplatformpb.UnimplementedPredictionServiceServer
+	mu sync.Mutex
+	st *spb.Status
+}
+
+func (f *statusFake) status() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return status.ErrorProto(f.st)
+}
+
+func (f *statusFake) Predict(context.Context, *aiplatformpb.PredictRequest) (*aiplatformpb.PredictResponse, error) {
+	return nil, f.status()
+}
+
+func (f *statusFake) StreamGenerateContent(_ *aiplatformpb.GenerateContentRequest, s aiplatformpb.PredictionService_StreamGenerateContentServer) error {
+	if err := s.Send(vertexMsg("tok0 ", aiplatformpb.Candidate_FINISH_REASON_UNSPECIFIED)); err != nil {
+		return err
+	}
+	return f.status()
+}
+
+// vertexDetailTypes are the detail types the fuzzer's bytes are sent as.
+var vertexDetailTypes = []string{
+	"type.googleapis.com/google.rpc.ErrorInfo", "type.googleapis.com/google.rpc.RetryInfo",
+	"type.googleapis.com/google.rpc.QuotaFailure", "type.googleapis.com/google.rpc.RequestInfo",
+	"type.googleapis.com/google.rpc.BadRequest", "type.googleapis.com/google.rpc.Help",
+	"type.googleapis.com/unknown.Type",
+}
+
+// FuzzVertexStatus fails Vertex RPCs with any gRPC code, message and
+// detail (any bytes as any of the google.rpc detail types): the adapter
+// never panics and always returns a normalized error with a valid code and
+// a non-negative RetryAfter.
+func FuzzVertexStatus(f *testing.F) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	fake := &statusFake{st: &spb.Status{}}
+	srv := grpc.NewServer()
+	aiplatformpb.RegisterPredictionServiceServer(srv, fake)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(l) }()
+	f.Cleanup(func() { srv.Stop(); <-done })
+	ad := newVertexAt(f, l.Addr().String())
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Timeout: 10 * time.Second}, func(o *cloudreq.Options) {
+		o.Retry.MaxAttempts, o.Retry.NoBudget = 1, true
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = c.Close() })
+	b := vertexBackend()
+	f.Fuzz(func(t *testing.T, code uint32, msg string, kind uint8, detail []byte, stream bool) {
+		st := &spb.Status{Code: int32(1 + code%16), Message: msg}
+		st.Details = []*anypb.Any{{TypeUrl: vertexDetailTypes[int(kind)%len(vertexDetailTypes)], Value: detail}}
+		fake.mu.Lock()
+		fake.st = st
+		fake.mu.Unlock()
+		var err error
+		if stream {
+			var s *cloudreq.Stream
+			s, err = c.Stream(context.Background(), b.request(true))
+			if err == nil {
+				for s.Next() {
+				}
+				err = s.Err()
+				_ = s.Close()
+			}
+		} else {
+			_, err = c.Invoke(context.Background(), b.request(false))
+		}
+		var e *errcodes.Error
+		if !errors.As(err, &e) {
+			t.Fatalf("not an *errcodes.Error: %T %v", err, err)
+		}
+		if !e.Code.Valid() || e.Provider == "" || e.RetryAfter < 0 {
+			t.Fatalf("code %q provider %q retry after %v", e.Code, e.Provider, e.RetryAfter)
+		}
+	})
+}
