@@ -59,10 +59,16 @@ func mapError(err error) *errcodes.Error {
 	status, reqID, header := responseOf(err)
 	var api smithy.APIError
 	if !errors.As(err, &api) {
-		if status == 0 {
-			e := errcodes.FromTransport(err)
-			e.Provider = cloudreq.ProviderAWS
-			return e
+		// No response, or a successful one whose body broke off (the
+		// connection failed while the SDK read it): a transport failure,
+		// retryable as such. (An error response's body is parsed, so its
+		// unexpected EOF may be cut JSON: its status decides, below.)
+		if te := errcodes.FromTransport(err); status == 0 || (status < 300 && te.Code != errcodes.Unknown) {
+			te.Provider = cloudreq.ProviderAWS
+			if status != 0 {
+				te.HTTPStatus, te.RequestID = status, reqID
+			}
+			return te
 		}
 		// A response the SDK could not decode: the status is all there is.
 		code := byStatus(status)
