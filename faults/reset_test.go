@@ -2,6 +2,8 @@ package faults
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -51,6 +53,31 @@ func TestResetAfterStreamStarted(t *testing.T) {
 			assert.Empty(t, resp.FinishReason)
 			time.Sleep(100 * time.Millisecond)
 			assert.Equal(t, 1, r.rec.count(), "never silently retried")
+		})
+	}
+}
+
+// TestCutMidBodyRetried: a non-streaming response whose connection breaks
+// halfway through its body (a server or proxy crash) is a retryable
+// transport failure — retried, and the retry's success is the call's.
+func TestCutMidBodyRetried(t *testing.T) {
+	cut := answer{raw: func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "64")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, `{"generated_text":"o`)
+		flush(w)
+		time.Sleep(5 * time.Millisecond)
+		abortConn(w, true)
+	}}
+	for _, b := range httpBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			r := newRig(t, b, []answer{cut, ok(0)})
+			resp, err := r.invoke(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, 2, r.rec.count())
+			require.Len(t, resp.Errors, 1)
+			assert.Equal(t, errcodes.Unavailable, resp.Errors[0].Code, "%v", resp.Errors[0])
 		})
 	}
 }
