@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"github.com/aws/smithy-go/logging"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -43,6 +45,8 @@ func emulatorClient(t *testing.T, srv *emulator.Server, hc *http.Client) *cloudr
 	sm, err := sagemaker.New(ctx, sagemaker.Options{
 		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider(awsKeyID, awsSecret, awsSessionToken),
 		BaseEndpoint: srv.URL(), HTTPClient: hc, AllowInsecureHTTP: true,
+		// The SDK warns on stderr about bodies the faults cut short.
+		ClientOptions: []func(*sagemakerruntime.Options){func(o *sagemakerruntime.Options) { o.Logger = logging.Nop{} }},
 	})
 	require.NoError(t, err)
 	oa, err := openai.New(openai.Options{BaseURL: srv.URL(), APIKey: openAIKey, HTTPClient: hc, AllowInsecureHTTP: true})
