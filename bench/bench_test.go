@@ -9,6 +9,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/bench"
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/emulator"
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 // BenchmarkEmulatorNonStreaming measures the highest sustained
@@ -40,6 +41,35 @@ func BenchmarkEmulatorNonStreaming(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/el.Seconds(), "req/s")
 			b.ReportMetric(100*res.Targets[0].CPU, "%cpu")
+		})
+	}
+}
+
+// BenchmarkEmulatorOpenLoop offers b.N requests at a constant rate to
+// the same instant endpoint; a rate is sustained when the achieved send
+// rate stays within 2% of it and under 1% of sends are late (lag > 10 ms).
+// It reports the achieved rate, the late share and the p99 schedule lag.
+func BenchmarkEmulatorOpenLoop(b *testing.B) {
+	ep := emulator.Endpoint{Name: "instant", Providers: []emulator.Provider{emulator.OpenAI}, Profile: emulator.Profile{
+		Name: "instant", OutputTokens: emulator.Dist{Mean: 1}, Slots: 4096, MaxQueue: -1,
+	}}
+	srv := startEmulator(b, 1, []emulator.Endpoint{ep})
+	for _, rate := range []float64{500, 1000, 2000, 4000} {
+		b.Run(fmt.Sprintf("rate-%.0f", rate), func(b *testing.B) {
+			p := &bench.Plan{Targets: []bench.Target{target("instant", false)},
+				Load: bench.Load{Model: bench.LoadConstant, Rate: rate}, Limits: bench.Limits{Requests: b.N}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			res, err := bench.Run(context.Background(), p, bench.Options{Connect: emulatorConnect(srv)})
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			tr := res.Targets[0]
+			b.ReportMetric(tr.SendRate, "send/s")
+			b.ReportMetric(100*float64(tr.Late)/float64(max(tr.Sent, 1)), "%late")
+			b.ReportMetric(tr.Dist(latency.ScheduleLag, "", "").Quantile(0.99)/1e6, "lag-p99-ms")
+			b.ReportMetric(100*tr.MachineCPU, "%machine")
 		})
 	}
 }
