@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -248,4 +249,15 @@ func JoinPath(base, path string) string {
 		path = path[len("/v1"):]
 	}
 	return base + path
+}
+
+// URLForMessage keeps the scheme, host and path of a URL, for error
+// messages: user info and the query, which may carry credentials, are
+// dropped.
+func URLForMessage(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host + u.Path
 }

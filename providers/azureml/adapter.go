@@ -229,21 +229,13 @@ func invalid(format string, args ...any) *errcodes.Error {
 func (a *Adapter) checkRoot(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", invalid("%q is not an absolute http(s) URL", redactURL(raw))
+		return "", invalid("%q is not an absolute http(s) URL", httpadapter.URLForMessage(raw))
 	}
 	if u.Scheme == "http" && a.cred && !a.opts.AllowInsecureHTTP {
 		return "", invalid("refusing to send an Azure credential over plain http to %s; use https, set AllowInsecureHTTP for a local emulator, or Anonymous", u.Host)
 	}
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	return strings.TrimRight(u.String(), "/"), nil
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Scheme + "://" + u.Host + u.Path
 }
 
 // Describe implements cloudreq.Adapter.

@@ -111,22 +111,13 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 func (a *Adapter) checkBase(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", invalid("base URL %q is not an absolute http(s) URL", redactURL(raw))
+		return "", invalid("base URL %q is not an absolute http(s) URL", httpadapter.URLForMessage(raw))
 	}
 	if u.Scheme == "http" && a.opts.APIKey != "" && !a.opts.AllowInsecureHTTP {
 		return "", invalid("refusing to send the API key over plain http to %s; use https, or set AllowInsecureHTTP for a local emulator", u.Host)
 	}
 	u.User = nil
 	return strings.TrimRight(u.String(), "/"), nil
-}
-
-// redactURL keeps scheme, host and path of a URL for messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Scheme + "://" + u.Host + u.Path
 }
 
 func invalid(format string, args ...any) *errcodes.Error {

@@ -193,21 +193,13 @@ func (d Dialect) valid() bool { return d == DialectOpenAI || d == DialectLegacy 
 func (a *Adapter) checkURL(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", invalid("%q is not an absolute http(s) URL", redactURL(raw))
+		return "", invalid("%q is not an absolute http(s) URL", httpadapter.URLForMessage(raw))
 	}
 	if u.Scheme == "http" && a.opts.Token != "" && !a.opts.AllowInsecureHTTP {
 		return "", invalid("refusing to send the EAS token over plain http to %s; use https, or set AllowInsecureHTTP for a local emulator", u.Host)
 	}
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	return strings.TrimRight(u.String(), "/"), nil
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Scheme + "://" + u.Host + u.Path
 }
 
 func invalid(format string, args ...any) *errcodes.Error {
