@@ -9,8 +9,10 @@ import (
 	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
-// credentialHeaders are the request headers whose values are credentials.
-var credentialHeaders = []string{
+// CredentialHeaders are the request headers whose values are credentials,
+// in every provider's protocol: the one list the client's and the hooks'
+// redaction share.
+var CredentialHeaders = []string{
 	"Authorization", "Proxy-Authorization", "X-Amz-Security-Token",
 	"Api-Key", "X-Api-Key", "Ocp-Apim-Subscription-Key", "X-Goog-Api-Key",
 }
@@ -18,7 +20,7 @@ var credentialHeaders = []string{
 // isCredentialHeader reports whether the header key carries a credential
 // (without allocating: it runs for every header of every request).
 func isCredentialHeader(key string) bool {
-	for _, k := range credentialHeaders {
+	for _, k := range CredentialHeaders {
 		if strings.EqualFold(k, key) {
 			return true
 		}

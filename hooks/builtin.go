@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
@@ -137,12 +138,8 @@ func RequestID() PreSerializer {
 const Redacted = "[REDACTED]"
 
 // SensitiveHeaders are the headers RedactHeaders hides: every credential
-// header the providers use.
-var SensitiveHeaders = []string{
-	"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key",
-	"X-Amz-Security-Token", "X-Amz-Content-Sha256", "Ocp-Apim-Subscription-Key",
-	"Cookie", "Set-Cookie", "X-Goog-Api-Key",
-}
+// header the providers use (cloudreq.CredentialHeaders) and cookies.
+var SensitiveHeaders = append(slices.Clone(cloudreq.CredentialHeaders), "Cookie", "Set-Cookie")
 
 // sensitiveQuery are URL query parameters that carry credentials.
 var sensitiveQuery = []string{
