@@ -35,6 +35,11 @@ type Plan struct {
 	SLAs []latency.SLA `json:"slas,omitempty" yaml:"slas,omitempty"`
 	// Seed makes Poisson arrivals and the mix repeatable (default 1).
 	Seed uint64 `json:"seed,omitempty" yaml:"seed,omitempty"`
+	// Parallel runs the targets at the same time instead of one after
+	// another, each with the plan's load (a sequential closed loop stays
+	// sequential per target). Use it for independent endpoints; the live
+	// progress bar is off.
+	Parallel bool `json:"parallel,omitempty" yaml:"parallel,omitempty"`
 }
 
 // Target is one endpoint to benchmark.

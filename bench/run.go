@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -72,6 +73,27 @@ func Run(ctx context.Context, p *Plan, opts Options) (*Result, error) {
 		opts.Drain = DefaultDrain
 	}
 	res := newResult(p)
+	if p.Parallel {
+		opts.Progress = nil // one bar cannot show several targets
+		trs := make([]*TargetResult, len(p.Targets))
+		errs := make([]error, len(p.Targets))
+		var wg sync.WaitGroup
+		for i := range p.Targets {
+			wg.Go(func() { trs[i], errs[i] = runTarget(ctx, p, &p.Targets[i], opts) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		for _, tr := range trs {
+			if tr != nil {
+				res.Targets = append(res.Targets, tr)
+			}
+		}
+		res.Interrupted = ctx.Err() != nil
+		res.finish()
+		return res, nil
+	}
 	for i := range p.Targets {
 		tr, err := runTarget(ctx, p, &p.Targets[i], opts)
 		if err != nil {

@@ -276,3 +276,20 @@ func TestCPUReadings(t *testing.T) {
 	require.Len(t, tr.Warnings, 1)
 	assert.Contains(t, tr.Warnings[0], "CPU-bound")
 }
+
+func TestParallelTargetsOverlap(t *testing.T) {
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Delay: 5 * time.Millisecond}}}
+	a, b := fakeTarget(), fakeTarget()
+	a.Name, b.Name = "a", "b"
+	p := &Plan{Targets: []Target{a, b}, Limits: Limits{Requests: 10}, Parallel: true}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	require.Len(t, res.Targets, 2)
+	assert.Equal(t, "a", res.Targets[0].Name, "results keep the plan's order")
+	for _, tr := range res.Targets {
+		assert.Equal(t, int64(10), tr.Counts().Requests)
+	}
+	ra, rb := res.Targets[0], res.Targets[1]
+	endA, endB := ra.Begin.Add(ra.Wall.D()), rb.Begin.Add(rb.Wall.D())
+	assert.True(t, rb.Begin.Before(endA) && ra.Begin.Before(endB), "the two targets ran at the same time")
+}
