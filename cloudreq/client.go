@@ -121,6 +121,26 @@ type call struct {
 	spent    int // retry-budget tokens taken by this call
 	notReady bool
 	obs      []CallObserver
+
+	// Storage for the per-call values above, so that a call allocates them
+	// with itself: the working request, the timeline and its first
+	// attempt and chunk.
+	reqv     CloudRequest
+	timeline latency.Timeline
+	attempt1 [1]latency.Attempt
+	chunk1   [1]latency.Chunk
+	sent     sentSecrets // the credentials the attempts sent
+}
+
+// initTimeline starts the call's timeline (intended zero means now).
+func (cl *call) initTimeline(intended time.Time) {
+	now := time.Now()
+	if intended.IsZero() {
+		intended = now
+	}
+	cl.timeline = latency.Timeline{IntendedSend: intended, Start: now,
+		Attempts: cl.attempt1[:0:1], Chunks: cl.chunk1[:0:1]}
+	cl.tl = &cl.timeline
 }
 
 // prepare resolves options, starts observers, validates, runs the
@@ -137,12 +157,13 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 		cl.o.Retry.setDefaults()
 	}
 	if req == nil {
-		cl.tl = latency.NewTimeline(time.Time{})
+		cl.initTimeline(time.Time{})
 		return cl, ctx, func() {}, errcodes.New(errcodes.InvalidParam, "cloudreq: nil request")
 	}
-	cl.tl = latency.NewTimeline(req.IntendedSend)
+	cl.initTimeline(req.IntendedSend)
 	cl.tl.Streamed = stream
-	cl.req = req.clone()
+	req.cloneInto(&cl.reqv)
+	cl.req = &cl.reqv
 	for _, ob := range cl.o.Observers {
 		var co CallObserver
 		ctx, co = ob.StartCall(ctx, cl.req, stream)
@@ -298,6 +319,15 @@ func amend(e *errcodes.Error) *errcodes.Error {
 	return &c
 }
 
+// withTrace returns ctx with one httptrace.ClientTrace that times the
+// attempt and records the credentials it sends (one trace: composing two
+// costs a context and six allocations per attempt).
+func withTrace(ctx context.Context, tr *latency.AttemptTrace, sent *sentSecrets) context.Context {
+	ct := tr.ClientTrace()
+	ct.WroteHeaderField = sent.record
+	return httptrace.WithClientTrace(ctx, ct)
+}
+
 // errAttemptTimeout marks an attempt's own deadline, as opposed to the call's.
 var errAttemptTimeout = errors.New("attempt timeout")
 
@@ -309,16 +339,14 @@ func (cl *call) attemptInvoke(ctx context.Context, n int) (*CloudResponse, *errc
 	}
 	defer cancel()
 	tr := latency.NewAttemptTrace(n, cl.wait)
-	sent := new(sentSecrets)
-	actx = httptrace.WithClientTrace(actx, tr.ClientTrace())
-	actx = httptrace.WithClientTrace(actx, sent.trace())
+	actx = withTrace(actx, tr, &cl.sent)
 	callv := &Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
 	var resp *CloudResponse
 	err := safely(func() (err error) { resp, err = cl.ad.Invoke(actx, callv); return err })
 	if err == nil && resp == nil {
 		err = errcodes.New(errcodes.Internal, "cloudreq: adapter returned neither response nor error")
 	}
-	e := sent.scrub(cl.normalize(ctx, actx, err))
+	e := cl.sent.scrub(cl.normalize(ctx, actx, err))
 	e = cl.postDeserialize(ctx, resp, e)
 	cl.endAttempt(tr, resp, e)
 	if e != nil {

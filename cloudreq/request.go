@@ -130,10 +130,10 @@ type Attributes struct {
 	Extra map[string]string
 }
 
-// clone returns a copy that shares no maps or slices with r, so that hooks
-// may rewrite it freely.
-func (r *CloudRequest) clone() *CloudRequest {
-	c := *r
+// cloneInto writes into c a copy of r that shares no maps or slices with it.
+func (r *CloudRequest) cloneInto(dst *CloudRequest) {
+	c := dst
+	*c = *r
 	c.Header = r.Header.Clone()
 	c.Tags = maps.Clone(r.Tags)
 	c.Attributes.Extra = maps.Clone(r.Attributes.Extra)
@@ -144,7 +144,6 @@ func (r *CloudRequest) clone() *CloudRequest {
 		g.Stop = slices.Clone(g.Stop)
 		c.Generate = &g
 	}
-	return &c
 }
 
 // EndpointKey identifies the request's endpoint for per-endpoint state

@@ -1,7 +1,6 @@
 package cloudreq
 
 import (
-	"net/http/httptrace"
 	"regexp"
 	"strings"
 	"sync"
@@ -47,18 +46,17 @@ type sentSecrets struct {
 	vals []string
 }
 
-// trace returns the ClientTrace that records the credentials.
-func (s *sentSecrets) trace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{WroteHeaderField: func(key string, values []string) {
-		if !isCredentialHeader(key) {
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, v := range values {
-			s.vals = append(s.vals, secretParts(v)...)
-		}
-	}}
+// record is an httptrace WroteHeaderField callback: it keeps the values of
+// credential headers. Set it on the attempt's one ClientTrace.
+func (s *sentSecrets) record(key string, values []string) {
+	if !isCredentialHeader(key) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range values {
+		s.vals = append(s.vals, secretParts(v)...)
+	}
 }
 
 // secretParts returns a credential header's value and, for a value with an

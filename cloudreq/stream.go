@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http/httptrace"
 	"strconv"
 	"sync"
 	"time"
@@ -115,7 +114,7 @@ func (s *Stream) open(n int) *errcodes.Error {
 	}
 	tr := latency.NewAttemptTrace(n, cl.wait)
 	sent := new(sentSecrets)
-	tctx := httptrace.WithClientTrace(httptrace.WithClientTrace(actx, tr.ClientTrace()), sent.trace())
+	tctx := withTrace(actx, tr, sent)
 	callv := &Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
 	var cs ChunkStream
 	err := safely(func() (err error) { cs, err = cl.ad.(Streamer).Stream(tctx, callv); return err })
