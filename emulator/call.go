@@ -74,7 +74,11 @@ type Record struct {
 
 // Ground-truth and control header names (gRPC metadata uses them in lower case).
 const (
-	HeaderInject        = "X-Emulator-Inject"
+	HeaderInject = "X-Emulator-Inject"
+	// HeaderStreamError: "InternalStreamFailure" makes SageMaker's
+	// stream-error fault an InternalStreamFailure frame instead of a
+	// ModelStreamError.
+	HeaderStreamError   = "X-Emulator-Stream-Error"
 	HeaderCold          = "X-Emulator-Cold"
 	HeaderTTFTMs        = "X-Emulator-Ttft-Ms"
 	HeaderTPOTMs        = "X-Emulator-Tpot-Ms"

@@ -68,6 +68,8 @@
 //
 //	X-Emulator-Inject: <fault>   force one outcome (see Faults)
 //	X-Emulator-Cold: 1           force a cold start (the request waits a drawn setup time)
+//	X-Emulator-Stream-Error: InternalStreamFailure
+//	                             SageMaker's stream-error fault sends InternalStreamFailure, not ModelStreamError
 //
 // Every answer carries (gRPC: header metadata, lower-case):
 //

@@ -158,7 +158,8 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 	if ca := r.Header.Get("X-Amzn-SageMaker-Custom-Attributes"); ca != "" {
 		w.Header().Set("X-Amzn-SageMaker-Custom-Attributes", ca)
 	}
-	s.serveGen(w, r, c, &sageMakerWire{reqID: reqID, enc: eventstream.NewEncoder(), chat: gen.dialect == dialectChat, oa: &openAIWire{chat: true, model: ep.Name, created: time.Now().Unix()}})
+	s.serveGen(w, r, c, &sageMakerWire{reqID: reqID, enc: eventstream.NewEncoder(), chat: gen.dialect == dialectChat, oa: &openAIWire{chat: true, model: ep.Name, created: time.Now().Unix()},
+		internalFailure: strings.EqualFold(r.Header.Get(HeaderStreamError), "InternalStreamFailure")})
 }
 
 // sageMakerWire writes SageMaker answers. Streamed answers are eventstream
@@ -169,6 +170,9 @@ type sageMakerWire struct {
 	enc   *eventstream.Encoder
 	chat  bool
 	oa    *openAIWire
+	// internalFailure makes the stream-error fault an InternalStreamFailure
+	// exception (the service's own failure) instead of a ModelStreamError.
+	internalFailure bool
 }
 
 func (m *sageMakerWire) successHeaders(h http.Header, c *call) {
@@ -256,6 +260,17 @@ func (m *sageMakerWire) end(w io.Writer, c *call) error {
 }
 
 func (m *sageMakerWire) streamError(w io.Writer, c *call) error {
+	if m.internalFailure {
+		b, _ := json.Marshal(map[string]string{"Message": "Internal stream failure"})
+		return m.enc.Encode(w, eventstream.Message{
+			Headers: eventstream.Headers{
+				{Name: ":message-type", Value: eventstream.StringValue("exception")},
+				{Name: ":exception-type", Value: eventstream.StringValue("InternalStreamFailure")},
+				{Name: ":content-type", Value: eventstream.StringValue("application/json")},
+			},
+			Payload: b,
+		})
+	}
 	b, _ := json.Marshal(map[string]string{
 		"Message":   fmt.Sprintf("Model stream for endpoint %s broke: the container closed the response stream", c.ep.Name),
 		"ErrorCode": "StreamBroken",

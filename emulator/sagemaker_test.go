@@ -180,6 +180,23 @@ func TestSageMakerResponseStream(t *testing.T) {
 	recs := waitRecords(t, s, 2)
 	assert.Equal(t, FaultStreamError, recs[1].Fault)
 	assert.Equal(t, 20, recs[1].TokensSent)
+
+	out, err := c.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+		EndpointName: aws.String("qwen2-7b"), ContentType: aws.String("application/json"),
+		Body: []byte(`{"inputs":"hello","parameters":{"max_new_tokens":40},"stream":true}`),
+	}, inject(FaultStreamError), func(o *sagemakerruntime.Options) {
+		o.APIOptions = append(o.APIOptions, smithyhttp.AddHeaderValue(HeaderStreamError, "InternalStreamFailure"))
+	})
+	require.NoError(t, err)
+	st := out.GetStream()
+	n := 0
+	for range st.Events() {
+		n++
+	}
+	st.Close()
+	var isf *types.InternalStreamFailure
+	require.True(t, errors.As(st.Err(), &isf), "%T %v", st.Err(), st.Err())
+	assert.Equal(t, 20, n, "the parts before the failure arrive")
 }
 
 func TestSageMakerSigV4(t *testing.T) {

@@ -81,12 +81,21 @@ func TestEmulatorStreamFaults(t *testing.T) {
 			assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "the cut body is detected, not taken for a clean end")
 		}},
 		{emulator.FaultMalformedBody, errcodes.StreamInterrupted, func(t *testing.T, err error) {}},
+		{"internal-stream-failure", errcodes.StreamInterrupted, func(t *testing.T, err error) {
+			var isf *types.InternalStreamFailure
+			require.ErrorAs(t, err, &isf)
+		}},
 	}
 	for _, dialect := range []Dialect{DialectMessages, DialectTGI} {
 		for _, tc := range cases {
 			t.Run(string(dialect)+"/"+string(tc.fault), func(t *testing.T) {
 				req := genRequest(dialect, 24)
-				req.Header.Set(emulator.HeaderInject, string(tc.fault))
+				if tc.fault == "internal-stream-failure" {
+					req.Header.Set(emulator.HeaderInject, string(emulator.FaultStreamError))
+					req.Header.Set(emulator.HeaderStreamError, "InternalStreamFailure")
+				} else {
+					req.Header.Set(emulator.HeaderInject, string(tc.fault))
+				}
 				p, err := ad.Encode(req, true)
 				require.NoError(t, err)
 				cs, err := ad.Stream(context.Background(), &cloudreq.Call{Request: req, Payload: p, Attempt: 1})
