@@ -162,7 +162,7 @@ func (s *Server) serveAzureML(w http.ResponseWriter, r *http.Request) {
 	if gen.dialect != dialectChat {
 		gen.stream = false
 	}
-	c, err := s.newCall(ep, AzureML, "score", gen, r.Header.Get)
+	c, err := s.newCall(ep, AzureML, "score", gen, r.Header.Get, arrivalOf(r))
 	if err != nil {
 		c.end(http.StatusBadRequest, "error")
 		writeAzureScoreError(w, FaultInvalid, name, err.Error())

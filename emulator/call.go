@@ -129,7 +129,7 @@ type call struct {
 type headerGetter func(name string) string
 
 // newCall creates a call and draws all its random values.
-func (s *Server) newCall(ep *endpoint, prov Provider, route string, gen genRequest, get headerGetter) (*call, error) {
+func (s *Server) newCall(ep *endpoint, prov Provider, route string, gen genRequest, get headerGetter, arrival time.Time) (*call, error) {
 	seq := ep.seq.next()
 	c := &call{s: s, ep: ep, gen: gen, rng: ep.rng(seq)}
 	c.rec = Record{
@@ -139,7 +139,7 @@ func (s *Server) newCall(ep *endpoint, prov Provider, route string, gen genReque
 		Provider:     prov,
 		Route:        route,
 		Stream:       gen.stream,
-		Arrival:      time.Now(),
+		Arrival:      arrival,
 		PromptTokens: gen.promptTokens,
 		MaxTokens:    gen.maxTokens,
 		TimeScale:    s.scale,

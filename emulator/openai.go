@@ -127,7 +127,7 @@ func (s *Server) serveOpenAIGen(w http.ResponseWriter, r *http.Request, ep *endp
 		fail(FaultUnauthenticated, ep.Name, "")
 		return
 	}
-	c, err := s.newCall(ep, prov, route, gen, r.Header.Get)
+	c, err := s.newCall(ep, prov, route, gen, r.Header.Get, arrivalOf(r))
 	if err != nil {
 		c.end(http.StatusBadRequest, "error")
 		fail(FaultInvalid, ep.Name, err.Error())

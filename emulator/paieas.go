@@ -111,7 +111,7 @@ func (s *Server) servePAIEAS(w http.ResponseWriter, r *http.Request) {
 		writeEASError(w, FaultInvalid, name, perr.Error())
 		return
 	}
-	c, err := s.newCall(ep, PAIEAS, "predict", gen, r.Header.Get)
+	c, err := s.newCall(ep, PAIEAS, "predict", gen, r.Header.Get, arrivalOf(r))
 	if err != nil {
 		c.end(http.StatusBadRequest, "error")
 		writeEASError(w, FaultInvalid, name, err.Error())

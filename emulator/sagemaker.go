@@ -146,7 +146,7 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 	}
 	stream := op == "invocations-response-stream"
 	gen.stream = stream
-	c, err := s.newCall(ep, SageMaker, op, gen, r.Header.Get)
+	c, err := s.newCall(ep, SageMaker, op, gen, r.Header.Get, arrivalOf(r))
 	c.hold()
 	if err != nil {
 		c.end(http.StatusBadRequest, "error")

@@ -295,6 +295,17 @@ func (s *Server) sleepUntil(ctx context.Context, t time.Time) error {
 	}
 }
 
+// arrivalKey keys a request's arrival time in its context.
+type arrivalKey struct{}
+
+// arrivalOf returns when r arrived (now, for a request ServeHTTP did not see).
+func arrivalOf(r *http.Request) time.Time {
+	if t, ok := r.Context().Value(arrivalKey{}).(time.Time); ok {
+		return t
+	}
+	return time.Now()
+}
+
 // lookup returns the endpoint named name if provider p serves it.
 func (s *Server) lookup(name string, p Provider) *endpoint {
 	ep := s.endpoints[name]
@@ -319,6 +330,9 @@ func (s *Server) lookup(name string, p Provider) *endpoint {
 //	GET  /emulator/requests, DELETE /emulator/requests       ground-truth records
 //	GET  /emulator/endpoints                                 served endpoints and profiles
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A request arrives when its headers have been read: stamp it before
+	// the body is read and parsed, so that the injected TTFT starts there.
+	r = r.WithContext(context.WithValue(r.Context(), arrivalKey{}, time.Now()))
 	p := r.URL.Path
 	switch {
 	case strings.HasPrefix(p, "/endpoints/"):

@@ -301,7 +301,7 @@ func (s *Server) serveVertexREST(w http.ResponseWriter, r *http.Request) {
 	case "streamGenerateContent":
 		gen.stream = true
 	}
-	c, err := s.newCall(ep, Vertex, t.method, gen, r.Header.Get)
+	c, err := s.newCall(ep, Vertex, t.method, gen, r.Header.Get, arrivalOf(r))
 	if err != nil {
 		c.end(http.StatusBadRequest, "error")
 		fail(FaultInvalid, err.Error())

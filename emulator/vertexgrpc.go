@@ -107,7 +107,7 @@ func (v *vertexGRPC) prepare(ctx context.Context, resource, method string, parse
 		e.msg = "Invalid request: " + err.Error()
 		return nil, t, e.grpcStatus(0).Err()
 	}
-	c, err := v.s.newCall(ep, Vertex, method, gen, get)
+	c, err := v.s.newCall(ep, Vertex, method, gen, get, time.Now())
 	if err != nil {
 		c.end(400, "error")
 		e := vertexErrorFor(FaultInvalid, t.resource())
