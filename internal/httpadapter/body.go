@@ -261,3 +261,23 @@ func URLForMessage(raw string) string {
 	}
 	return u.Scheme + "://" + u.Host + u.Path
 }
+
+// ReadResponse reads a successful response's body, at most limit bytes, into
+// out.Data. A read failure is a transport error and a longer body
+// ERR_PAYLOAD_TOO_LARGE, both carrying out's request id; name prefixes the
+// message ("openai").
+func ReadResponse(resp *http.Response, out *cloudreq.CloudResponse, provider, name string, limit int64) *errcodes.Error {
+	body, cut, err := ReadLimited(resp.Body, limit)
+	if err != nil {
+		e := TransportError(provider, err)
+		e.RequestID = out.RequestID
+		return e
+	}
+	if cut {
+		e := errcodes.Errorf(errcodes.PayloadTooLarge, "%s: response body exceeds %d bytes", name, limit)
+		e.Provider, e.HTTPStatus, e.RequestID = provider, resp.StatusCode, out.RequestID
+		return e
+	}
+	out.Data = body
+	return nil
+}

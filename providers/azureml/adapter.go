@@ -380,18 +380,10 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	}
 	defer resp.Body.Close()
 	out := httpadapter.Head(resp, keepHeaders, idHeaders)
-	body, cut, err := httpadapter.ReadLimited(resp.Body, a.opts.MaxResponseBytes)
-	if err != nil {
-		e := httpadapter.TransportError(cloudreq.ProviderAzure, err)
-		e.RequestID = out.RequestID
+	if e := httpadapter.ReadResponse(resp, out, cloudreq.ProviderAzure, "azureml", a.opts.MaxResponseBytes); e != nil {
 		return nil, e
 	}
-	if cut {
-		e := errcodes.Errorf(errcodes.PayloadTooLarge, "azureml: response body exceeds %d bytes", a.opts.MaxResponseBytes)
-		e.Provider, e.HTTPStatus, e.RequestID = cloudreq.ProviderAzure, resp.StatusCode, out.RequestID
-		return nil, e
-	}
-	out.Data = body
+	body := out.Data
 	generate := call.Request.Action == cloudreq.ActionGenerate
 	if !generate && !httpadapter.IsJSON(out.ContentType) {
 		return out, nil

@@ -252,18 +252,10 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	}
 	defer resp.Body.Close()
 	out := httpadapter.Head(resp, keepHeaders, idHeaders)
-	body, cut, err := httpadapter.ReadLimited(resp.Body, a.opts.MaxResponseBytes)
-	if err != nil {
-		e := httpadapter.TransportError(cloudreq.ProviderOpenAI, err)
-		e.RequestID = out.RequestID
+	if e := httpadapter.ReadResponse(resp, out, cloudreq.ProviderOpenAI, "openai", a.opts.MaxResponseBytes); e != nil {
 		return nil, e
 	}
-	if cut {
-		e := errcodes.Errorf(errcodes.PayloadTooLarge, "openai: response body exceeds %d bytes", a.opts.MaxResponseBytes)
-		e.Provider, e.HTTPStatus, e.RequestID = cloudreq.ProviderOpenAI, resp.StatusCode, out.RequestID
-		return nil, e
-	}
-	out.Data = body
+	body := out.Data
 	if !httpadapter.IsJSON(out.ContentType) && call.Request.Action != cloudreq.ActionGenerate {
 		return out, nil
 	}
