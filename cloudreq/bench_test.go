@@ -94,3 +94,31 @@ func BenchmarkInvoke(b *testing.B) {
 		}
 	}
 }
+
+// nopAdapter answers at once, so BenchmarkOverhead measures the client
+// alone: hooks, retry loop, timeline, classification.
+type nopAdapter struct{}
+
+func (nopAdapter) Describe() cloudreq.Description {
+	return cloudreq.Description{Provider: "openai", Service: "openai-compatible", Actions: []string{"invoke"}}
+}
+
+func (nopAdapter) Invoke(context.Context, *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	return &cloudreq.CloudResponse{StatusCode: 200}, nil
+}
+
+// BenchmarkOverhead is the client's own cost per call, without a network.
+func BenchmarkOverhead(b *testing.B) {
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{nopAdapter{}}, Hooks: hooks.Default()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "invoke",
+		Target: cloudreq.Target{Model: "m"}, Payload: cloudreq.Payload{Body: benchBody}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Invoke(context.Background(), r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
