@@ -20,11 +20,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/latency"
 	"github.com/cloudinfer/cloudinfer/providers/azureml"
 )
 
@@ -109,9 +111,17 @@ func run() error {
 		resp.FinishReason, resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.Source,
 		resp.Start.Kind, resp.Start.Reason, resp.RequestID)
 	if tl := resp.Timing; tl != nil && len(tl.Attempts) > 0 {
-		a := tl.LastAttempt()
-		fmt.Printf("attempts=%d ttfb=%s e2e=%s\n", len(tl.Attempts),
-			a.FirstByte.Sub(a.Send).Round(time.Microsecond), tl.End.Sub(a.Send).Round(time.Microsecond))
+		s := latency.Measure(tl, latency.Outcome{Start: resp.Start, OutputTokens: resp.Usage.OutputTokens})
+		parts := []string{fmt.Sprintf("attempts=%d conn-reused=%t", s.Attempts, tl.LastAttempt().ConnReused)}
+		for _, m := range []struct {
+			name string
+			m    latency.Metric
+		}{{"ttft", latency.TTFT}, {"tpot", latency.TPOT}, {"e2e", latency.E2E}} {
+			if v, ok := s.Value(m.m); ok {
+				parts = append(parts, m.name+"="+time.Duration(v).Round(time.Microsecond).String())
+			}
+		}
+		fmt.Println(strings.Join(parts, " "))
 	}
 	return nil
 }

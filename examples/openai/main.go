@@ -26,6 +26,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/latency"
 	"github.com/cloudinfer/cloudinfer/providers/openai"
 )
 
@@ -100,7 +101,7 @@ func run() error {
 	return nil
 }
 
-// report prints usage, start verdict and the first attempt's phases.
+// report prints usage, the start verdict and latency.Measure's figures.
 func report(resp *cloudreq.CloudResponse) {
 	fmt.Printf("finish=%s usage: in=%d out=%d (%s) start=%s (%s) request id=%s\n",
 		resp.FinishReason, resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.Source,
@@ -109,22 +110,16 @@ func report(resp *cloudreq.CloudResponse) {
 	if tl == nil || len(tl.Attempts) == 0 {
 		return
 	}
-	a := tl.LastAttempt()
-	var first time.Time
-	for _, c := range tl.Chunks {
-		if c.Content {
-			first = c.At
-			break
+	s := latency.Measure(tl, latency.Outcome{Start: resp.Start, OutputTokens: resp.Usage.OutputTokens})
+	parts := []string{fmt.Sprintf("attempts=%d conn-reused=%t", s.Attempts, tl.LastAttempt().ConnReused)}
+	for _, m := range []struct {
+		name string
+		m    latency.Metric
+	}{{"ttft", latency.TTFT}, {"tpot", latency.TPOT}, {"e2e", latency.E2E}} {
+		if v, ok := s.Value(m.m); ok {
+			parts = append(parts, m.name+"="+time.Duration(v).Round(time.Microsecond).String())
 		}
 	}
-	parts := []string{fmt.Sprintf("attempts=%d", len(tl.Attempts))}
-	if !a.FirstByte.IsZero() {
-		parts = append(parts, "ttfb="+a.FirstByte.Sub(a.Send).Round(time.Microsecond).String())
-	}
-	if !first.IsZero() {
-		parts = append(parts, "ttft="+first.Sub(a.Send).Round(time.Microsecond).String())
-	}
-	parts = append(parts, "e2e="+tl.End.Sub(a.Send).Round(time.Microsecond).String())
 	fmt.Println(strings.Join(parts, " "))
 }
 
