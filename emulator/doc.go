@@ -149,16 +149,21 @@
 //
 // Sleeps aim at absolute deadlines (arrival + planned offset), so timer
 // overshoot does not accumulate over a stream. Go timers on Linux wake up to
-// about 1 ms late when the process idles in the network poller, so a token
-// is written a little after its planned time: Record.FirstTokenMs and
-// LastTokenMs say when the first and last tokens were actually written,
-// beside the planned TTFTMs and E2EMs. Measured on a 2-vCPU VM shared with
-// other work (load average 4–6; BenchmarkTimingAccuracy, 200 sequential
-// llama-3-8b streams per scale): the client saw the first token a median
-// 1.3–1.5 ms after the planned time (p99 5–7 ms), 0.46–0.60 ms after the
-// server wrote it; the client-measured TPOT was within 0.6% of the planned
-// one at scales 0.01 and 0.1, but 35% short at 0.001, where gaps (28 µs) are
-// far below the timer's resolution and tokens bunch up. Use scales ≥ 0.01
+// about 1 ms late when the process idles in the network poller, so a wait
+// sleeps on a timer until 2 ms before its deadline and spins on the clock
+// (yielding to other goroutines) for the rest; at most one wait per four
+// CPUs spins at a time, at least one, and the others sleep to their
+// deadlines on the timer alone. Each token's bytes are encoded before it is
+// due and written when due. Record.FirstTokenMs and LastTokenMs say when the
+// first and last tokens were actually written, beside the planned TTFTMs
+// and E2EMs: the difference is the write itself (a loopback write that wakes
+// the reader costs 0.1–0.2 ms on a small VM) plus any stall of the machine.
+// Measured on a 2-vCPU VM (BenchmarkTimingAccuracy, 200 sequential
+// llama-3-8b streams per scale): at scale 0.1 the client saw the first token
+// a median 0.30 ms after the planned time (p99 1.2 ms), 0.19 ms after the
+// server wrote it, and its TPOT was within 0.04% of the planned one; at 0.01
+// TPOT was 2.5% short and at 0.001 62% short, where gaps (28 µs) are below
+// what a loopback write and read take and tokens bunch up. Use scales ≥ 0.01
 // for tests that compare measurements with the ground truth, and compare
 // with the records rather than with the profile's nominal figures.
 //

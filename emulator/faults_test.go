@@ -68,10 +68,12 @@ func TestTransportFaults(t *testing.T) {
 		assert.NotContains(t, string(b), "[DONE]")
 	})
 	t.Run("stall mid-stream", func(t *testing.T) {
+		// From before the request: its tokens may all be written, and the
+		// stall begun, by the time the headers reach the client.
+		t0 := time.Now()
 		resp, err := do(ctx, t, url, chatStream, inject(FaultStallMidStream))
 		require.NoError(t, err)
 		defer resp.Body.Close()
-		t0 := time.Now()
 		_, err = io.ReadAll(resp.Body)
 		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 		assert.GreaterOrEqual(t, time.Since(t0), 50*time.Microsecond) // StallMs × scale

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -87,12 +88,30 @@ func (s *Server) serveGen(w http.ResponseWriter, r *http.Request, c *call, wr wi
 	w.WriteHeader(http.StatusOK)
 	status = http.StatusOK
 	flush(w)
+	// Each token's bytes are made before it is due, so that it is written
+	// when due rather than after its encoding.
+	var next bytes.Buffer
 	for i := range c.n {
+		fault := f.midStream() && i == c.breakAt
+		next.Reset()
+		if !fault {
+			err := error(nil)
+			if i == 0 {
+				err = wr.begin(&next, c)
+			}
+			if err == nil {
+				err = wr.token(&next, c, i)
+			}
+			if err != nil {
+				outcome = "canceled"
+				return
+			}
+		}
 		if err := c.waitToken(ctx, i); err != nil {
 			outcome = "canceled"
 			return
 		}
-		if f.midStream() && i == c.breakAt {
+		if fault {
 			outcome = "fault"
 			switch f {
 			case FaultCloseMidStream:
@@ -109,13 +128,7 @@ func (s *Server) serveGen(w http.ResponseWriter, r *http.Request, c *call, wr wi
 			}
 			return
 		}
-		if i == 0 {
-			if err := wr.begin(w, c); err != nil {
-				outcome = "canceled"
-				return
-			}
-		}
-		if err := wr.token(w, c, i); err != nil {
+		if _, err := w.Write(next.Bytes()); err != nil {
 			outcome = "canceled"
 			return
 		}

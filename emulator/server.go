@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -59,7 +60,8 @@ type Server struct {
 	serveDone sync.WaitGroup
 	started   bool
 
-	ids atomic.Uint64
+	ids      atomic.Uint64
+	spinners atomic.Int32 // waits spinning now; see sleepUntil
 
 	recMu   sync.Mutex
 	records []Record
@@ -252,6 +254,21 @@ func (s *Server) Records() []Record {
 	return out
 }
 
+// Record returns the kept ground-truth record of the finished request whose
+// id is id (the X-Emulator-Request-Id header), and whether there is one. A
+// request's record is kept once its handler returns, which may be just
+// after its client read the response's end.
+func (s *Server) Record(id string) (Record, bool) {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	for i := len(s.records) - 1; i >= 0; i-- {
+		if r := &s.records[(s.recHead+i)%len(s.records)]; r.ID == id {
+			return *r, true
+		}
+	}
+	return Record{}, false
+}
+
 // ResetRecords drops the kept records.
 func (s *Server) ResetRecords() {
 	s.recMu.Lock()
@@ -276,10 +293,48 @@ func (s *Server) uuid() string {
 	return fmt.Sprintf("%08x-0000-4000-8000-%012x", s.instance, n)
 }
 
+// spinWindow is how much of a wait is spun rather than slept. The runtime's
+// timers wake through the network poller, whose sleeps are whole
+// milliseconds, so a timer alone fires up to about 1 ms late: too coarse for
+// TTFTs that clients compare with X-Emulator-Ttft-Ms to well under a
+// millisecond. A wait sleeps until spinWindow before its deadline and spins
+// on the clock for the rest, yielding to other goroutines on each turn.
+const spinWindow = 2 * time.Millisecond
+
+// maxSpinners bounds how many waits spin at once, so that a busy emulator
+// keeps its cores for serving: one per four CPUs, at least one. A wait that
+// finds every slot taken sleeps to its deadline on the timer alone.
+var maxSpinners = int32(max(1, runtime.GOMAXPROCS(0)/4))
+
 // sleepUntil waits until t, the context's end or Close, whichever is first.
 // Deadlines are absolute, so timer overshoot does not accumulate over a stream.
 func (s *Server) sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
+	if err := s.sleep(ctx, time.Until(t)-spinWindow); err != nil {
+		return err
+	}
+	if !time.Now().Before(t) {
+		return ctx.Err()
+	}
+	if s.spinners.Add(1) > maxSpinners {
+		s.spinners.Add(-1)
+		return s.sleep(ctx, time.Until(t))
+	}
+	defer s.spinners.Add(-1)
+	for time.Now().Before(t) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closed:
+			return errClosed
+		default:
+			runtime.Gosched()
+		}
+	}
+	return nil
+}
+
+// sleep waits d on a timer, or until the context's end or Close.
+func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

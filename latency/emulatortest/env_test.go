@@ -158,10 +158,8 @@ func (e *env) record(t testing.TB, resp *cloudreq.CloudResponse) emulator.Record
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		for _, r := range e.srv.Records() {
-			if r.ID == resp.RequestID {
-				return r
-			}
+		if r, ok := e.srv.Record(resp.RequestID); ok {
+			return r
 		}
 		if time.Now().After(deadline) {
 			t.Errorf("no emulator record for request %q", resp.RequestID)

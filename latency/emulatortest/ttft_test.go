@@ -6,6 +6,7 @@
 package emulatortest
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -18,17 +19,42 @@ import (
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
+// ttftErrs are per-call TTFT errors at time scale 1, each slice sorted.
+type ttftErrs struct {
+	// vsInjected is the measured TTFT (from send) − X-Emulator-Ttft-Ms.
+	vsInjected []time.Duration
+	// vsWritten is the measured TTFT − the emulator's actual first-token
+	// write (its record's FirstTokenMs): the client's own share.
+	vsWritten []time.Duration
+	// late is the first-token write − the injected TTFT: the emulator's
+	// own lateness against its schedule.
+	late []time.Duration
+	// transit is the emulator's arrival stamp − the attempt's send time:
+	// the request's way through both kernels' loopback.
+	transit []time.Duration
+}
+
+func (e *ttftErrs) add(o ttftErrs) {
+	e.vsInjected = append(e.vsInjected, o.vsInjected...)
+	e.vsWritten = append(e.vsWritten, o.vsWritten...)
+	e.late = append(e.late, o.late...)
+	e.transit = append(e.transit, o.transit...)
+}
+
+func (e *ttftErrs) sort() {
+	for _, s := range [][]time.Duration{e.vsInjected, e.vsWritten, e.late, e.transit} {
+		slices.Sort(s)
+	}
+}
+
 // ttftErrors runs n streamed calls, conc at a time, at time scale 1 against
-// the "dedicated" profile (TTFT 87 ± 3.1 ms) and returns, per call, the
-// measured TTFT (from send) minus the injected X-Emulator-Ttft-Ms, and
-// minus the time the emulator actually wrote the first token (its record's
-// FirstTokenMs): the difference between the two is the emulator's own
-// lateness against its schedule.
-func ttftErrors(t testing.TB, n, conc int) (vsInjected, vsWritten []time.Duration) {
+// the "dedicated" profile (TTFT 87 ± 3.1 ms) and returns their errors.
+func ttftErrors(t testing.TB, n, conc int) ttftErrs {
 	e := newEnv(t, 1, []emulator.Endpoint{endpoint(t, "dedicated", "dedicated", nil)}, nil)
 	// One call opens the connections' pool; it is not counted.
 	e.stream(t, request("dedicated", 2))
 	var mu sync.Mutex
+	var out ttftErrs
 	var wg sync.WaitGroup
 	per := n / conc
 	for range conc {
@@ -42,19 +68,21 @@ func ttftErrors(t testing.TB, n, conc int) (vsInjected, vsWritten []time.Duratio
 				if !assert.Equal(t, latency.Warm, s.Start) || !assert.NotZero(t, r.truthTTFT) {
 					return
 				}
-				written := time.Duration(e.record(t, r.resp).FirstTokenMs * float64(time.Millisecond))
+				rec := e.record(t, r.resp)
+				ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 				mu.Lock()
-				vsInjected = append(vsInjected, s.TTFTFromSend-r.truthTTFT)
-				vsWritten = append(vsWritten, s.TTFTFromSend-written)
+				out.vsInjected = append(out.vsInjected, s.TTFTFromSend-r.truthTTFT)
+				out.vsWritten = append(out.vsWritten, s.TTFTFromSend-ms(rec.FirstTokenMs))
+				out.late = append(out.late, ms(rec.FirstTokenMs-rec.TTFTMs))
+				out.transit = append(out.transit, rec.Arrival.Sub(r.resp.Timing.Send()))
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	require.Len(t, vsInjected, per*conc)
-	slices.Sort(vsInjected)
-	slices.Sort(vsWritten)
-	return vsInjected, vsWritten
+	require.Len(t, out.vsInjected, per*conc)
+	out.sort()
+	return out
 }
 
 func quantile(sorted []time.Duration, q float64) time.Duration {
@@ -67,7 +95,8 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // the measured TTFT can never be below the truth; and taking a role-only
 // chunk, or the second token, for the first would break the bounds below.
 func TestTTFTAgainstGroundTruth(t *testing.T) {
-	errs, written := ttftErrors(t, 40, 4)
+	r := ttftErrors(t, 40, 4)
+	errs, written := r.vsInjected, r.vsWritten
 	for _, d := range errs {
 		// The header has microsecond precision.
 		assert.GreaterOrEqual(t, d, -time.Microsecond, "measured TTFT below the injected one")
@@ -80,22 +109,30 @@ func TestTTFTAgainstGroundTruth(t *testing.T) {
 	assert.Less(t, p50, 10*time.Millisecond)
 }
 
-// BenchmarkTTFTGroundTruth reports the TTFT error distribution at time
-// scale 1, in microseconds: measured (from send) − injected, and measured −
-// the emulator's actual first-token write.
+// BenchmarkTTFTGroundTruth reports, in microseconds, the TTFT error
+// distribution at time scale 1 over 200 sequential calls: measured (from
+// send) − injected, its two parts (the emulator's lateness against its
+// schedule, and measured − the actual first-token write), and the request's
+// transit from send to the emulator's arrival stamp.
 func BenchmarkTTFTGroundTruth(b *testing.B) {
-	var errs, written []time.Duration
+	var all ttftErrs
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	for b.Loop() {
-		e, w := ttftErrors(b, 200, 1)
-		errs, written = append(errs, e...), append(written, w...)
+		all.add(ttftErrors(b, 200, 1))
 	}
-	slices.Sort(errs)
-	slices.Sort(written)
+	runtime.ReadMemStats(&m1)
+	b.Logf("%d GCs, %v of stop-the-world pauses", m1.NumGC-m0.NumGC, time.Duration(m1.PauseTotalNs-m0.PauseTotalNs))
+	all.sort()
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-	b.ReportMetric(float64(len(errs)), "calls")
-	b.ReportMetric(us(quantile(errs, 0.5)), "p50-err-µs")
-	b.ReportMetric(us(quantile(errs, 0.99)), "p99-err-µs")
-	b.ReportMetric(us(errs[len(errs)-1]), "max-err-µs")
-	b.ReportMetric(us(quantile(written, 0.5)), "p50-vs-written-µs")
-	b.ReportMetric(us(quantile(written, 0.99)), "p99-vs-written-µs")
+	b.ReportMetric(float64(len(all.vsInjected)), "calls")
+	b.ReportMetric(us(quantile(all.vsInjected, 0.5)), "p50-err-µs")
+	b.ReportMetric(us(quantile(all.vsInjected, 0.99)), "p99-err-µs")
+	b.ReportMetric(us(all.vsInjected[len(all.vsInjected)-1]), "max-err-µs")
+	b.ReportMetric(us(quantile(all.late, 0.5)), "p50-late-µs")
+	b.ReportMetric(us(quantile(all.late, 0.99)), "p99-late-µs")
+	b.ReportMetric(us(quantile(all.vsWritten, 0.5)), "p50-vs-written-µs")
+	b.ReportMetric(us(quantile(all.vsWritten, 0.99)), "p99-vs-written-µs")
+	b.ReportMetric(us(quantile(all.transit, 0.5)), "p50-transit-µs")
+	b.ReportMetric(us(quantile(all.transit, 0.99)), "p99-transit-µs")
 }
