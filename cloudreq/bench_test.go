@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -55,29 +57,33 @@ func benchServer(b *testing.B) *httptest.Server {
 	return srv
 }
 
+// rawPOST is the baseline call: a plain net/http POST of benchBody.
+func rawPOST(b *testing.B, hc *http.Client, url string) {
+	hr, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(benchBody))
+	hr.Header.Set("Content-Type", "application/json")
+	res, err := hc.Do(hr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.ReadAll(res.Body); err != nil {
+		b.Fatal(err)
+	}
+	res.Body.Close()
+}
+
 // BenchmarkRawPOST is the baseline: a plain net/http POST of the same bytes.
 func BenchmarkRawPOST(b *testing.B) {
 	srv := benchServer(b)
 	hc := srv.Client()
 	b.ReportAllocs()
 	for b.Loop() {
-		hr, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL, bytes.NewReader(benchBody))
-		hr.Header.Set("Content-Type", "application/json")
-		res, err := hc.Do(hr)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.ReadAll(res.Body); err != nil {
-			b.Fatal(err)
-		}
-		res.Body.Close()
+		rawPOST(b, hc, srv.URL)
 	}
 }
 
-// BenchmarkInvoke is the same POST through cloudreq: the default hooks, the
-// retry loop, httptrace timing and start classification.
-func BenchmarkInvoke(b *testing.B) {
-	srv := benchServer(b)
+// benchClient is a Client with the default hooks and the thinnest real
+// adapter, and the request it sends.
+func benchClient(b *testing.B, srv *httptest.Server) (*cloudreq.Client, *cloudreq.CloudRequest) {
 	c, err := cloudreq.New(cloudreq.Options{
 		Adapters: []cloudreq.Adapter{&httpAdapter{url: srv.URL, hc: srv.Client()}},
 		Hooks:    hooks.Default(),
@@ -87,12 +93,58 @@ func BenchmarkInvoke(b *testing.B) {
 	}
 	r := &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "invoke",
 		Target: cloudreq.Target{Model: "m"}, Payload: cloudreq.Payload{Body: benchBody}}
+	return c, r
+}
+
+// BenchmarkInvoke is the same POST through cloudreq: the default hooks, the
+// retry loop, httptrace timing and start classification.
+func BenchmarkInvoke(b *testing.B) {
+	srv := benchServer(b)
+	c, r := benchClient(b, srv)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := c.Invoke(context.Background(), r); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkInvokeVsRaw makes a raw POST and an Invoke in each iteration,
+// in turns first, and reports the median time of each and their ratio. Being
+// paired, the comparison holds even when the machine's speed drifts between
+// separate runs of BenchmarkRawPOST and BenchmarkInvoke.
+func BenchmarkInvokeVsRaw(b *testing.B) {
+	srv := benchServer(b)
+	hc := srv.Client()
+	c, r := benchClient(b, srv)
+	var raw, inv []time.Duration
+	invoke := func() {
+		t0 := time.Now()
+		if _, err := c.Invoke(context.Background(), r); err != nil {
+			b.Fatal(err)
+		}
+		inv = append(inv, time.Since(t0))
+	}
+	post := func() {
+		t0 := time.Now()
+		rawPOST(b, hc, srv.URL)
+		raw = append(raw, time.Since(t0))
+	}
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			post()
+			invoke()
+		} else {
+			invoke()
+			post()
+		}
+	}
+	slices.Sort(raw)
+	slices.Sort(inv)
+	rawMed, invMed := raw[len(raw)/2], inv[len(inv)/2]
+	b.ReportMetric(float64(rawMed.Nanoseconds()), "raw-p50-ns")
+	b.ReportMetric(float64(invMed.Nanoseconds()), "invoke-p50-ns")
+	b.ReportMetric(float64(invMed)/float64(rawMed), "ratio")
 }
 
 // nopAdapter answers at once, so BenchmarkOverhead measures the client

@@ -129,7 +129,19 @@ type call struct {
 	timeline latency.Timeline
 	attempt1 [1]latency.Attempt
 	chunk1   [1]latency.Chunk
+	trace1   latency.AttemptTrace
 	sent     sentSecrets // the credentials the attempts sent
+}
+
+// newTrace starts the trace of attempt n: the call's own for the first,
+// a new one for a retry (a late callback of an abandoned attempt may still
+// reach the old one, which ignores it once finished).
+func (cl *call) newTrace(n int) *latency.AttemptTrace {
+	if n == 1 {
+		cl.trace1.Start(n, cl.wait)
+		return &cl.trace1
+	}
+	return latency.NewAttemptTrace(n, cl.wait)
 }
 
 // initTimeline starts the call's timeline (intended zero means now).
@@ -338,7 +350,7 @@ func (cl *call) attemptInvoke(ctx context.Context, n int) (*CloudResponse, *errc
 		actx, cancel = context.WithTimeoutCause(ctx, cl.o.AttemptTimeout, errAttemptTimeout)
 	}
 	defer cancel()
-	tr := latency.NewAttemptTrace(n, cl.wait)
+	tr := cl.newTrace(n)
 	actx = withTrace(actx, tr, &cl.sent)
 	callv := &Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
 	var resp *CloudResponse

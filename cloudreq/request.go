@@ -149,14 +149,15 @@ func (r *CloudRequest) cloneInto(dst *CloudRequest) {
 // EndpointKey identifies the request's endpoint for per-endpoint state
 // (cold-start classification, reports).
 func (r *CloudRequest) EndpointKey() string {
-	k := r.Provider + "/" + r.Service + "/" + r.Target.Endpoint
+	// One concatenation, so one allocation: this runs on every call.
+	var slash, hash string
 	if r.Target.Variant != "" {
-		k += "/" + r.Target.Variant
+		slash = "/"
 	}
 	if r.Target.Model != "" {
-		k += "#" + r.Target.Model
+		hash = "#"
 	}
-	return k
+	return r.Provider + "/" + r.Service + "/" + r.Target.Endpoint + slash + r.Target.Variant + hash + r.Target.Model
 }
 
 // CloudResponse is the outcome of a successful call.

@@ -20,7 +20,7 @@ var CredentialHeaders = []string{
 // (without allocating: it runs for every header of every request).
 func isCredentialHeader(key string) bool {
 	for _, k := range CredentialHeaders {
-		if strings.EqualFold(k, key) {
+		if len(k) == len(key) && strings.EqualFold(k, key) {
 			return true
 		}
 	}

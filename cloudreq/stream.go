@@ -112,7 +112,7 @@ func (s *Stream) open(n int) *errcodes.Error {
 		// with the first message), and the wait for it is the same wait.
 		firstTimer = time.AfterFunc(d, func() { acancel(errFirstChunkTimeout) })
 	}
-	tr := latency.NewAttemptTrace(n, cl.wait)
+	tr := cl.newTrace(n)
 	sent := new(sentSecrets)
 	tctx := withTrace(actx, tr, sent)
 	callv := &Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -60,8 +61,8 @@ func (f PostDeserializeFunc) PostDeserialize(ctx context.Context, req *cloudreq.
 // concurrent use: a change made while calls are running applies to the calls
 // that start after it.
 type Chain[H any] struct {
-	mu      sync.RWMutex
-	entries []entry[H]
+	mu      sync.Mutex // serializes changes; calls read entries without it
+	entries atomic.Pointer[[]entry[H]]
 }
 
 type entry[H any] struct {
@@ -76,7 +77,7 @@ func (c *Chain[H]) Add(name string, h H) error {
 	if c.indexLocked(name) >= 0 {
 		return fmt.Errorf("hooks: %q is already in the chain", name)
 	}
-	c.entries = append(slices.Clip(c.entries), entry[H]{name, h})
+	c.set(append(slices.Clip(c.snapshot()), entry[H]{name, h}))
 	return nil
 }
 
@@ -96,7 +97,7 @@ func (c *Chain[H]) insert(anchor, name string, h H, off int) error {
 	if i < 0 {
 		return fmt.Errorf("hooks: no %q in the chain", anchor)
 	}
-	c.entries = slices.Insert(slices.Clone(c.entries), i+off, entry[H]{name, h})
+	c.set(slices.Insert(slices.Clone(c.snapshot()), i+off, entry[H]{name, h}))
 	return nil
 }
 
@@ -108,39 +109,38 @@ func (c *Chain[H]) Remove(name string) bool {
 	if i < 0 {
 		return false
 	}
-	c.entries = slices.Delete(slices.Clone(c.entries), i, i+1)
+	c.set(slices.Delete(slices.Clone(c.snapshot()), i, i+1))
 	return true
 }
 
 // Names lists the entries' names in run order.
 func (c *Chain[H]) Names() []string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]string, len(c.entries))
-	for i, e := range c.entries {
+	entries := c.snapshot()
+	out := make([]string, len(entries))
+	for i, e := range entries {
 		out[i] = e.name
 	}
 	return out
 }
 
 // Len returns the number of entries.
-func (c *Chain[H]) Len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.entries)
-}
+func (c *Chain[H]) Len() int { return len(c.snapshot()) }
 
 func (c *Chain[H]) indexLocked(name string) int {
-	return slices.IndexFunc(c.entries, func(e entry[H]) bool { return e.name == name })
+	return slices.IndexFunc(c.snapshot(), func(e entry[H]) bool { return e.name == name })
 }
 
 // snapshot returns the entries to run. Every change replaces the slice, so
 // the snapshot never changes under a running call.
 func (c *Chain[H]) snapshot() []entry[H] {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.entries
+	if p := c.entries.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
+
+// set publishes entries, a slice no snapshot shares; c.mu is held.
+func (c *Chain[H]) set(entries []entry[H]) { c.entries.Store(&entries) }
 
 // Set holds one chain per phase and implements cloudreq.Hooks. The zero Set
 // is empty and usable.

@@ -92,6 +92,8 @@ type endpointState struct {
 	next    int
 	total   int
 	evicted bool
+	// latest is the latest of all the ends ever recorded.
+	latest time.Time
 	// warm holds the times to first byte of warm calls.
 	warm Dist
 }
@@ -241,6 +243,10 @@ func (c *Classifier) Classify(ev Evidence) Start {
 // seen is false when none is; known is false when that cannot be told
 // because older completions were evicted from the ring.
 func (es *endpointState) lastEndBefore(t time.Time) (last time.Time, seen, known bool) {
+	if es.total > 0 && !es.latest.After(t) {
+		// Every call ended before t (calls one after another): no scan.
+		return es.latest, true, true
+	}
 	n := min(es.total, recentEnds)
 	for i := 0; i < n; i++ {
 		e := es.ends[i]
@@ -256,6 +262,9 @@ func (es *endpointState) record(end time.Time) {
 		es.evicted = true
 	}
 	es.ends[es.next] = end
+	if es.total == 0 || end.After(es.latest) {
+		es.latest = end
+	}
 	es.next = (es.next + 1) % recentEnds
 	es.total++
 }

@@ -1,6 +1,7 @@
 package latency
 
 import (
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -164,4 +165,35 @@ func TestClassifierIsSafeForConcurrentUse(t *testing.T) {
 	wg.Wait()
 	require.Len(t, c.endpoints, 2)
 	assert.Equal(t, 800, c.endpoints["a"].total)
+}
+
+// TestLastEndBeforeMatchesFullScan checks the endpoint state's answer, with
+// and without its no-scan path, against a scan of every end ever recorded,
+// for calls that end out of order as concurrent ones do.
+func TestLastEndBeforeMatchesFullScan(t *testing.T) {
+	base := time.Now()
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	var es endpointState
+	var all []time.Time
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 500 {
+		// Ends 10 ms apart, each up to 40 ms late: neighbours swap order.
+		end := at(i*10 + rng.IntN(40))
+		for _, probe := range []time.Time{end.Add(-25 * time.Millisecond), end, end.Add(time.Hour)} {
+			want, wantSeen := time.Time{}, false
+			for _, e := range all {
+				if !e.After(probe) && (!wantSeen || e.After(want)) {
+					want, wantSeen = e, true
+				}
+			}
+			got, seen, known := es.lastEndBefore(probe)
+			if !known {
+				continue
+			}
+			require.Equal(t, wantSeen, seen, "call %d", i)
+			require.True(t, want.Equal(got), "call %d: got %v, want %v", i, got.Sub(base), want.Sub(base))
+		}
+		es.record(end)
+		all = append(all, end)
+	}
 }

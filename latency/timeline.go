@@ -113,15 +113,27 @@ func (t *Timeline) AddChunk(at time.Time, tokens int, content bool) {
 // AttemptTrace collects one attempt's phase times from net/http/httptrace
 // callbacks, which may run on other goroutines, and copies them into the
 // Attempt when Finish is called. Callbacks after Finish are ignored.
+//
+// Its zero value is ready for Start, so that a caller can keep one inside a
+// larger per-call struct instead of allocating it; NewAttemptTrace allocates
+// and starts one. An AttemptTrace must not be copied or reused once started.
 type AttemptTrace struct {
 	mu       sync.Mutex
 	a        Attempt
 	finished bool
+	ct       httptrace.ClientTrace
 }
 
 // NewAttemptTrace starts tracing attempt number n, sent now.
 func NewAttemptTrace(n int, backoff time.Duration) *AttemptTrace {
-	return &AttemptTrace{a: Attempt{Number: n, Backoff: backoff, Send: time.Now()}}
+	t := new(AttemptTrace)
+	t.Start(n, backoff)
+	return t
+}
+
+// Start starts tracing attempt number n of a zero AttemptTrace, sent now.
+func (t *AttemptTrace) Start(n int, backoff time.Duration) {
+	t.a = Attempt{Number: n, Backoff: backoff, Send: time.Now()}
 }
 
 func (t *AttemptTrace) set(f func(a *Attempt)) {
@@ -135,37 +147,43 @@ func (t *AttemptTrace) set(f func(a *Attempt)) {
 // Mark lets a non-HTTP transport (gRPC stats handlers, say) record phases.
 func (t *AttemptTrace) Mark(f func(a *Attempt)) { t.set(f) }
 
+// stampFirst sets *p to now unless it is set already; t.mu is held.
+func stampFirst(p *time.Time) {
+	if p.IsZero() {
+		*p = time.Now()
+	}
+}
+
 // ClientTrace returns httptrace callbacks that fill the attempt. Only the
 // first DNS, connect and TLS events are kept (parallel dials report several).
+// The returned struct belongs to t: each call returns the same one, which
+// the caller may add callbacks of its own to before the attempt starts.
 func (t *AttemptTrace) ClientTrace() *httptrace.ClientTrace {
-	first := func(p *time.Time) { // called with t.mu held
-		if p.IsZero() {
-			*p = time.Now()
-		}
+	if t.ct.GotConn != nil {
+		return &t.ct
 	}
-	return &httptrace.ClientTrace{
-		DNSStart:     func(httptrace.DNSStartInfo) { t.set(func(a *Attempt) { first(&a.DNSStart) }) },
-		DNSDone:      func(httptrace.DNSDoneInfo) { t.set(func(a *Attempt) { first(&a.DNSDone) }) },
-		ConnectStart: func(string, string) { t.set(func(a *Attempt) { first(&a.ConnectStart) }) },
+	t.ct = httptrace.ClientTrace{
+		DNSStart:     func(httptrace.DNSStartInfo) { t.set(func(a *Attempt) { stampFirst(&a.DNSStart) }) },
+		DNSDone:      func(httptrace.DNSDoneInfo) { t.set(func(a *Attempt) { stampFirst(&a.DNSDone) }) },
+		ConnectStart: func(string, string) { t.set(func(a *Attempt) { stampFirst(&a.ConnectStart) }) },
 		ConnectDone: func(_, _ string, err error) {
 			if err == nil {
-				t.set(func(a *Attempt) { first(&a.ConnectDone) })
+				t.set(func(a *Attempt) { stampFirst(&a.ConnectDone) })
 			}
 		},
-		TLSHandshakeStart: func() { t.set(func(a *Attempt) { first(&a.TLSStart) }) },
+		TLSHandshakeStart: func() { t.set(func(a *Attempt) { stampFirst(&a.TLSStart) }) },
 		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
 			if err == nil {
-				t.set(func(a *Attempt) { first(&a.TLSDone) })
+				t.set(func(a *Attempt) { stampFirst(&a.TLSDone) })
 			}
 		},
 		GotConn: func(info httptrace.GotConnInfo) {
 			t.set(func(a *Attempt) { a.GotConn = time.Now(); a.ConnReused = info.Reused })
 		},
-		WroteRequest: func(httptrace.WroteRequestInfo) { t.set(func(a *Attempt) { a.WroteRequest = time.Now() }) },
-		GotFirstResponseByte: func() {
-			t.set(func(a *Attempt) { first(&a.FirstByte) })
-		},
+		WroteRequest:         func(httptrace.WroteRequestInfo) { t.set(func(a *Attempt) { a.WroteRequest = time.Now() }) },
+		GotFirstResponseByte: func() { t.set(func(a *Attempt) { stampFirst(&a.FirstByte) }) },
 	}
+	return &t.ct
 }
 
 // Finish ends the attempt with the given status and error code and returns
