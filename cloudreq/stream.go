@@ -118,8 +118,11 @@ func (s *Stream) open(n int) *errcodes.Error {
 	callv := &Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
 	var cs ChunkStream
 	err := safely(func() (err error) { cs, err = cl.ad.(Streamer).Stream(tctx, callv); return err })
-	if attemptTimer != nil {
-		attemptTimer.Stop()
+	if attemptTimer != nil && !attemptTimer.Stop() && err == nil && cs != nil {
+		// The attempt timed out as the adapter returned: its context is
+		// canceled under the stream, so it is a timed-out attempt.
+		_ = cs.Close()
+		cs, err = nil, context.Cause(actx)
 	}
 	if err == nil && cs == nil {
 		err = errcodes.New(errcodes.Internal, "cloudreq: adapter returned neither stream nor error")

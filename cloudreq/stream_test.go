@@ -3,6 +3,7 @@ package cloudreq_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -268,5 +269,64 @@ func TestStreamCloseWhileRetrying(t *testing.T) {
 			require.NotNil(t, s.Response())
 			assert.Len(t, s.Response().Timing.Attempts, 2)
 		})
+	})
+}
+
+// lateOpener is a Streamer whose first open takes longer than the attempt
+// timeout without watching its context (as an SDK may), and whose streams
+// fail once their context ends, as an HTTP body does.
+type lateOpener struct {
+	cloudreqtest.Adapter
+	late time.Duration
+	n    int
+}
+
+func (a *lateOpener) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.ChunkStream, error) {
+	a.n++
+	if a.n == 1 {
+		time.Sleep(a.late)
+	}
+	return &ctxStream{ctx: ctx, left: []string{"a", "b"}}, nil
+}
+
+type ctxStream struct {
+	ctx  context.Context
+	left []string
+}
+
+func (s *ctxStream) Response() *cloudreq.CloudResponse {
+	return &cloudreq.CloudResponse{StatusCode: 200}
+}
+
+func (s *ctxStream) Next() (cloudreq.StreamChunk, error) {
+	if err := s.ctx.Err(); err != nil {
+		return cloudreq.StreamChunk{}, err
+	}
+	if len(s.left) == 0 {
+		return cloudreq.StreamChunk{}, io.EOF
+	}
+	t := s.left[0]
+	s.left = s.left[1:]
+	return cloudreq.StreamChunk{Data: []byte(t), Text: t}, nil
+}
+
+func (s *ctxStream) Close() error { return nil }
+
+// TestStreamOpenedPastAttemptTimeout: an attempt whose adapter returns
+// after the attempt timeout fired has a dead context; it is a timed-out
+// attempt (retried, as no chunk reached the caller), not a cancellation.
+func TestStreamOpenedPastAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ad := &lateOpener{late: 2 * time.Second}
+		c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, AttemptTimeout: time.Second})
+		require.NoError(t, err)
+		s, err := c.Stream(context.Background(), req())
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a", "b"}, drain(s))
+		require.NoError(t, s.Err())
+		assert.Equal(t, 2, ad.n)
+		tl := s.Response().Timing
+		require.Len(t, tl.Attempts, 2)
+		assert.Equal(t, string(errcodes.Timeout), tl.Attempts[0].Code)
 	})
 }
