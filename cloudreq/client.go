@@ -109,7 +109,7 @@ func (c *Client) Invoke(ctx context.Context, req *CloudRequest, optFns ...func(*
 
 // call is the state of one Invoke or Stream call.
 type call struct {
-	o        Options
+	o        *Options // the client's, or a copy with the call's options
 	c        *Client
 	req      *CloudRequest // the working copy hooks may rewrite
 	ad       Adapter
@@ -159,14 +159,16 @@ func (cl *call) initTimeline(intended time.Time) {
 // PreValidate and PreSerialize hooks and encodes the payload. The returned
 // call is usable (for fail) even when err is set.
 func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, optFns []func(*Options)) (*call, context.Context, context.CancelFunc, *errcodes.Error) {
-	cl := &call{o: c.opts, c: c}
+	cl := &call{o: &c.opts, c: c}
 	if len(optFns) > 0 {
-		cl.o.Adapters = slices.Clone(cl.o.Adapters)
-		cl.o.Observers = slices.Clone(cl.o.Observers)
+		o := c.opts
+		o.Adapters = slices.Clone(o.Adapters)
+		o.Observers = slices.Clone(o.Observers)
 		for _, f := range optFns {
-			f(&cl.o)
+			f(&o)
 		}
-		cl.o.Retry.setDefaults()
+		o.Retry.setDefaults()
+		cl.o = &o
 	}
 	if req == nil {
 		cl.initTimeline(time.Time{})
