@@ -3,6 +3,8 @@ package sagemaker
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 )
 
 // Response headers kept in cloudreq.CloudResponse.Metadata, and the
@@ -76,7 +79,15 @@ type Options struct {
 	// ClientOptions are applied last to the sagemakerruntime client
 	// options. The client's own retries stay off whatever they set.
 	ClientOptions []func(*sagemakerruntime.Options)
+	// MaxResponseBytes bounds an InvokeEndpoint answer's body, which the
+	// SDK reads whole into memory (default DefaultMaxResponseBytes): a
+	// longer one fails with ERR_PAYLOAD_TOO_LARGE once the limit is read.
+	// Streams are bounded per event instead.
+	MaxResponseBytes int64
 }
+
+// DefaultMaxResponseBytes bounds an InvokeEndpoint answer's body.
+const DefaultMaxResponseBytes = httpadapter.DefaultMaxResponse
 
 // Adapter is the cloudreq adapter for SageMaker real-time endpoints
 // (provider "aws", service "sagemaker", actions invoke and generate). It
@@ -99,6 +110,9 @@ var (
 func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	for _, f := range optFns {
 		f(&opts)
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if !opts.Dialect.valid() {
 		return nil, errcodes.Errorf(errcodes.InvalidParam, "sagemaker: unknown dialect %q (want %q or %q)", opts.Dialect, DialectMessages, DialectTGI)
@@ -180,6 +194,50 @@ func limitErrorBody(s *middleware.Stack) error {
 			}
 			return out, md, err
 		}), middleware.After)
+}
+
+// tooLarge is the read error of a successful answer's body past its limit.
+type tooLarge struct{ limit int64 }
+
+func (e *tooLarge) Error() string {
+	return "response body exceeds " + strconv.FormatInt(e.limit, 10) + " bytes"
+}
+
+// cappedBody fails a read once more than its limit was read.
+type cappedBody struct {
+	io.ReadCloser
+	left, limit int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, &tooLarge{b.limit}
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		return n, &tooLarge{b.limit}
+	}
+	return n, err
+}
+
+// limitBody bounds a successful answer's body to limit bytes, for one
+// InvokeEndpoint call: the SDK reads it whole into memory before returning.
+func limitBody(limit int64) func(*sagemakerruntime.Options) {
+	return func(o *sagemakerruntime.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("cloudinferBodyLimit",
+				func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+					out, md, err := next.HandleDeserialize(ctx, in)
+					if r, ok := out.RawResponse.(*smithyhttp.Response); ok && err == nil && r.Body != nil && r.StatusCode < 300 {
+						r.Body = &cappedBody{ReadCloser: r.Body, left: limit, limit: limit}
+					}
+					return out, md, err
+				}), middleware.After)
+		})
+	}
 }
 
 // noRedirects returns c set never to follow a redirect: net/http would
@@ -277,7 +335,14 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 		InferenceId:             optional(inferenceID(req)),
 		TargetContainerHostname: optional(at.TargetContainerHostname),
 	}
-	out, err := a.client.InvokeEndpoint(ctx, in, withHeaders(req.Header, nil))
+	out, err := a.client.InvokeEndpoint(ctx, in, withHeaders(req.Header, nil), limitBody(a.opts.MaxResponseBytes))
+	var tl *tooLarge
+	if errors.As(err, &tl) {
+		e := errcodes.Wrap(err, errcodes.PayloadTooLarge, fmt.Sprintf("sagemaker: response body exceeds %d bytes", tl.limit))
+		e.Provider, e.Retryable = cloudreq.ProviderAWS, false
+		e.HTTPStatus, e.RequestID, _ = responseOf(err)
+		return nil, e
+	}
 	if err != nil {
 		return nil, mapError(err)
 	}

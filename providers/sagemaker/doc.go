@@ -81,6 +81,7 @@
 //	ModelStreamError ModelInvocationTimeExceeded     ERR_TIMEOUT             before the first chunk
 //	InternalStreamFailure (in stream)                ERR_STREAM_INTERRUPTED  before the first chunk
 //	any error with HTTP 413                          ERR_PAYLOAD_TOO_LARGE   no
+//	a 2xx body longer than MaxResponseBytes          ERR_PAYLOAD_TOO_LARGE   no
 //	AccessDeniedException (403)                      ERR_PERMISSION_DENIED   no
 //	InvalidSignatureException, UnrecognizedClientException,
 //	ExpiredTokenException, IncompleteSignature,
