@@ -62,14 +62,19 @@
 // message's protobuf encoding (proto.Unmarshal it into an
 // aiplatformpb.GenerateContentResponse). Data is not JSON on purpose: the
 // chunk's arrival is stamped after the adapter returns it, and protojson
-// would cost about 25 times the rest of the chunk's handling. A stream that ends without a
-// finish reason is ERR_STREAM_INTERRUPTED. Each streamRawPredict message is
-// one chunk of the HttpBody's bytes; any non-empty chunk counts as content,
-// and Text is extracted best effort from OpenAI-compatible, TGI and Vertex
-// JSON or SSE framing. A raw stream's clean end is the end of the RPC. A
-// status that arrives mid-stream is mapped as below, except that a transport
-// break after the first message (UNAVAILABLE with no details, or grpc-go's
-// RST_STREAM / missing-trailers / connection messages) is
+// would cost about 25 times the rest of the chunk's handling. A stream that
+// ends without a finish reason is ERR_STREAM_INTERRUPTED.
+//
+// Each streamRawPredict message is one chunk of the HttpBody's bytes; Text
+// is extracted best effort from OpenAI-compatible, TGI and Vertex JSON or
+// SSE framing. A chunk read in one of those is content when it carries text
+// (a role-only or usage-only event is not, so TTFT skips it); a non-empty
+// chunk in any other form is content. A raw stream's clean end is the end
+// of the RPC.
+//
+// A status that arrives mid-stream is mapped as below, except that a
+// transport break after the first message (UNAVAILABLE with no details, or
+// grpc-go's RST_STREAM / missing-trailers / connection messages) is
 // ERR_STREAM_INTERRUPTED. Closing a stream cancels the RPC.
 //
 // # Errors

@@ -40,9 +40,9 @@ func FuzzRawText(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"delta":{"content":"hi"}}]}`))
 	f.Add([]byte("data: {\"token\":{\"text\":\"a\"}}\n\ndata: [DONE]\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		text, fin := rawText(data)
-		text2, fin2 := rawText(data)
-		if text != text2 || fin != fin2 {
+		text, fin, known := rawText(data)
+		text2, fin2, known2 := rawText(data)
+		if text != text2 || fin != fin2 || known != known2 {
 			t.Fatal("rawText is not deterministic")
 		}
 		if len(strings.TrimSpace(string(data))) == 0 && (text != "" || fin != "") {

@@ -23,17 +23,26 @@ var rawPaths = []string{
 	"token.special",
 	"candidates.0.content.parts.#.text",
 	"candidates.0.finishReason",
+	// The dialects' top-level keys: an event with one of them is read,
+	// even when it carries no text (a role-only or usage-only chunk).
+	"choices",
+	"token",
+	"candidates",
+	"usage",
 }
 
 // rawText extracts, best effort, the text delta and finish reason of one
 // streamRawPredict chunk. A chunk is either one JSON object or SSE-framed
 // ("data: {…}" lines; "[DONE]" and non-JSON events are skipped). Bodies in
 // any other form yield "" and are still passed through as chunk Data: the
-// extraction is a convenience, never a reason to fail a stream.
-func rawText(data []byte) (text, finish string) {
+// extraction is a convenience, never a reason to fail a stream. known says
+// the chunk was read in one of the dialects (or is an SSE "[DONE]"), so
+// that an empty text means it carries no content; otherwise nothing is
+// known of its content.
+func rawText(data []byte) (text, finish string, known bool) {
 	b := bytes.TrimSpace(data)
 	if len(b) == 0 {
-		return "", ""
+		return "", "", false
 	}
 	if b[0] == '{' {
 		return eventText(b)
@@ -46,21 +55,29 @@ func rawText(data []byte) (text, finish string) {
 		if !ok {
 			continue
 		}
-		t, f := eventText(bytes.TrimSpace(payload))
+		payload = bytes.TrimSpace(payload)
+		if string(payload) == "[DONE]" {
+			known = true
+			continue
+		}
+		t, f, k := eventText(payload)
 		sb.WriteString(t)
 		if f != "" {
 			finish = f
 		}
+		known = known || k
 	}
-	return sb.String(), finish
+	return sb.String(), finish, known
 }
 
-// eventText extracts text and finish reason from one JSON event.
-func eventText(b []byte) (text, finish string) {
+// eventText extracts text and finish reason from one JSON event, and
+// whether it is in one of the dialects.
+func eventText(b []byte) (text, finish string, known bool) {
 	if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {
-		return "", ""
+		return "", "", false
 	}
 	r := gjson.GetManyBytes(b, rawPaths...)
+	known = r[7].Exists() || r[8].Exists() || r[9].Exists() || r[10].Exists()
 	switch {
 	case r[0].Exists() || r[1].Exists() || r[2].Exists():
 		text = r[0].String() + r[1].String()
@@ -90,5 +107,5 @@ func eventText(b []byte) (text, finish string) {
 			}
 		}
 	}
-	return text, finish
+	return text, finish, known
 }

@@ -88,11 +88,17 @@ func (s *chunkStream) Next() (cloudreq.StreamChunk, error) {
 	}
 	s.chunks++
 	data := m.GetData()
-	text, fin := rawText(data)
+	text, fin, known := rawText(data)
 	if fin != "" {
 		s.finished = true
 	}
-	return cloudreq.StreamChunk{Data: data, Text: text, Content: len(data) > 0, FinishReason: fin}, nil
+	// A chunk read in a known dialect is content when it carries text (not
+	// a role-only or usage-only event); any other non-empty chunk is.
+	content := len(data) > 0
+	if known {
+		content = text != ""
+	}
+	return cloudreq.StreamChunk{Data: data, Text: text, Content: content, FinishReason: fin}, nil
 }
 
 func (s *chunkStream) recvGen() (*aiplatformpb.GenerateContentResponse, error) {

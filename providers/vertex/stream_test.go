@@ -113,9 +113,12 @@ func TestStreamRaw(t *testing.T) {
 	assert.Equal(t, epName, rp.GetEndpoint())
 	assert.Equal(t, "application/json", rp.GetHttpBody().GetContentType())
 	assert.Equal(t, req.Payload.Body, rp.GetHttpBody().GetData())
-	// Every non-empty raw chunk is content, even the role-only one whose
-	// text could not be told.
-	assert.Equal(t, 3, resp.Usage.OutputTokens)
+	// The role-only chunk is read as OpenAI-compatible and is not content:
+	// it counts no token, and TTFT is measured to the "Hi" chunk.
+	assert.Equal(t, 2, resp.Usage.OutputTokens)
+	require.Len(t, resp.Timing.Chunks, 3)
+	assert.False(t, resp.Timing.Chunks[0].Content)
+	assert.True(t, resp.Timing.Chunks[1].Content)
 }
 
 func TestStreamTruncated(t *testing.T) {
@@ -290,23 +293,29 @@ func TestStreamNextAfterClose(t *testing.T) {
 func TestRawText(t *testing.T) {
 	tests := []struct {
 		in, text, finish string
+		known            bool
 	}{
-		{``, "", ""},
-		{`plain bytes`, "", ""},
-		{`{"choices":[{"delta":{"content":"hi"}}]}`, "hi", ""},
-		{`{"choices":[{"text":"yo","finish_reason":"length"}]}`, "yo", "length"},
-		{`{"token":{"text":"t","special":false}}`, "t", ""},
-		{`{"token":{"text":"</s>","special":true}}`, "", ""},
-		{`{"candidates":[{"content":{"parts":[{"text":"a"},{"text":"b"}]},"finishReason":"STOP"}]}`, "ab", "stop"},
-		{`{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"NEW_REASON"}]}`, "a", "new_reason"},
-		{"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"},\"finish_reason\":\"stop\"}]}\r\n\r\ndata: [DONE]\n", "ab", "stop"},
-		{"event: ping\ndata: not json\n\n", "", ""},
-		{`{"choices":[`, "", ""},
+		{``, "", "", false},
+		{`plain bytes`, "", "", false},
+		{`{"choices":[{"delta":{"content":"hi"}}]}`, "hi", "", true},
+		{`{"choices":[{"delta":{"role":"assistant"}}]}`, "", "", true},
+		{`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}`, "", "", true},
+		{`{"choices":[{"text":"yo","finish_reason":"length"}]}`, "yo", "length", true},
+		{`{"token":{"text":"t","special":false}}`, "t", "", true},
+		{`{"token":{"text":"</s>","special":true}}`, "", "", true},
+		{`{"candidates":[{"content":{"parts":[{"text":"a"},{"text":"b"}]},"finishReason":"STOP"}]}`, "ab", "stop", true},
+		{`{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"NEW_REASON"}]}`, "a", "new_reason", true},
+		{"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"},\"finish_reason\":\"stop\"}]}\r\n\r\ndata: [DONE]\n", "ab", "stop", true},
+		{"data: [DONE]\n\n", "", "", true},
+		{"event: ping\ndata: not json\n\n", "", "", false},
+		{`{"output":"a model's own format"}`, "", "", false},
+		{`{"choices":[`, "", "", false},
 	}
 	for _, tt := range tests {
-		text, fin := rawText([]byte(tt.in))
+		text, fin, known := rawText([]byte(tt.in))
 		assert.Equal(t, tt.text, text, tt.in)
 		assert.Equal(t, tt.finish, fin, tt.in)
+		assert.Equal(t, tt.known, known, tt.in)
 	}
 	assert.Equal(t, "content_filter", finishReason(aiplatformpb.Candidate_SAFETY))
 	assert.Equal(t, "malformed_function_call", finishReason(aiplatformpb.Candidate_MALFORMED_FUNCTION_CALL))
