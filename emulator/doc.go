@@ -153,7 +153,8 @@
 // sleeps on a timer until 2 ms before its deadline and spins on the clock
 // (yielding to other goroutines) for the rest; at most one wait per four
 // CPUs spins at a time, at least one, and the others sleep to their
-// deadlines on the timer alone. Each token's bytes are encoded before it is
+// deadlines on the timer alone (Options.SpinWaits and `cloudinfer emulate
+// --spin-waits` set the bound; -1 turns spinning off). Each token's bytes are encoded before it is
 // due and written when due. Record.FirstTokenMs and LastTokenMs say when the
 // first and last tokens were actually written, beside the planned TTFTMs
 // and E2EMs: the difference is the write itself (a loopback write that wakes

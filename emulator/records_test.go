@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -64,4 +65,19 @@ func TestSleepUntilPrecise(t *testing.T) {
 	assert.ErrorIs(t, s.sleepUntil(ctx, time.Now().Add(time.Hour)), errClosed)
 	assert.ErrorIs(t, s.sleepUntil(ctx, time.Now().Add(time.Millisecond)), errClosed)
 	assert.Zero(t, s.spinners.Load())
+}
+
+func TestSpinSlots(t *testing.T) {
+	assert.Equal(t, int32(max(1, runtime.GOMAXPROCS(0)/4)), spinSlots(0))
+	assert.Equal(t, int32(0), spinSlots(-1))
+	assert.Equal(t, int32(3), spinSlots(3))
+
+	// With spinning off, waits still end at their deadlines, on timers.
+	s, err := New(Options{SpinWaits: -1})
+	require.NoError(t, err)
+	for range 3 {
+		at := time.Now().Add(3 * time.Millisecond)
+		require.NoError(t, s.sleepUntil(context.Background(), at))
+		assert.False(t, time.Now().Before(at), "woke before the deadline")
+	}
 }

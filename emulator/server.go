@@ -36,6 +36,12 @@ type Options struct {
 	MaxRecords int
 	// Logger receives one line per request at debug level and server errors; nil discards.
 	Logger *slog.Logger
+	// SpinWaits bounds how many waits may spin on the clock at once for
+	// their last 2 ms, so that tokens leave on time to within microseconds
+	// rather than up to about 1 ms late (see the package documentation).
+	// Zero means one per four CPUs, at least one; a negative value turns
+	// spinning off, leaving every wait to the runtime's timers.
+	SpinWaits int
 }
 
 // Server is the emulator: one HTTP listener for every provider's REST
@@ -62,6 +68,7 @@ type Server struct {
 
 	ids      atomic.Uint64
 	spinners atomic.Int32 // waits spinning now; see sleepUntil
+	maxSpin  int32        // how many may spin at once
 
 	recMu   sync.Mutex
 	records []Record
@@ -95,6 +102,7 @@ func New(opts Options) (*Server, error) {
 		endpoints: make(map[string]*endpoint),
 		log:       log,
 		closed:    make(chan struct{}),
+		maxSpin:   spinSlots(opts.SpinWaits),
 	}
 	for _, e := range opts.Endpoints {
 		if e.Profile.Name == "" && e.Profile.TTFTMs == (Dist{}) && e.Profile.TPOTMs == (Dist{}) && e.Profile.OutputTokens == (Dist{}) {
@@ -301,21 +309,32 @@ func (s *Server) uuid() string {
 // on the clock for the rest, yielding to other goroutines on each turn.
 const spinWindow = 2 * time.Millisecond
 
-// maxSpinners bounds how many waits spin at once, so that a busy emulator
-// keeps its cores for serving: one per four CPUs, at least one. A wait that
+// spinSlots is how many waits may spin at once for Options.SpinWaits n: a
+// bound so that a busy emulator keeps its cores for serving. A wait that
 // finds every slot taken sleeps to its deadline on the timer alone.
-var maxSpinners = int32(max(1, runtime.GOMAXPROCS(0)/4))
+func spinSlots(n int) int32 {
+	switch {
+	case n < 0:
+		return 0
+	case n == 0:
+		return int32(max(1, runtime.GOMAXPROCS(0)/4))
+	}
+	return int32(min(n, math.MaxInt32))
+}
 
 // sleepUntil waits until t, the context's end or Close, whichever is first.
 // Deadlines are absolute, so timer overshoot does not accumulate over a stream.
 func (s *Server) sleepUntil(ctx context.Context, t time.Time) error {
+	if s.maxSpin == 0 {
+		return s.sleep(ctx, time.Until(t))
+	}
 	if err := s.sleep(ctx, time.Until(t)-spinWindow); err != nil {
 		return err
 	}
 	if !time.Now().Before(t) {
 		return ctx.Err()
 	}
-	if s.spinners.Add(1) > maxSpinners {
+	if s.spinners.Add(1) > s.maxSpin {
 		s.spinners.Add(-1)
 		return s.sleep(ctx, time.Until(t))
 	}
