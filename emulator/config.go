@@ -18,6 +18,7 @@ import (
 type configFile struct {
 	TimeScale        float64           `json:"time_scale"`
 	Seed             uint64            `json:"seed"`
+	SpinWaits        int               `json:"spin_waits"`
 	BuiltinEndpoints bool              `json:"builtin_endpoints"`
 	Profiles         []json.RawMessage `json:"profiles"`
 	Endpoints        []endpointFile    `json:"endpoints"`
@@ -82,7 +83,7 @@ func ParseConfig(data []byte) (Options, error) {
 		}
 		profiles[p.Name] = p
 	}
-	opts := Options{TimeScale: f.TimeScale, Seed: f.Seed}
+	opts := Options{TimeScale: f.TimeScale, Seed: f.Seed, SpinWaits: f.SpinWaits}
 	if f.BuiltinEndpoints || len(f.Endpoints) == 0 {
 		opts.Endpoints = DefaultEndpoints()
 	}

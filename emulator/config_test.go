@@ -16,6 +16,7 @@ import (
 const yamlConfig = `
 time_scale: 0.01
 seed: 42
+spin_waits: -1
 profiles:
   - name: fast-llama
     base: llama-3-8b
@@ -43,6 +44,7 @@ func TestParseConfigYAML(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 0.01, opts.TimeScale)
 	assert.Equal(t, uint64(42), opts.Seed)
+	assert.Equal(t, -1, opts.SpinWaits)
 	require.Len(t, opts.Endpoints, 3)
 
 	e := opts.Endpoints[0]

@@ -197,6 +197,7 @@
 //
 //	time_scale: 0.01            # optional; the CLI's --time-scale wins
 //	seed: 42                    # optional
+//	spin_waits: -1              # optional; see Options.SpinWaits (the CLI's --spin-waits wins)
 //	builtin_endpoints: false    # also serve the built-ins (default: only when no endpoints are listed)
 //	profiles:                   # optional named profiles
 //	  - name: fast-llama

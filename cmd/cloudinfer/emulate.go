@@ -20,7 +20,7 @@ type emulateCmd struct {
 	Config    string  `type:"existingfile" help:"Endpoint configuration (JSON or YAML; schema in the emulator package documentation)."`
 	TimeScale float64 `help:"Multiply every injected duration by this (default: the config's, else 1)."`
 	Seed      uint64  `help:"Seed of every random draw (default: the config's, else 0)."`
-	SpinWaits int     `name:"spin-waits" help:"How many waits may spin on the clock at once so that tokens leave on time to the microsecond (0: one per four CPUs; -1: none, timers only, up to about 1 ms late)."`
+	SpinWaits int     `name:"spin-waits" help:"How many waits may spin on the clock at once so that tokens leave on time to the microsecond (default: the config's, else one per four CPUs; -1: none, timers only, up to about 1 ms late)."`
 }
 
 // Run runs the command.
@@ -45,7 +45,9 @@ func (c *emulateCmd) run(ctx context.Context, out io.Writer) error {
 	if c.Seed != 0 {
 		opts.Seed = c.Seed
 	}
-	opts.SpinWaits = c.SpinWaits
+	if c.SpinWaits != 0 {
+		opts.SpinWaits = c.SpinWaits
+	}
 	srv, err := emulator.New(opts)
 	if err != nil {
 		return err
