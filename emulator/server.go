@@ -72,7 +72,8 @@ type Server struct {
 
 	recMu   sync.Mutex
 	records []Record
-	recHead int // ring start when full
+	recHead int            // ring start when full
+	recByID map[string]int // index in records by Record.ID
 }
 
 var instances atomic.Uint32
@@ -269,10 +270,8 @@ func (s *Server) Records() []Record {
 func (s *Server) Record(id string) (Record, bool) {
 	s.recMu.Lock()
 	defer s.recMu.Unlock()
-	for i := len(s.records) - 1; i >= 0; i-- {
-		if r := &s.records[(s.recHead+i)%len(s.records)]; r.ID == id {
-			return *r, true
-		}
+	if i, ok := s.recByID[id]; ok {
+		return s.records[i], true
 	}
 	return Record{}, false
 }
@@ -281,16 +280,24 @@ func (s *Server) Record(id string) (Record, bool) {
 func (s *Server) ResetRecords() {
 	s.recMu.Lock()
 	defer s.recMu.Unlock()
-	s.records, s.recHead = nil, 0
+	s.records, s.recHead, s.recByID = nil, 0, nil
 }
 
 func (s *Server) store(r Record) {
 	s.recMu.Lock()
 	defer s.recMu.Unlock()
+	if s.recByID == nil {
+		s.recByID = make(map[string]int)
+	}
 	if len(s.records) < s.opts.MaxRecords {
+		s.recByID[r.ID] = len(s.records)
 		s.records = append(s.records, r)
 		return
 	}
+	if old := s.records[s.recHead].ID; s.recByID[old] == s.recHead {
+		delete(s.recByID, old)
+	}
+	s.recByID[r.ID] = s.recHead
 	s.records[s.recHead] = r
 	s.recHead = (s.recHead + 1) % len(s.records)
 }
