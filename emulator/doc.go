@@ -28,7 +28,8 @@
 //	POST /v1/chat/completions, /v1/completions             OpenAI-compatible (vLLM); model = endpoint name
 //	GET  /v1/models                                        OpenAI-compatible model list
 //	GET  /metrics                                          vLLM-style Prometheus metrics (label model_name)
-//	GET  /emulator/requests[?endpoint=name]                ground-truth records (JSON); DELETE clears them
+//	GET  /emulator/requests[?endpoint=name]                ground-truth records (JSON); DELETE clears them;
+//	GET  /emulator/requests?id={X-Emulator-Request-Id}     the one request's record, in a list of one (or none)
 //	GET  /emulator/endpoints                               served endpoints and profiles (secrets redacted)
 //
 // The gRPC listener serves google.cloud.aiplatform.v1.PredictionService:

@@ -261,6 +261,11 @@ func TestRecordsAndMetricsEndpoints(t *testing.T) {
 	require.Len(t, recs, 1)
 	assert.Equal(t, 10, recs[0].TokensSent)
 	assert.Len(t, recs[0].GapsMs, 9)
+	var one []Record
+	require.NoError(t, json.Unmarshal([]byte(get("/emulator/requests?id="+recs[0].ID)), &one))
+	require.Len(t, one, 1)
+	assert.Equal(t, recs[0].Seq, one[0].Seq)
+	assert.Equal(t, "[]", strings.TrimSpace(get("/emulator/requests?id=nope")))
 
 	m := get("/metrics")
 	assert.Contains(t, m, `vllm:time_to_first_token_seconds_count{model_name="llama-3-8b"} 1`)

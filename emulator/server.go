@@ -448,8 +448,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
-		recs := s.Records()
-		if ep := r.URL.Query().Get("endpoint"); ep != "" {
+		q := r.URL.Query()
+		var recs []Record
+		if q.Has("id") {
+			recs = []Record{}
+			if rec, ok := s.Record(q.Get("id")); ok {
+				recs = append(recs, rec)
+			}
+		} else {
+			recs = s.Records()
+		}
+		if ep := q.Get("endpoint"); ep != "" {
 			recs = slices.DeleteFunc(recs, func(x Record) bool { return x.Endpoint != ep })
 		}
 		writeJSON(w, http.StatusOK, recs)
