@@ -111,7 +111,9 @@ func limited(b backend) (backend, bool) {
 
 // TestHugeResponseBodyBounded: a 200 whose body passes the adapter's
 // MaxResponseBytes (1 MiB here) fails with ERR_PAYLOAD_TOO_LARGE, is not
-// retried, and costs memory in proportion to the limit, not the body.
+// retried, and costs memory in proportion to the limit, not the 100 MiB
+// body: under 8 MiB, or 16 MiB for SageMaker, whose SDK reads the body
+// into a growing buffer before it parses it.
 func TestHugeResponseBodyBounded(t *testing.T) {
 	for _, b := range httpBackends() {
 		b, ok := limited(b)
@@ -129,7 +131,11 @@ func TestHugeResponseBodyBounded(t *testing.T) {
 			assert.Equal(t, 200, e.HTTPStatus)
 			assert.False(t, e.Retryable)
 			assert.Equal(t, 1, r.rec.count())
-			assert.Less(t, n, uint64(8*mib), "allocated %d MB", n/mib)
+			budget := uint64(8 * mib)
+			if b.name == "sagemaker" {
+				budget = 16 * mib
+			}
+			assert.Less(t, n, budget, "allocated %d MB", n/mib)
 			t.Logf("allocated %.1f MB", float64(n)/mib)
 		})
 	}
