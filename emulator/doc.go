@@ -169,7 +169,7 @@
 // for tests that compare measurements with the ground truth, and compare
 // with the records rather than with the profile's nominal figures.
 //
-// SageMaker answers no sooner than 2 ms (real) after the request body was
+// SageMaker answers no sooner than 5 ms (real) after the request body was
 // read: aws-sdk-go-v2 closes the request body as soon as response headers
 // arrive, and when that beats net/http's final read of the body the
 // transport closes the connection under the response. No real endpoint
