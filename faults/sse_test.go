@@ -77,15 +77,16 @@ func TestSSEEdgeCases(t *testing.T) {
 		pieces []string
 		texts  []string
 		// lineReader marks a spelling SageMaker's adapter does not read:
-		// it splits its model's stream on LF and parses each line on its
-		// own, so CR-only line ends and data fields spread over several
+		// it splits its model's stream into lines (LF, CRLF or CR) and
+		// parses each line on its own, so data fields spread over several
 		// lines are not understood. It must then fail loudly
 		// (ERR_STREAM_INTERRUPTED), never succeed with wrong text.
 		lineReader bool
 	}{
 		{"lf", []string{sseBody("\n")}, nil, false},
 		{"crlf", []string{crlf}, nil, false},
-		{"cr", []string{sseBody("\r")}, nil, true},
+		{"cr", []string{sseBody("\r")}, nil, false},
+		{"cr-every-byte-its-own-read", splitEvery(sseBody("\r"), 1), nil, false},
 		{"crlf-split-across-reads", []string{crlf[:i+1], crlf[i+1:]}, nil, false},
 		{"every-byte-its-own-read", splitEvery(sseBody("\r\n"), 7), nil, false},
 		{"bom", []string{"\xEF\xBB\xBF" + sseBody("\n")}, nil, false},

@@ -44,8 +44,9 @@
 // ServerStart.
 //
 // Streams yield, for "invoke", each PayloadPart's bytes; for "generate", one
-// chunk per line of the model's stream, reassembled across PayloadParts:
-// SSE "data: {…}" lines or bare JSON lines, holding OpenAI chunks
+// chunk per line of the model's stream (lines end with LF, CRLF or CR),
+// reassembled across PayloadParts: SSE "data: {…}" lines or bare JSON
+// lines, holding OpenAI chunks
 // (choices[0].delta.content, finish_reason, usage) or TGI token events
 // ({"token":{"text"},"generated_text","details"}). A generate stream is
 // complete after a finish reason, "data: [DONE]" or TGI's final event; one

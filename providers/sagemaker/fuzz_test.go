@@ -45,15 +45,26 @@ func FuzzLineSplitter(f *testing.F) {
 			t.Fatal("lines after flush")
 		}
 
+		// The lines of the whole input: ends are "\n", "\r\n" and "\r".
 		var want [][]byte
-		parts := bytes.Split(data, []byte{'\n'})
-		for i, p := range parts {
-			p = bytes.TrimSuffix(p, []byte{'\r'})
-			if i == len(parts)-1 && len(p) == 0 {
-				break // nothing after the last newline
+		start := 0
+		for i := 0; i < len(data); i++ {
+			switch data[i] {
+			case '\r':
+				want = append(want, data[start:i])
+				if i+1 < len(data) && data[i+1] == '\n' {
+					i++
+				}
+				start = i + 1
+			case '\n':
+				want = append(want, data[start:i])
+				start = i + 1
 			}
-			want = append(want, p)
 		}
+		if start < len(data) {
+			want = append(want, data[start:])
+		}
+		parts := bytes.Split(data, []byte{'\n'})
 		if len(got) != len(want) {
 			t.Fatalf("got %d lines, want %d", len(got), len(want))
 		}

@@ -32,23 +32,40 @@ func (s *lineSplitter) push(p []byte) {
 	s.buf = append(s.buf, p...)
 }
 
-// next returns the next complete line, without its "\n" or "\r\n".
+// next returns the next complete line, without its end: "\n", "\r\n" or a
+// bare "\r", as SSE allows. A "\r" that ends what arrived so far waits for
+// the next part, which may begin with its "\n".
 func (s *lineSplitter) next() ([]byte, bool) {
 	rest := s.buf[s.pos:]
-	i := bytes.IndexByte(rest, '\n')
-	if i < 0 {
+	lf := bytes.IndexByte(rest, '\n')
+	seg := rest
+	if lf >= 0 {
+		seg = rest[:lf]
+	}
+	if cr := bytes.IndexByte(seg, '\r'); cr >= 0 {
+		switch {
+		case cr < len(seg)-1: // a bare CR
+			s.pos += cr + 1
+		case lf >= 0: // CRLF
+			s.pos += lf + 1
+		default: // the last byte so far
+			return nil, false
+		}
+		return seg[:cr], true
+	}
+	if lf < 0 {
 		return nil, false
 	}
-	s.pos += i + 1
-	return bytes.TrimSuffix(rest[:i], []byte{'\r'}), true
+	s.pos += lf + 1
+	return seg, true
 }
 
-// flush returns what is left after the last newline (the stream ended
+// flush returns what is left after the last line end (the stream ended
 // without one) and empties the splitter.
 func (s *lineSplitter) flush() ([]byte, bool) {
-	rest := bytes.TrimSuffix(s.buf[s.pos:], []byte{'\r'})
+	rest := s.buf[s.pos:]
 	s.pos = len(s.buf)
-	return rest, len(rest) > 0
+	return bytes.TrimSuffix(rest, []byte{'\r'}), len(rest) > 0
 }
 
 // pending is the length of the incomplete line held.

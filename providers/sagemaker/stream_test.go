@@ -86,6 +86,7 @@ func TestStreamGenerateDialects(t *testing.T) {
 	}{
 		{"messages SSE", DialectMessages, messagesSSE, "stop", &cloudreq.Usage{InputTokens: 5, OutputTokens: 2, Source: "server"}, 5},
 		{"tgi SSE", DialectTGI, tgiSSE, "stop", &cloudreq.Usage{OutputTokens: 3, Source: "server"}, 3},
+		{"tgi SSE, bare CR line ends", DialectTGI, strings.ReplaceAll(tgiSSE, "\n", "\r"), "stop", &cloudreq.Usage{OutputTokens: 3, Source: "server"}, 3},
 		{"lmi jsonlines", DialectTGI, lmiLines, "length", &cloudreq.Usage{InputTokens: 4, OutputTokens: 2, Source: "server"}, 2},
 	}
 	for _, tc := range cases {
