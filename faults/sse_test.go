@@ -9,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
 // sseAnswer streams pieces of an SSE body, each in its own write and
@@ -76,31 +74,25 @@ func TestSSEEdgeCases(t *testing.T) {
 		name   string
 		pieces []string
 		texts  []string
-		// lineReader marks a spelling SageMaker's adapter does not read:
-		// it splits its model's stream into lines (LF, CRLF or CR) and
-		// parses each line on its own, so data fields spread over several
-		// lines are not understood. It must then fail loudly
-		// (ERR_STREAM_INTERRUPTED), never succeed with wrong text.
-		lineReader bool
 	}{
-		{"lf", []string{sseBody("\n")}, nil, false},
-		{"crlf", []string{crlf}, nil, false},
-		{"cr", []string{sseBody("\r")}, nil, false},
-		{"cr-every-byte-its-own-read", splitEvery(sseBody("\r"), 1), nil, false},
-		{"crlf-split-across-reads", []string{crlf[:i+1], crlf[i+1:]}, nil, false},
-		{"every-byte-its-own-read", splitEvery(sseBody("\r\n"), 7), nil, false},
-		{"bom", []string{"\xEF\xBB\xBF" + sseBody("\n")}, nil, false},
-		{"bom-split-across-reads", []string{"\xEF\xBB", "\xBF" + sseBody("\n")}, nil, false},
-		{"comments", []string{": keep-alive\n\n" + strings.ReplaceAll(sseBody("\n"), "data: [DONE]", ": ping\ndata: [DONE]")}, nil, false},
-		{"other-fields", []string{"retry: 1000\n" + strings.ReplaceAll(sseBody("\n"), "data: ", "id: 7\nevent: message\ndata: ")}, nil, false},
-		{"missing-space-after-colon", []string{strings.ReplaceAll(sseBody("\n"), "data: ", "data:")}, nil, false},
-		{"multi-line-data", []string{
+		{"lf", []string{sseBody("\n")}, nil},
+		{"crlf", []string{crlf}, nil},
+		{"cr", []string{sseBody("\r")}, nil},
+		{"cr-every-byte-its-own-read", splitEvery(sseBody("\r"), 1), nil},
+		{"crlf-split-across-reads", []string{crlf[:i+1], crlf[i+1:]}, nil},
+		{"every-byte-its-own-read", splitEvery(sseBody("\r\n"), 7), nil},
+		{"bom", []string{"\xEF\xBB\xBF" + sseBody("\n")}, nil},
+		{"bom-split-across-reads", []string{"\xEF\xBB", "\xBF" + sseBody("\n")}, nil},
+		{"comments", []string{": keep-alive\n\n" + strings.ReplaceAll(sseBody("\n"), "data: [DONE]", ": ping\ndata: [DONE]")}, nil},
+		{"other-fields", []string{"retry: 1000\n" + strings.ReplaceAll(sseBody("\n"), "data: ", "id: 7\nevent: message\ndata: ")}, nil},
+		{"missing-space-after-colon", []string{strings.ReplaceAll(sseBody("\n"), "data: ", "data:")}, nil},
+		{"multi-line-data", []string{ // joined with "\n" into one JSON object
 			"data: {\"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"tok0 \"}}]}\n\n" +
 				"data: " + chunkJSON("tok1 ") + "\n\n" +
 				"data: {\"choices\":[{\"index\":0,\"delta\":{},\ndata: \"finish_reason\":\"stop\"}]}\n\n" +
-				"data: [DONE]\n\n"}, nil, true},
+				"data: [DONE]\n\n"}, nil},
 		{"very-long-line", []string{"data: " + chunkJSON(long) + "\n\n", "data: " + chunkJSON("tok1 ") + "\n\n", "data: " + finishJSON + "\n\ndata: [DONE]\n\n"},
-			[]string{long, "tok1 "}, false},
+			[]string{long, "tok1 "}},
 	}
 	for _, b := range backends() {
 		if b.grpc {
@@ -110,10 +102,6 @@ func TestSSEEdgeCases(t *testing.T) {
 			t.Run(b.name+"/"+c.name, func(t *testing.T) {
 				r := newRig(t, b, []answer{sseAnswer(b, c.pieces)})
 				texts, resp, err := r.stream(context.Background())
-				if c.lineReader && b.name == "sagemaker" {
-					assert.Equal(t, errcodes.StreamInterrupted, errcodes.Of(err), "fails loudly: %v", err)
-					return
-				}
 				require.NoError(t, err)
 				want := c.texts
 				if want == nil {

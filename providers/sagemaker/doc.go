@@ -44,9 +44,10 @@
 // ServerStart.
 //
 // Streams yield, for "invoke", each PayloadPart's bytes; for "generate", one
-// chunk per line of the model's stream (lines end with LF, CRLF or CR),
-// reassembled across PayloadParts: SSE "data: {…}" lines or bare JSON
-// lines, holding OpenAI chunks
+// chunk per event of the model's stream (lines end with LF, CRLF or CR),
+// reassembled across PayloadParts: SSE "data: {…}" fields, read as soon as
+// they hold a whole JSON object (one spread over several data lines is
+// joined, as SSE says), or bare JSON lines, holding OpenAI chunks
 // (choices[0].delta.content, finish_reason, usage) or TGI token events
 // ({"token":{"text"},"generated_text","details"}). A generate stream is
 // complete after a finish reason, "data: [DONE]" or TGI's final event; one

@@ -109,7 +109,7 @@ func FuzzParseLine(f *testing.F) {
 			t.Fatal("in-band error without a message")
 		}
 		switch l.kind {
-		case lineSkip, lineDone:
+		case lineSkip, lineDone, linePartial:
 			if text != "" || finish != "" || l.hasUsage {
 				t.Fatalf("a %d line carries content", l.kind)
 			}

@@ -79,6 +79,10 @@ const (
 	lineChunk                 // an OpenAI or TGI chunk
 	lineDone                  // "data: [DONE]"
 	lineError                 // an in-band error object
+	// linePartial is a data field that is not a JSON object by itself:
+	// the first of several lines that one field is spread over (SSE joins
+	// them with "\n"), or a cut one.
+	linePartial
 )
 
 // line is one parsed stream line.
@@ -123,14 +127,26 @@ func parseLine(in []byte) line {
 	} else if b[0] != '{' && b[0] != '[' {
 		return line{} // another SSE field (event:, id:, retry:) or noise
 	}
+	return parseEvent(b, isData)
+}
+
+// malformedData is the error of a data field that does not hold a JSON
+// object, even joined with the data lines after it: skipping it would lose
+// text silently.
+func malformedData(b []byte) line {
+	return line{kind: lineError, data: b, err: &inbandError{Code: "MalformedLine",
+		Message: "a stream data field that is not a JSON object (truncated, or not JSON)"}}
+}
+
+// parseEvent parses one event's payload: an SSE data field's value (isData)
+// or a bare line.
+func parseEvent(b []byte, isData bool) line {
 	if string(b) == "[DONE]" {
 		return line{kind: lineDone, data: b}
 	}
 	if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {
 		if isData && len(b) > 0 {
-			// A data field that is not a JSON object (cut, or spread over
-			// several lines): skipping it would lose text silently.
-			return line{kind: lineError, data: b, err: &inbandError{Code: "MalformedLine", Message: "a stream data field that is not a JSON object (truncated, or spread over several lines)"}}
+			return line{kind: linePartial, data: b}
 		}
 		return line{}
 	}

@@ -1,6 +1,7 @@
 package sagemaker
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 	"github.com/aws/smithy-go"
+	"github.com/tidwall/gjson"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -112,7 +114,10 @@ type chunkStream struct {
 	head     *cloudreq.CloudResponse
 	generate bool
 
-	split    lineSplitter
+	split lineSplitter
+	// event holds a data field spread over several lines, joined so far;
+	// nil when none is open.
+	event    []byte
 	usage    cloudreq.Usage
 	complete bool  // a finish reason, [DONE] or final TGI event was seen
 	yielded  bool  // a chunk was returned
@@ -186,7 +191,34 @@ func (s *chunkStream) Next() (cloudreq.StreamChunk, error) {
 // line turns one stream line into a chunk (true), nothing (false), or the
 // stream's error.
 func (s *chunkStream) line(b []byte) (cloudreq.StreamChunk, bool, error) {
-	l := parseLine(b)
+	var l line
+	if s.event != nil {
+		t := bytes.TrimSpace(b)
+		payload, isData := bytes.CutPrefix(t, dataPrefix)
+		switch {
+		case isData:
+			s.event = append(append(s.event, '\n'), bytes.TrimSpace(payload)...)
+			if len(s.event) > maxLine {
+				_, err := s.fail(errcodes.Errorf(errcodes.PayloadTooLarge, "sagemaker: a stream data field is longer than %d bytes", maxLine))
+				return cloudreq.StreamChunk{}, false, err
+			}
+			if !gjson.ValidBytes(s.event) {
+				return cloudreq.StreamChunk{}, false, nil // more lines to come
+			}
+		case len(t) == 0:
+			// The blank line ends the event, whole or not.
+		default:
+			return cloudreq.StreamChunk{}, false, nil // a comment or another field
+		}
+		ev := s.event
+		s.event = nil
+		if l = parseEvent(ev, true); l.kind == linePartial {
+			l = malformedData(ev)
+		}
+	} else if l = parseLine(b); l.kind == linePartial {
+		s.event = bytes.Clone(l.data) // the splitter reuses its buffer
+		return cloudreq.StreamChunk{}, false, nil
+	}
 	switch l.kind {
 	case lineDone:
 		s.complete = true
@@ -228,6 +260,12 @@ func (s *chunkStream) end() (cloudreq.StreamChunk, error) {
 	if s.generate {
 		if b, ok := s.split.flush(); ok {
 			if ch, ok, err := s.line(b); err != nil || ok {
+				return ch, err
+			}
+		}
+		if s.event != nil {
+			// The stream ended inside an event, which ends with it.
+			if ch, ok, err := s.line(nil); err != nil || ok {
 				return ch, err
 			}
 		}

@@ -460,3 +460,44 @@ func TestStreamOpenError(t *testing.T) {
 	assert.Equal(t, 2*time.Second, e.RetryAfter)
 	assert.Equal(t, "rid-nr", e.RequestID)
 }
+
+// TestStreamMultiLineData: SSE joins a field's data lines with "\n"; a
+// JSON object spread over several lines is one event, read as soon as it
+// is whole. A field that never becomes one fails the stream loudly.
+func TestStreamMultiLineData(t *testing.T) {
+	const stop = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+	cases := []struct {
+		name   string
+		stream string
+		text   string
+		code   errcodes.Code // "" for a clean end
+	}{
+		{"joined", "data: {\"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"Hel\"}}]}\n\n" +
+			"data: {\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\n" + stop, "Hello", ""},
+		{"comment and id inside the event", "data: {\"choices\":[{\"index\":0,\n: ping\nid: 4\ndata: \"delta\":{\"content\":\"Hi\"}}]}\n\n" + stop, "Hi", ""},
+		{"ends at the stream's end", stop + "data: {\"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"x\"}}]}", "x", ""},
+		// (The failing event comes last: the test server reports writes
+		// to a client that already went away.)
+		{"never JSON", "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"index\":0,\ndata: oops\n\n", "a", errcodes.StreamInterrupted},
+		{"cut at the stream's end", "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"index\":0,", "a", errcodes.StreamInterrupted},
+	}
+	for _, tc := range cases {
+		for _, size := range []int{1, 1 << 20} {
+			t.Run(tc.name+"/parts of "+itoa(size), func(t *testing.T) {
+				ad, _ := testAdapter(t, streamHandler(t, splitEvery(tc.stream, size)...))
+				call, err := genCall("llm", true, ad, DialectMessages)
+				require.NoError(t, err)
+				cs, err := ad.Stream(context.Background(), call)
+				require.NoError(t, err)
+				defer cs.Close()
+				chunks, err := drain(cs)
+				assert.Equal(t, tc.text, texts(chunks))
+				if tc.code == "" {
+					require.ErrorIs(t, err, io.EOF)
+					return
+				}
+				assert.Equal(t, tc.code, errcodes.Of(err), "%v", err)
+			})
+		}
+	}
+}
