@@ -152,10 +152,13 @@
 // overshoot does not accumulate over a stream. Go timers on Linux wake up to
 // about 1 ms late when the process idles in the network poller, so a wait
 // sleeps on a timer until 2 ms before its deadline and spins on the clock
-// (yielding to other goroutines) for the rest; at most one wait per four
-// CPUs spins at a time, at least one, and the others sleep to their
-// deadlines on the timer alone (Options.SpinWaits and `cloudinfer emulate
-// --spin-waits` set the bound; -1 turns spinning off). Each token's bytes are encoded before it is
+// (yielding to other goroutines) for the rest. Spinning is for light loads,
+// where each request's timing is what is measured: at most one wait per four
+// CPUs spins at a time (at least one), and none while more than two waits
+// per such slot are pending; other waits sleep to their deadlines on the
+// timer alone, so that a loaded emulator does not burn a core beside the
+// load generator (Options.SpinWaits and `cloudinfer emulate --spin-waits`
+// set the bound; -1 turns spinning off). Each token's bytes are encoded before it is
 // due and written when due. Record.FirstTokenMs and LastTokenMs say when the
 // first and last tokens were actually written, beside the planned TTFTMs
 // and E2EMs: the difference is the write itself (a loopback write that wakes

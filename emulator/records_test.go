@@ -81,3 +81,26 @@ func TestSpinSlots(t *testing.T) {
 		assert.False(t, time.Now().Before(at), "woke before the deadline")
 	}
 }
+
+// TestSpinOnlyUnderLightLoad: a wait spins while few are pending, and
+// sleeps on the timer alone when more than spinLoad per slot are.
+func TestSpinOnlyUnderLightLoad(t *testing.T) {
+	s, err := New(Options{SpinWaits: 1})
+	require.NoError(t, err)
+	ctx := context.Background()
+	// A lone wait spins, unless its timer woke past the deadline (a busy
+	// machine): a few tries.
+	for i := 0; i < 20 && s.spun.Load() == 0; i++ {
+		require.NoError(t, s.sleepUntil(ctx, time.Now().Add(20*time.Millisecond)))
+	}
+	spun := s.spun.Load()
+	require.NotZero(t, spun, "a lone wait spins")
+
+	s.waiting.Add(spinLoad) // as if that many more were pending
+	at := time.Now().Add(3 * time.Millisecond)
+	require.NoError(t, s.sleepUntil(ctx, at))
+	assert.False(t, time.Now().Before(at), "woke before the deadline")
+	assert.Equal(t, spun, s.spun.Load(), "a wait under load does not spin")
+	s.waiting.Add(-spinLoad)
+	assert.Zero(t, s.waiting.Load())
+}

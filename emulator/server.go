@@ -38,9 +38,10 @@ type Options struct {
 	Logger *slog.Logger
 	// SpinWaits bounds how many waits may spin on the clock at once for
 	// their last 2 ms, so that tokens leave on time to within microseconds
-	// rather than up to about 1 ms late (see the package documentation).
-	// Zero means one per four CPUs, at least one; a negative value turns
-	// spinning off, leaving every wait to the runtime's timers.
+	// rather than up to about 1 ms late; no wait spins while more than two
+	// per slot are pending (see the package documentation). Zero means one
+	// per four CPUs, at least one; a negative value turns spinning off,
+	// leaving every wait to the runtime's timers.
 	SpinWaits int
 }
 
@@ -68,6 +69,8 @@ type Server struct {
 
 	ids      atomic.Uint64
 	spinners atomic.Int32 // waits spinning now; see sleepUntil
+	waiting  atomic.Int32 // waits pending now
+	spun     atomic.Int64 // waits that spun, ever
 	maxSpin  int32        // how many may spin at once
 
 	recMu   sync.Mutex
@@ -316,6 +319,12 @@ func (s *Server) uuid() string {
 // on the clock for the rest, yielding to other goroutines on each turn.
 const spinWindow = 2 * time.Millisecond
 
+// spinLoad is how many pending waits per spin slot still let a wait spin.
+// Spinning is for light loads, where the timing of each request is what is
+// measured; under more load every wait sleeps on the timer alone, so that
+// the emulator does not burn a core beside the load generator.
+const spinLoad = 2
+
 // spinSlots is how many waits may spin at once for Options.SpinWaits n: a
 // bound so that a busy emulator keeps its cores for serving. A wait that
 // finds every slot taken sleeps to its deadline on the timer alone.
@@ -335,17 +344,23 @@ func (s *Server) sleepUntil(ctx context.Context, t time.Time) error {
 	if s.maxSpin == 0 {
 		return s.sleep(ctx, time.Until(t))
 	}
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	if err := s.sleep(ctx, time.Until(t)-spinWindow); err != nil {
 		return err
 	}
 	if !time.Now().Before(t) {
 		return ctx.Err()
 	}
+	if s.waiting.Load() > spinLoad*s.maxSpin {
+		return s.sleep(ctx, time.Until(t))
+	}
 	if s.spinners.Add(1) > s.maxSpin {
 		s.spinners.Add(-1)
 		return s.sleep(ctx, time.Until(t))
 	}
 	defer s.spinners.Add(-1)
+	s.spun.Add(1)
 	for time.Now().Before(t) {
 		select {
 		case <-ctx.Done():
