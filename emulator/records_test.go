@@ -43,9 +43,9 @@ func TestRecordsRing(t *testing.T) {
 	assert.Empty(t, s.Records())
 }
 
-// TestSleepUntilPrecise checks that a wait ends at its deadline, not before,
+// TestSleepUntilDeadlineAndEnds checks that a wait ends at its deadline, not before,
 // and that Close and the context end it early.
-func TestSleepUntilPrecise(t *testing.T) {
+func TestSleepUntilDeadlineAndEnds(t *testing.T) {
 	s, err := New(Options{})
 	require.NoError(t, err)
 	ctx := context.Background()
