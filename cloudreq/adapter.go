@@ -22,7 +22,9 @@ type Adapter interface {
 	Describe() Description
 	// Invoke performs one attempt of a non-streaming call. It returns an
 	// *errcodes.Error for every failure it can classify; the client maps
-	// anything else (transport and context errors) itself.
+	// anything else (transport and context errors) itself. ctx times the
+	// attempt's HTTP requests (httptrace): an adapter must not use it, nor
+	// leave a request running, once it returned.
 	Invoke(ctx context.Context, call *Call) (*CloudResponse, error)
 }
 
@@ -30,7 +32,8 @@ type Adapter interface {
 type Streamer interface {
 	// Stream performs one attempt of a streaming call. It returns once the
 	// response headers arrived (or the attempt failed); the ChunkStream then
-	// reads the body, and must release the connection when closed.
+	// reads the body, and must release the connection when closed. As with
+	// Invoke, ctx must not start requests once the attempt ended.
 	Stream(ctx context.Context, call *Call) (ChunkStream, error)
 }
 

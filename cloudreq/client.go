@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httptrace"
 	"slices"
 	"sort"
 	"strings"
@@ -20,7 +19,7 @@ import (
 // concurrent use; create one per process and reuse it.
 type Client struct {
 	opts       Options
-	adapters   map[string]registered
+	adapters   map[adapterID]registered
 	classifier *latency.Classifier
 }
 
@@ -35,7 +34,7 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 	}
 	c := &Client{
 		opts:       opts,
-		adapters:   map[string]registered{},
+		adapters:   map[adapterID]registered{},
 		classifier: latency.NewClassifier(opts.ScaleToZeroWindow, opts.ScaleToZeroWindow > 0),
 	}
 	for _, a := range opts.Adapters {
@@ -43,9 +42,9 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 			return nil, errcodes.New(errcodes.InvalidParam, "cloudreq: nil adapter")
 		}
 		d := a.Describe()
-		k := adapterKey(d.Provider, d.Service)
+		k := adapterID{d.Provider, d.Service}
 		if _, dup := c.adapters[k]; dup {
-			return nil, errcodes.Errorf(errcodes.InvalidParam, "cloudreq: two adapters for %s", k)
+			return nil, errcodes.Errorf(errcodes.InvalidParam, "cloudreq: two adapters for %s", adapterKey(d.Provider, d.Service))
 		}
 		_, streams := a.(Streamer)
 		c.adapters[k] = registered{ad: a, desc: d, streams: streams}
@@ -69,7 +68,7 @@ func (c *Client) Close() error {
 func (c *Client) Supported() []string {
 	var out []string
 	for k, r := range c.adapters {
-		s := k + ": " + strings.Join(r.desc.Actions, ", ")
+		s := adapterKey(k.provider, k.service) + ": " + strings.Join(r.desc.Actions, ", ")
 		if r.streams {
 			s += " (stream)"
 		}
@@ -85,6 +84,10 @@ type registered struct {
 	desc    Description
 	streams bool
 }
+
+// adapterID is the routing key of an adapter: a struct, so that routing a
+// call builds no string.
+type adapterID struct{ provider, service string }
 
 func adapterKey(provider, service string) string { return provider + "/" + service }
 
@@ -130,6 +133,7 @@ type call struct {
 	attempt1 [1]latency.Attempt
 	chunk1   [1]latency.Chunk
 	trace1   latency.AttemptTrace
+	call1    Call
 	sent     sentSecrets // the credentials the attempts sent
 }
 
@@ -142,6 +146,17 @@ func (cl *call) newTrace(n int) *latency.AttemptTrace {
 		return &cl.trace1
 	}
 	return latency.NewAttemptTrace(n, cl.wait)
+}
+
+// newCall returns what the adapter gets for attempt n: the call's own for
+// the first, a new one for a retry.
+func (cl *call) newCall(n int, tr *latency.AttemptTrace) *Call {
+	c := &cl.call1
+	if n > 1 {
+		c = new(Call)
+	}
+	*c = Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
+	return c
 }
 
 // initTimeline starts the call's timeline (intended zero means now).
@@ -231,7 +246,7 @@ func (c *Client) route(req *CloudRequest, stream bool) (Adapter, *errcodes.Error
 		}
 		return errcodes.Errorf(errcodes.InvalidParam, "cloudreq: unsupported %s; supported: %s", what, list)
 	}
-	r, ok := c.adapters[adapterKey(req.Provider, req.Service)]
+	r, ok := c.adapters[adapterID{req.Provider, req.Service}]
 	if !ok {
 		return nil, unsupported(fmt.Sprintf("provider/service %q/%q", req.Provider, req.Service))
 	}
@@ -333,13 +348,11 @@ func amend(e *errcodes.Error) *errcodes.Error {
 	return &c
 }
 
-// withTrace returns ctx with one httptrace.ClientTrace that times the
-// attempt and records the credentials it sends (one trace: composing two
-// costs a context and six allocations per attempt).
+// withTrace returns ctx timing the attempt's HTTP requests into tr, and
+// recording the credentials they send into sent.
 func withTrace(ctx context.Context, tr *latency.AttemptTrace, sent *sentSecrets) context.Context {
-	ct := tr.ClientTrace()
-	ct.WroteHeaderField = sent.record
-	return httptrace.WithClientTrace(ctx, ct)
+	tr.SetHeaderObserver(sent)
+	return tr.Context(ctx)
 }
 
 // errAttemptTimeout marks an attempt's own deadline, as opposed to the call's.
@@ -354,7 +367,7 @@ func (cl *call) attemptInvoke(ctx context.Context, n int) (*CloudResponse, *errc
 	defer cancel()
 	tr := cl.newTrace(n)
 	actx = withTrace(actx, tr, &cl.sent)
-	callv := &Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
+	callv := cl.newCall(n, tr)
 	var resp *CloudResponse
 	err := safely(func() (err error) { resp, err = cl.ad.Invoke(actx, callv); return err })
 	if err == nil && resp == nil {

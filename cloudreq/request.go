@@ -34,7 +34,8 @@ const (
 )
 
 // CloudRequest is one inference call, in portable terms. The client never
-// modifies the caller's CloudRequest: hooks work on a copy.
+// modifies the caller's CloudRequest: hooks work on a copy, which shares
+// Payload.Body's bytes (hooks replace the body, never write into it).
 type CloudRequest struct {
 	// Provider, Service and Action select the adapter and what it does.
 	Provider string
@@ -137,7 +138,9 @@ func (r *CloudRequest) cloneInto(dst *CloudRequest) {
 	c.Header = r.Header.Clone()
 	c.Tags = maps.Clone(r.Tags)
 	c.Attributes.Extra = maps.Clone(r.Attributes.Extra)
-	c.Payload.Body = slices.Clone(r.Payload.Body)
+	// The body is shared, not copied (hooks replace it, never write into
+	// it); clipped, so that appending to it cannot reach the caller's array.
+	c.Payload.Body = slices.Clip(r.Payload.Body)
 	if r.Generate != nil {
 		g := *r.Generate
 		g.Messages = slices.Clone(g.Messages)

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -102,37 +102,45 @@ var _ backoff.BackOff = (*fullJitter)(nil)
 // retry takes tokens, each success gives some back, and when the bucket is
 // empty calls fail fast after their first attempt. Safe for concurrent use.
 type RetryBudget struct {
-	mu     sync.Mutex
-	tokens int
-	max    int
+	tokens atomic.Int64
+	max    int64
 }
 
 // NewRetryBudget returns a full budget of n tokens.
-func NewRetryBudget(n int) *RetryBudget { return &RetryBudget{tokens: n, max: n} }
+func NewRetryBudget(n int) *RetryBudget {
+	b := &RetryBudget{max: int64(n)}
+	b.tokens.Store(int64(n))
+	return b
+}
 
 // Tokens returns the tokens left.
-func (b *RetryBudget) Tokens() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.tokens
-}
+func (b *RetryBudget) Tokens() int { return int(b.tokens.Load()) }
 
 // take removes cost tokens and reports whether there were enough.
 func (b *RetryBudget) take(cost int) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.tokens < cost {
-		return false
+	for {
+		n := b.tokens.Load()
+		if n < int64(cost) {
+			return false
+		}
+		if b.tokens.CompareAndSwap(n, n-int64(cost)) {
+			return true
+		}
 	}
-	b.tokens -= cost
-	return true
 }
 
-// give returns n tokens, up to the capacity.
+// give returns n tokens, up to the capacity. A full budget, the usual
+// state, is left untouched: no write on the success path.
 func (b *RetryBudget) give(n int) {
-	b.mu.Lock()
-	b.tokens = min(b.max, b.tokens+n)
-	b.mu.Unlock()
+	for {
+		t := b.tokens.Load()
+		if t >= b.max {
+			return
+		}
+		if b.tokens.CompareAndSwap(t, min(b.max, t+int64(n))) {
+			return
+		}
+	}
 }
 
 // RetryAfter reads a server-requested retry delay from response headers, in

@@ -17,15 +17,32 @@ var CredentialHeaders = []string{
 }
 
 // isCredentialHeader reports whether the header key carries a credential
-// (without allocating: it runs for every header of every request).
+// (without allocating: it runs for every header of every request). Keys
+// are first told apart by length, which leaves at most one comparison.
 func isCredentialHeader(key string) bool {
-	for _, k := range CredentialHeaders {
-		if len(k) == len(key) && strings.EqualFold(k, key) {
+	if len(key) >= len(credentialByLen) {
+		return false
+	}
+	for _, k := range credentialByLen[len(key)] {
+		if strings.EqualFold(k, key) {
 			return true
 		}
 	}
 	return false
 }
+
+// credentialByLen is CredentialHeaders indexed by length.
+var credentialByLen = func() [][]string {
+	n := 0
+	for _, k := range CredentialHeaders {
+		n = max(n, len(k)+1)
+	}
+	t := make([][]string, n)
+	for _, k := range CredentialHeaders {
+		t[len(k)] = append(t[len(k)], k)
+	}
+	return t
+}()
 
 // minSecret is the shortest credential part redacted: shorter ones (an
 // auth scheme's parameter names) are not secrets and would match ordinary
@@ -46,9 +63,9 @@ type sentSecrets struct {
 	vals []string
 }
 
-// record is an httptrace WroteHeaderField callback: it keeps the values of
-// credential headers. Set it on the attempt's one ClientTrace.
-func (s *sentSecrets) record(key string, values []string) {
+// WroteHeaderField implements latency.HeaderObserver: it keeps the values
+// of credential headers.
+func (s *sentSecrets) WroteHeaderField(key string, values []string) {
 	if !isCredentialHeader(key) {
 		return
 	}

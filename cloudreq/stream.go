@@ -115,7 +115,7 @@ func (s *Stream) open(n int) *errcodes.Error {
 	tr := cl.newTrace(n)
 	sent := new(sentSecrets)
 	tctx := withTrace(actx, tr, sent)
-	callv := &Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
+	callv := cl.newCall(n, tr)
 	var cs ChunkStream
 	err := safely(func() (err error) { cs, err = cl.ad.(Streamer).Stream(tctx, callv); return err })
 	if attemptTimer != nil && !attemptTimer.Stop() && err == nil && cs != nil {

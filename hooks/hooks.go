@@ -19,7 +19,10 @@ type PreValidator interface {
 }
 
 // PreSerializer may rewrite a request (a copy of the caller's) once, before
-// the adapter serializes it. Its error is final, as PreValidator's.
+// the adapter serializes it. The copy's Payload.Body shares the caller's
+// bytes, so that a large body is not copied on every call: to change the
+// body, set a new slice (appending to it is safe, its capacity is clipped);
+// never write into it. Its error is final, as PreValidator's.
 type PreSerializer interface {
 	PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) error
 }

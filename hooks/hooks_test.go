@@ -95,22 +95,28 @@ func TestPreSerializeRewritesACopy(t *testing.T) {
 			r.Header = http.Header{}
 		}
 		r.Header.Set("X-Tenant", "t1")
-		r.Payload.Body[0] = '['
+		// Appending is safe: the copy's body is clipped, so this cannot
+		// write into the spare capacity of the caller's array.
+		r.Payload.Body = append(r.Payload.Body, '\n')
 		return nil
 	})))
 	fake := &cloudreqtest.Adapter{}
 	req := invokeReq()
 	req.Header = http.Header{"X-Keep": {"1"}}
+	backing := make([]byte, 0, 64)
+	backing = append(backing, req.Payload.Body...)
+	req.Payload.Body = backing
 	_, err := newClient(t, set, fake).Invoke(context.Background(), req)
 	require.NoError(t, err)
 	sent := fake.Calls()[0]
 	assert.Equal(t, "t1", sent.Request.Header.Get("X-Tenant"))
 	assert.NotEmpty(t, sent.Request.RequestID, "request-id built-in filled it")
-	assert.Equal(t, `["x":1}`, string(sent.Body))
-	// The caller's request is untouched.
+	assert.Equal(t, "{\"x\":1}\n", string(sent.Body))
+	// The caller's request is untouched, its array's spare capacity too.
 	assert.Empty(t, req.Header.Get("X-Tenant"))
 	assert.Empty(t, req.RequestID)
 	assert.Equal(t, `{"x":1}`, string(req.Payload.Body))
+	assert.Equal(t, byte(0), backing[:len(backing)+1][len(backing)], "the append reached the caller's array")
 }
 
 func TestPostDeserializeVetoIsRetriedWhenRetryable(t *testing.T) {

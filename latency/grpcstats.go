@@ -125,20 +125,13 @@ func (h *GRPCStatsHandler) HandleRPC(ctx context.Context, s stats.RPCStats) {
 			c.used = true
 		}
 		h.mu.Unlock()
-		tr.Mark(func(a *Attempt) {
-			a.GotConn = now
-			a.ConnReused = !fresh
-			if fresh {
-				a.ConnectStart, a.ConnectDone = send, ready
-			}
-		})
+		tr.GotConn(now, !fresh)
+		if fresh {
+			tr.Connected(send, ready)
+		}
 	case *stats.OutPayload:
-		tr.Mark(func(a *Attempt) { a.WroteRequest = now })
+		tr.WroteRequest(now)
 	case *stats.InHeader, *stats.InPayload, *stats.InTrailer:
-		tr.Mark(func(a *Attempt) {
-			if a.FirstByte.IsZero() {
-				a.FirstByte = now
-			}
-		})
+		tr.FirstByte(now)
 	}
 }

@@ -1,9 +1,8 @@
 package latency
 
 import (
-	"crypto/tls"
-	"net/http/httptrace"
-	"sync"
+	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -110,19 +109,53 @@ func (t *Timeline) AddChunk(at time.Time, tokens int, content bool) {
 	t.Chunks = append(t.Chunks, Chunk{At: at, Tokens: tokens, Content: content})
 }
 
-// AttemptTrace collects one attempt's phase times from net/http/httptrace
-// callbacks, which may run on other goroutines, and copies them into the
-// Attempt when Finish is called. Callbacks after Finish are ignored.
+// AttemptTrace collects one attempt's phase times, and copies them into the
+// Attempt when Finish is called. HTTP requests made with the context from
+// Context are timed through net/http/httptrace; other transports report
+// through GotConn, Connected, WroteRequest and FirstByte (the gRPC stats
+// handler does). Events may come from any goroutine; those after Finish are
+// ignored.
+//
+// Events run on the request's critical path (the transport calls its hooks
+// before it writes, flushes or parses), so each is one monotonic clock read
+// and one atomic store: no lock, no wall-clock read, no allocation.
 //
 // Its zero value is ready for Start, so that a caller can keep one inside a
 // larger per-call struct instead of allocating it; NewAttemptTrace allocates
 // and starts one. An AttemptTrace must not be copied or reused once started.
 type AttemptTrace struct {
-	mu       sync.Mutex
-	a        Attempt
-	finished bool
-	ct       httptrace.ClientTrace
+	send    time.Time // carries a monotonic reading: stamps are offsets from it
+	number  int
+	backoff time.Duration
+	done    atomic.Bool
+	reused  atomic.Bool
+	// end, status and code are set once, by the first Finish.
+	end    time.Duration
+	status int
+	code   string
+	// stamps holds each phase time as nanoseconds since send, or unset.
+	stamps [numStamps]atomic.Int64
+	hooks  *hookSet       // the httptrace hooks attached by Context
+	hdr    HeaderObserver // sees the header fields written
+	tctx   traceCtx       // the context Context returns
 }
+
+// The phase times an AttemptTrace stamps.
+const (
+	stDNSStart = iota
+	stDNSDone
+	stConnectStart
+	stConnectDone
+	stTLSStart
+	stTLSDone
+	stGotConn
+	stWroteRequest
+	stFirstByte
+	numStamps
+)
+
+// unset marks a stamp not taken (an offset of zero is a real time: send).
+const unset = math.MinInt64
 
 // NewAttemptTrace starts tracing attempt number n, sent now.
 func NewAttemptTrace(n int, backoff time.Duration) *AttemptTrace {
@@ -133,76 +166,94 @@ func NewAttemptTrace(n int, backoff time.Duration) *AttemptTrace {
 
 // Start starts tracing attempt number n of a zero AttemptTrace, sent now.
 func (t *AttemptTrace) Start(n int, backoff time.Duration) {
-	t.a = Attempt{Number: n, Backoff: backoff, Send: time.Now()}
-}
-
-func (t *AttemptTrace) set(f func(a *Attempt)) {
-	t.mu.Lock()
-	if !t.finished {
-		f(&t.a)
-	}
-	t.mu.Unlock()
-}
-
-// Mark lets a non-HTTP transport (gRPC stats handlers, say) record phases.
-func (t *AttemptTrace) Mark(f func(a *Attempt)) { t.set(f) }
-
-// stampFirst sets *p to now unless it is set already; t.mu is held.
-func stampFirst(p *time.Time) {
-	if p.IsZero() {
-		*p = time.Now()
+	t.send, t.number, t.backoff = time.Now(), n, backoff
+	for i := range t.stamps {
+		t.stamps[i].Store(unset)
 	}
 }
 
-// ClientTrace returns httptrace callbacks that fill the attempt. Only the
-// first DNS, connect and TLS events are kept (parallel dials report several).
-// The returned struct belongs to t: each call returns the same one, which
-// the caller may add callbacks of its own to before the attempt starts.
-func (t *AttemptTrace) ClientTrace() *httptrace.ClientTrace {
-	if t.ct.GotConn != nil {
-		return &t.ct
+// offset returns at as a stamp: its distance from the send time.
+func (t *AttemptTrace) offset(at time.Time) int64 {
+	d := int64(at.Sub(t.send))
+	if d == unset {
+		d++
 	}
-	t.ct = httptrace.ClientTrace{
-		DNSStart:     func(httptrace.DNSStartInfo) { t.set(func(a *Attempt) { stampFirst(&a.DNSStart) }) },
-		DNSDone:      func(httptrace.DNSDoneInfo) { t.set(func(a *Attempt) { stampFirst(&a.DNSDone) }) },
-		ConnectStart: func(string, string) { t.set(func(a *Attempt) { stampFirst(&a.ConnectStart) }) },
-		ConnectDone: func(_, _ string, err error) {
-			if err == nil {
-				t.set(func(a *Attempt) { stampFirst(&a.ConnectDone) })
-			}
-		},
-		TLSHandshakeStart: func() { t.set(func(a *Attempt) { stampFirst(&a.TLSStart) }) },
-		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
-			if err == nil {
-				t.set(func(a *Attempt) { stampFirst(&a.TLSDone) })
-			}
-		},
-		GotConn: func(info httptrace.GotConnInfo) {
-			t.set(func(a *Attempt) { a.GotConn = time.Now(); a.ConnReused = info.Reused })
-		},
-		WroteRequest:         func(httptrace.WroteRequestInfo) { t.set(func(a *Attempt) { a.WroteRequest = time.Now() }) },
-		GotFirstResponseByte: func() { t.set(func(a *Attempt) { stampFirst(&a.FirstByte) }) },
-	}
-	return &t.ct
+	return d
 }
+
+// stamp sets phase i to at, or to now when at is zero, unless the attempt
+// finished; first keeps an earlier stamp.
+func (t *AttemptTrace) stamp(i int, at time.Time, first bool) {
+	if t.done.Load() || (first && t.stamps[i].Load() != unset) {
+		return
+	}
+	var d int64
+	if at.IsZero() {
+		d = int64(time.Since(t.send)) // one monotonic read, no wall clock
+	} else {
+		d = t.offset(at)
+	}
+	if first {
+		t.stamps[i].CompareAndSwap(unset, d)
+	} else {
+		t.stamps[i].Store(d)
+	}
+}
+
+// now stamps phase i with the current time; first keeps an earlier stamp.
+func (t *AttemptTrace) now(i int, first bool) { t.stamp(i, time.Time{}, first) }
+
+// GotConn records when a non-HTTP transport (gRPC stats handlers, say) had
+// a connection for the attempt, and whether it was reused. HTTP requests
+// made with Context report it themselves.
+func (t *AttemptTrace) GotConn(at time.Time, reused bool) {
+	if t.done.Load() {
+		return
+	}
+	t.reused.Store(reused)
+	t.stamp(stGotConn, at, false)
+}
+
+// Connected records the connection setup (dial start and end) a non-HTTP
+// transport made for the attempt.
+func (t *AttemptTrace) Connected(start, done time.Time) {
+	t.stamp(stConnectStart, start, false)
+	t.stamp(stConnectDone, done, false)
+}
+
+// WroteRequest records when a non-HTTP transport finished writing the
+// request.
+func (t *AttemptTrace) WroteRequest(at time.Time) { t.stamp(stWroteRequest, at, false) }
+
+// FirstByte records when the first byte of the response reached a
+// non-HTTP transport; only the first call counts.
+func (t *AttemptTrace) FirstByte(at time.Time) { t.stamp(stFirstByte, at, true) }
 
 // Finish ends the attempt with the given status and error code and returns
-// the completed Attempt.
+// the completed Attempt. Call it when the attempt's requests are done (the
+// response read or abandoned): later events are ignored, and later calls
+// return the same Attempt.
 func (t *AttemptTrace) Finish(status int, code string) Attempt {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.finished {
-		t.finished = true
-		t.a.End = time.Now()
-		t.a.Status = status
-		t.a.Code = code
+	if t.done.CompareAndSwap(false, true) {
+		t.end, t.status, t.code = time.Since(t.send), status, code
+		t.releaseHooks()
 	}
-	return t.a
+	at := func(i int) time.Time {
+		d := t.stamps[i].Load()
+		if d == unset {
+			return time.Time{}
+		}
+		return t.send.Add(time.Duration(d))
+	}
+	return Attempt{
+		Number: t.number, Backoff: t.backoff, Send: t.send,
+		DNSStart: at(stDNSStart), DNSDone: at(stDNSDone),
+		ConnectStart: at(stConnectStart), ConnectDone: at(stConnectDone),
+		TLSStart: at(stTLSStart), TLSDone: at(stTLSDone),
+		GotConn: at(stGotConn), WroteRequest: at(stWroteRequest), FirstByte: at(stFirstByte),
+		End: t.send.Add(t.end), ConnReused: t.reused.Load(), Status: t.status, Code: t.code,
+	}
 }
 
 // Send returns when the attempt was handed to the transport.
-func (t *AttemptTrace) Send() time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.a.Send
-}
+func (t *AttemptTrace) Send() time.Time { return t.send }

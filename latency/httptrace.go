@@ -1,0 +1,197 @@
+package latency
+
+import (
+	"context"
+	"crypto/tls"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+)
+
+// HeaderObserver sees each request header field as the HTTP transport
+// writes it (httptrace's WroteHeaderField). cloudreq uses one to learn the
+// credentials an attempt sent, so that none is quoted back in an error.
+type HeaderObserver interface {
+	WroteHeaderField(key string, values []string)
+}
+
+// Context returns ctx carrying t: HTTP requests made with it are timed into
+// t through net/http/httptrace, and TraceFromContext returns t (for the gRPC
+// stats handler). Requests started after Finish are not timed.
+//
+// The httptrace hooks come from a pool, so that timing a request on a
+// pooled connection allocates nothing. A hook set goes back to the pool at
+// Finish only when the attempt made no request, or exactly one, on a
+// connection that was idle in the transport's pool (so no dial was started
+// for it), that was fully written and answered: net/http then calls no hook
+// for it any more. Any other attempt leaves its hooks to the garbage
+// collector, where a late callback (a background dial, a write still in
+// flight) can reach nothing but them. A ctx that already carries an
+// httptrace.ClientTrace gets hooks of its own, composed with it.
+//
+// Call Context at most once per AttemptTrace, and not after Finish.
+func (t *AttemptTrace) Context(ctx context.Context) context.Context {
+	if httptrace.ContextClientTrace(ctx) != nil {
+		s := newHookSet() // composing changes the hooks: never pooled
+		s.cur.Store(t)
+		t.hooks = s
+		return context.WithValue(httptrace.WithClientTrace(ctx, &s.ct), traceKey{}, t)
+	}
+	s := hookPool.Get().(*hookSet)
+	s.cur.Store(t)
+	t.hooks = s
+	t.tctx.Context, t.tctx.t = ctx, t
+	t.tctx.vals.Store(&s.ctx)
+	return &t.tctx
+}
+
+// SetHeaderObserver has o see the header fields of t's HTTP requests. Call
+// it before Context.
+func (t *AttemptTrace) SetHeaderObserver(o HeaderObserver) { t.hdr = o }
+
+// releaseHooks detaches t's hook set and pools it when no callback of t's
+// requests can reach it any more (see Context).
+func (t *AttemptTrace) releaseHooks() {
+	t.tctx.vals.Store(nil)
+	s := t.hooks
+	if s == nil {
+		return
+	}
+	t.hooks = nil
+	s.cur.Store(nil)
+	if s.ctx == nil || !s.quiet() {
+		return
+	}
+	s.reset()
+	hookPool.Put(s)
+}
+
+// traceCtx is an attempt's context: its parent, with the hook set's
+// httptrace values and the AttemptTrace looked up first. It lives inside
+// the AttemptTrace, so that tracing needs no context allocation; the
+// values are dropped at Finish.
+type traceCtx struct {
+	context.Context
+	t    *AttemptTrace
+	vals atomic.Pointer[context.Context]
+}
+
+// Value implements context.Context.
+func (c *traceCtx) Value(key any) any {
+	if key == (traceKey{}) {
+		return c.t
+	}
+	if v := c.vals.Load(); v != nil {
+		if x := (*v).Value(key); x != nil {
+			return x
+		}
+	}
+	return c.Context.Value(key)
+}
+
+// hookSet is one set of httptrace hooks, bound to whichever AttemptTrace
+// it is attached to, with the counts that tell when it may be reused.
+type hookSet struct {
+	cur atomic.Pointer[AttemptTrace]
+	ct  httptrace.ClientTrace
+	// ctx holds ct as httptrace.WithClientTrace installs it (with the
+	// net-level DNS and connect hooks); nil for a set that is never pooled.
+	ctx context.Context
+	// Counts of the attached attempt's events. Each hook counts after its
+	// last use of the set, so a count seen means the hook is done with it.
+	getConn, gotConn, wrote, firstByte, dial atomic.Int32
+	fresh                                    atomic.Bool // a connection that was not idle
+}
+
+var hookPool = sync.Pool{New: func() any {
+	s := newHookSet()
+	s.ctx = httptrace.WithClientTrace(context.Background(), &s.ct)
+	return s
+}}
+
+// newHookSet returns a hook set attached to nothing.
+func newHookSet() *hookSet {
+	s := new(hookSet)
+	s.ct = httptrace.ClientTrace{
+		GetConn:      func(string) { s.getConn.Add(1) },
+		DNSStart:     func(httptrace.DNSStartInfo) { s.dialEvent(stDNSStart) },
+		DNSDone:      func(httptrace.DNSDoneInfo) { s.dialEvent(stDNSDone) },
+		ConnectStart: func(string, string) { s.dialEvent(stConnectStart) },
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil {
+				s.dialEvent(stConnectDone)
+			} else {
+				s.dial.Add(1)
+			}
+		},
+		TLSHandshakeStart: func() { s.dialEvent(stTLSStart) },
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if err == nil {
+				s.dialEvent(stTLSDone)
+			} else {
+				s.dial.Add(1)
+			}
+		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			if t := s.cur.Load(); t != nil {
+				t.reused.Store(info.Reused)
+				t.now(stGotConn, false)
+			}
+			if !info.WasIdle {
+				s.fresh.Store(true)
+			}
+			s.gotConn.Add(1)
+		},
+		WroteHeaderField: func(key string, values []string) {
+			if t := s.cur.Load(); t != nil && t.hdr != nil {
+				t.hdr.WroteHeaderField(key, values)
+			}
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			if t := s.cur.Load(); t != nil {
+				t.now(stWroteRequest, false)
+			}
+			s.wrote.Add(1)
+		},
+		GotFirstResponseByte: func() {
+			if t := s.cur.Load(); t != nil {
+				t.now(stFirstByte, true)
+			}
+			s.firstByte.Add(1)
+		},
+	}
+	return s
+}
+
+// dialEvent stamps a connection-setup phase (the first of each kind), unless
+// the attempt has its connection already: a dial still running then is not
+// the setup of the connection the attempt used.
+func (s *hookSet) dialEvent(i int) {
+	if t := s.cur.Load(); t != nil && t.stamps[stGotConn].Load() == unset {
+		t.now(i, true)
+	}
+	s.dial.Add(1)
+}
+
+// quiet reports whether net/http will call none of the set's hooks for the
+// attached attempt any more: the attempt made no request, or made one, on
+// an idle pooled connection, that was written and answered.
+func (s *hookSet) quiet() bool {
+	getConn, gotConn, wrote, firstByte := s.getConn.Load(), s.gotConn.Load(), s.wrote.Load(), s.firstByte.Load()
+	if s.dial.Load() != 0 || s.fresh.Load() {
+		return false
+	}
+	none := getConn == 0 && gotConn == 0 && wrote == 0 && firstByte == 0
+	one := getConn <= 1 && gotConn == 1 && wrote == 1 && firstByte == 1
+	return none || one
+}
+
+// reset zeroes the counts of a quiet set before it is pooled.
+func (s *hookSet) reset() {
+	s.getConn.Store(0)
+	s.gotConn.Store(0)
+	s.wrote.Store(0)
+	s.firstByte.Store(0)
+	s.dial.Store(0)
+	s.fresh.Store(false)
+}

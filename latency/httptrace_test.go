@@ -1,0 +1,175 @@
+package latency
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// headerLog is a HeaderObserver that keeps what it saw.
+type headerLog struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (h *headerLog) WroteHeaderField(key string, _ []string) {
+	h.mu.Lock()
+	h.keys = append(h.keys, key)
+	h.mu.Unlock()
+}
+
+func get(t *testing.T, ctx context.Context, hc *http.Client, url string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("{}"))
+	require.NoError(t, err)
+	req.Header.Set("X-Probe", "1")
+	res, err := hc.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, res.Body)
+	require.NoError(t, res.Body.Close())
+}
+
+// TestContextTimesHTTPRequests: the first request dials (its hooks are not
+// reused: a dial may still report), the next ones reuse the connection and
+// their hook sets go back to the pool; every attempt's phases are its own.
+func TestContextTimesHTTPRequests(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	hc := srv.Client()
+	defer hc.CloseIdleConnections()
+
+	for i := 1; i <= 20; i++ {
+		tr := NewAttemptTrace(i, 0)
+		hdr := &headerLog{}
+		tr.SetHeaderObserver(hdr)
+		ctx := tr.Context(context.Background())
+		assert.Same(t, tr, TraceFromContext(ctx))
+		get(t, ctx, hc, srv.URL)
+		hooks := tr.hooks
+		require.NotNil(t, hooks)
+		a := tr.Finish(200, "")
+		assert.Nil(t, tr.hooks, "Finish detaches the hooks")
+		assert.Nil(t, hooks.cur.Load())
+
+		assert.Equal(t, i != 1, a.ConnReused, "attempt %d", i)
+		assert.Equal(t, i != 1, hooks.ctx != nil && hooks.quiet(), "attempt %d: hooks reusable", i)
+		if i == 1 {
+			assert.False(t, a.ConnectStart.IsZero())
+			assert.False(t, a.ConnectDone.Before(a.ConnectStart))
+		} else {
+			assert.True(t, a.ConnectStart.IsZero(), "attempt %d: a reused connection has no connect phase", i)
+		}
+		for name, at := range map[string]time.Time{"got conn": a.GotConn, "wrote": a.WroteRequest, "first byte": a.FirstByte} {
+			assert.False(t, at.Before(a.Send), "attempt %d: %s before send", i, name)
+			assert.False(t, a.End.Before(at), "attempt %d: %s after end", i, name)
+		}
+		assert.False(t, a.WroteRequest.Before(a.GotConn))
+		assert.False(t, a.FirstByte.Before(a.WroteRequest))
+		hdr.mu.Lock()
+		assert.Contains(t, hdr.keys, "X-Probe")
+		hdr.mu.Unlock()
+
+		// A request made with the context after Finish is not timed.
+		get(t, ctx, hc, srv.URL)
+		assert.Equal(t, a, tr.Finish(200, ""), "attempt %d", i)
+	}
+}
+
+// TestEventsAfterFinishAreIgnored: a callback that arrives once the
+// attempt ended (a background dial, a late write) changes nothing.
+func TestEventsAfterFinishAreIgnored(t *testing.T) {
+	tr := NewAttemptTrace(1, 0)
+	ctx := tr.Context(context.Background())
+	ct := httptrace.ContextClientTrace(ctx)
+	require.NotNil(t, ct)
+	ct.GotConn(httptrace.GotConnInfo{Reused: true, WasIdle: true})
+	a := tr.Finish(200, "")
+	ct.ConnectStart("tcp", "127.0.0.1:1")
+	ct.WroteRequest(httptrace.WroteRequestInfo{})
+	ct.GotFirstResponseByte()
+	tr.FirstByte(time.Now())
+	b := tr.Finish(200, "")
+	assert.True(t, b.ConnectStart.IsZero())
+	assert.True(t, b.WroteRequest.IsZero())
+	assert.True(t, b.FirstByte.IsZero())
+	assert.Equal(t, a.GotConn, b.GotConn)
+	assert.Nil(t, httptrace.ContextClientTrace(ctx), "the context drops the hooks at Finish")
+}
+
+// TestDialAfterGotConnIsNotTheAttempts: a dial that reports after the
+// attempt had its connection (one started for it, then beaten by an idle
+// connection) is not the setup of the connection it used.
+func TestDialAfterGotConnIsNotTheAttempts(t *testing.T) {
+	tr := NewAttemptTrace(1, 0)
+	ct := httptrace.ContextClientTrace(tr.Context(context.Background()))
+	ct.GotConn(httptrace.GotConnInfo{Reused: true})
+	ct.ConnectStart("tcp", "127.0.0.1:1")
+	ct.ConnectDone("tcp", "127.0.0.1:1", nil)
+	s := tr.hooks
+	a := tr.Finish(200, "")
+	assert.True(t, a.ConnectStart.IsZero())
+	assert.True(t, a.ConnectDone.IsZero())
+	assert.False(t, s.quiet(), "a dial reported: the hooks may be called again")
+}
+
+func TestHookSetQuiet(t *testing.T) {
+	for _, tc := range []struct {
+		name                                     string
+		getConn, gotConn, wrote, firstByte, dial int32
+		fresh                                    bool
+		want                                     bool
+	}{
+		{name: "no request", want: true},
+		{name: "one request on an idle connection", getConn: 1, gotConn: 1, wrote: 1, firstByte: 1, want: true},
+		{name: "HTTP/2 request (no GetConn)", gotConn: 1, wrote: 1, firstByte: 1, want: true},
+		{name: "dialed connection", getConn: 1, gotConn: 1, wrote: 1, firstByte: 1, fresh: true},
+		{name: "dial reported", getConn: 1, gotConn: 1, wrote: 1, firstByte: 1, dial: 1},
+		{name: "write still running", getConn: 1, gotConn: 1, firstByte: 1},
+		{name: "no answer", getConn: 1, gotConn: 1, wrote: 1},
+		{name: "waiting for a connection", getConn: 1},
+		{name: "two requests", getConn: 2, gotConn: 2, wrote: 2, firstByte: 2},
+		{name: "transport retry", getConn: 2, gotConn: 1, wrote: 1, firstByte: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newHookSet()
+			s.getConn.Store(tc.getConn)
+			s.gotConn.Store(tc.gotConn)
+			s.wrote.Store(tc.wrote)
+			s.firstByte.Store(tc.firstByte)
+			s.dial.Store(tc.dial)
+			s.fresh.Store(tc.fresh)
+			assert.Equal(t, tc.want, s.quiet())
+		})
+	}
+}
+
+// TestContextComposesWithACallersTrace: a caller's own ClientTrace still
+// sees its events, and the attempt is timed as well.
+func TestContextComposesWithACallersTrace(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	hc := srv.Client()
+	defer hc.CloseIdleConnections()
+	var theirs int
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		GotFirstResponseByte: func() { theirs++ },
+	})
+	tr := NewAttemptTrace(1, 0)
+	get(t, tr.Context(ctx), hc, srv.URL)
+	a := tr.Finish(200, "")
+	assert.Equal(t, 1, theirs)
+	assert.False(t, a.FirstByte.IsZero())
+	assert.False(t, a.GotConn.IsZero())
+}
