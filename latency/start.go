@@ -228,7 +228,7 @@ func (c *Classifier) Classify(ev Evidence) Start {
 	case known && seen && c.idleWindow > 0 && !firstSend.IsZero() && firstSend.Sub(prev) > c.idleWindow:
 		st.Kind, st.Reason = Cold, ReasonIdleGap
 	case hasFBT && c.suspectK > 1 && c.suspectMin > 0 && es.warm.Count() >= uint64(c.suspectMin) &&
-		float64(fbt) > c.suspectK*es.warm.Quantile(0.5):
+		c.slow(fbt, &es.warm):
 		st.Kind, st.Reason = SuspectedCold, ReasonSlowFirstByte
 	default:
 		st.Kind, st.Reason = Warm, ReasonNoEvidence
@@ -237,6 +237,20 @@ func (c *Classifier) Classify(ev Evidence) Start {
 		es.warm.Add(int64(fbt))
 	}
 	return st
+}
+
+// slow reports whether fbt exceeds k × the warm p50. The p50 lies between
+// the warm minimum and maximum, which settle most calls without computing
+// it: a warm-looking call (fbt ≤ k × min) or a far outlier (fbt > k × max).
+func (c *Classifier) slow(fbt time.Duration, warm *Dist) bool {
+	f := float64(fbt)
+	switch {
+	case f <= c.suspectK*float64(warm.Min()):
+		return false
+	case f > c.suspectK*float64(warm.Max()):
+		return true
+	}
+	return f > c.suspectK*warm.Quantile(0.5)
 }
 
 // lastEndBefore returns the latest recorded completion at or before t.
