@@ -141,11 +141,12 @@ type call struct {
 // a new one for a retry (a late callback of an abandoned attempt may still
 // reach the old one, which ignores it once finished).
 func (cl *call) newTrace(n int) *latency.AttemptTrace {
-	if n == 1 {
-		cl.trace1.Start(n, cl.wait)
-		return &cl.trace1
+	tr := &cl.trace1
+	if n > 1 {
+		tr = new(latency.AttemptTrace)
 	}
-	return latency.NewAttemptTrace(n, cl.wait)
+	tr.StartAt(n, cl.wait, cl.now())
+	return tr
 }
 
 // newCall returns what the adapter gets for attempt n: the call's own for
@@ -158,6 +159,11 @@ func (cl *call) newCall(n int, tr *latency.AttemptTrace) *Call {
 	*c = Call{Request: cl.req, Payload: cl.payload, Attempt: n, Trace: tr}
 	return c
 }
+
+// now reads the clock for the call's timeline: the call's start plus the
+// monotonic time since, which reads one clock instead of two (wall and
+// monotonic) and keeps every stamp of the call on the same monotonic scale.
+func (cl *call) now() time.Time { return cl.timeline.Start.Add(time.Since(cl.timeline.Start)) }
 
 // initTimeline starts the call's timeline (intended zero means now).
 func (cl *call) initTimeline(intended time.Time) {
@@ -537,7 +543,7 @@ func (cl *call) succeed(resp *CloudResponse) *CloudResponse {
 		tl.End = last.End
 		tl.AddChunk(last.End, resp.Usage.OutputTokens, true)
 	} else if tl.End.IsZero() {
-		tl.End = time.Now()
+		tl.End = cl.now()
 	}
 	resp.Timing = tl
 	resp.Errors = append(cl.errs, resp.Errors...)
@@ -556,7 +562,7 @@ func (cl *call) succeed(resp *CloudResponse) *CloudResponse {
 // fail completes a failed call and returns its error.
 func (cl *call) fail(e *errcodes.Error) error {
 	if cl.tl.End.IsZero() {
-		cl.tl.End = time.Now()
+		cl.tl.End = cl.now()
 	}
 	for _, o := range cl.obs {
 		o.EndCall(nil, cl.tl, e)

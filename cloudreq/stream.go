@@ -216,7 +216,7 @@ func (s *Stream) Next() bool {
 
 // record stamps and keeps a chunk; s.mu is held.
 func (s *Stream) record(ch StreamChunk) {
-	now := time.Now()
+	now := s.cl.now()
 	ch.At = now
 	if ch.Text != "" {
 		ch.Content = true
@@ -311,7 +311,7 @@ func (s *Stream) finishLocked(e *errcodes.Error) {
 	}
 	s.done = true
 	cl := s.cl
-	cl.tl.End = time.Now()
+	cl.tl.End = cl.now()
 	s.endOpenAttemptLocked(e)
 	s.cancel(errClosed)
 	s.stop()

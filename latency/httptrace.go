@@ -62,7 +62,7 @@ func (t *AttemptTrace) releaseHooks() {
 	if s.ctx == nil || !s.quiet() {
 		return
 	}
-	s.reset()
+	s.events.Store(0)
 	hookPool.Put(s)
 }
 
@@ -97,11 +97,27 @@ type hookSet struct {
 	// ctx holds ct as httptrace.WithClientTrace installs it (with the
 	// net-level DNS and connect hooks); nil for a set that is never pooled.
 	ctx context.Context
-	// Counts of the attached attempt's events. Each hook counts after its
-	// last use of the set, so a count seen means the hook is done with it.
-	getConn, gotConn, wrote, firstByte, dial atomic.Int32
-	fresh                                    atomic.Bool // a connection that was not idle
+	// events counts the attached attempt's events, one bit field per kind
+	// (evGetConn…): one atomic word, so that counting and resetting cost one
+	// atomic operation each. Each hook counts after its last use of the
+	// set, so a count seen means the hook is done with it.
+	events atomic.Uint64
 }
+
+// The event kinds a hookSet counts: each is a 12-bit field of hookSet.events
+// (an attempt that made 4096 requests would wrap one; it is not quiet long
+// before).
+const (
+	evGetConn   = 1 << (12 * iota) // the transport looked for a connection
+	evGotConn                      // it had one
+	evWrote                        // it wrote the request
+	evFirstByte                    // the response began
+	evDial                         // a dial reported
+	evFresh                        // a connection that was not idle in the pool
+)
+
+// count returns the number of events of kind ev in the word w.
+func count(w uint64, ev uint64) uint64 { return w / ev % (1 << 12) }
 
 var hookPool = sync.Pool{New: func() any {
 	s := newHookSet()
@@ -113,7 +129,7 @@ var hookPool = sync.Pool{New: func() any {
 func newHookSet() *hookSet {
 	s := new(hookSet)
 	s.ct = httptrace.ClientTrace{
-		GetConn:      func(string) { s.getConn.Add(1) },
+		GetConn:      func(string) { s.events.Add(evGetConn) },
 		DNSStart:     func(httptrace.DNSStartInfo) { s.dialEvent(stDNSStart) },
 		DNSDone:      func(httptrace.DNSDoneInfo) { s.dialEvent(stDNSDone) },
 		ConnectStart: func(string, string) { s.dialEvent(stConnectStart) },
@@ -121,7 +137,7 @@ func newHookSet() *hookSet {
 			if err == nil {
 				s.dialEvent(stConnectDone)
 			} else {
-				s.dial.Add(1)
+				s.events.Add(evDial)
 			}
 		},
 		TLSHandshakeStart: func() { s.dialEvent(stTLSStart) },
@@ -129,7 +145,7 @@ func newHookSet() *hookSet {
 			if err == nil {
 				s.dialEvent(stTLSDone)
 			} else {
-				s.dial.Add(1)
+				s.events.Add(evDial)
 			}
 		},
 		GotConn: func(info httptrace.GotConnInfo) {
@@ -137,10 +153,11 @@ func newHookSet() *hookSet {
 				t.reused.Store(info.Reused)
 				t.now(stGotConn, false)
 			}
-			if !info.WasIdle {
-				s.fresh.Store(true)
+			if info.WasIdle {
+				s.events.Add(evGotConn)
+			} else {
+				s.events.Add(evGotConn | evFresh)
 			}
-			s.gotConn.Add(1)
 		},
 		WroteHeaderField: func(key string, values []string) {
 			if t := s.cur.Load(); t != nil && t.hdr != nil {
@@ -151,13 +168,13 @@ func newHookSet() *hookSet {
 			if t := s.cur.Load(); t != nil {
 				t.now(stWroteRequest, false)
 			}
-			s.wrote.Add(1)
+			s.events.Add(evWrote)
 		},
 		GotFirstResponseByte: func() {
 			if t := s.cur.Load(); t != nil {
 				t.now(stFirstByte, true)
 			}
-			s.firstByte.Add(1)
+			s.events.Add(evFirstByte)
 		},
 	}
 	return s
@@ -170,28 +187,17 @@ func (s *hookSet) dialEvent(i int) {
 	if t := s.cur.Load(); t != nil && t.stamps[stGotConn].Load() == unset {
 		t.now(i, true)
 	}
-	s.dial.Add(1)
+	s.events.Add(evDial)
 }
 
 // quiet reports whether net/http will call none of the set's hooks for the
 // attached attempt any more: the attempt made no request, or made one, on
 // an idle pooled connection, that was written and answered.
 func (s *hookSet) quiet() bool {
-	getConn, gotConn, wrote, firstByte := s.getConn.Load(), s.gotConn.Load(), s.wrote.Load(), s.firstByte.Load()
-	if s.dial.Load() != 0 || s.fresh.Load() {
-		return false
+	w := s.events.Load()
+	if w == 0 {
+		return true
 	}
-	none := getConn == 0 && gotConn == 0 && wrote == 0 && firstByte == 0
-	one := getConn <= 1 && gotConn == 1 && wrote == 1 && firstByte == 1
-	return none || one
-}
-
-// reset zeroes the counts of a quiet set before it is pooled.
-func (s *hookSet) reset() {
-	s.getConn.Store(0)
-	s.gotConn.Store(0)
-	s.wrote.Store(0)
-	s.firstByte.Store(0)
-	s.dial.Store(0)
-	s.fresh.Store(false)
+	return count(w, evGetConn) <= 1 && count(w, evGotConn) == 1 && count(w, evWrote) == 1 &&
+		count(w, evFirstByte) == 1 && count(w, evDial) == 0 && count(w, evFresh) == 0
 }

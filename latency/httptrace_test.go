@@ -127,7 +127,7 @@ func TestDialAfterGotConnIsNotTheAttempts(t *testing.T) {
 func TestHookSetQuiet(t *testing.T) {
 	for _, tc := range []struct {
 		name                                     string
-		getConn, gotConn, wrote, firstByte, dial int32
+		getConn, gotConn, wrote, firstByte, dial uint64
 		fresh                                    bool
 		want                                     bool
 	}{
@@ -141,17 +141,29 @@ func TestHookSetQuiet(t *testing.T) {
 		{name: "waiting for a connection", getConn: 1},
 		{name: "two requests", getConn: 2, gotConn: 2, wrote: 2, firstByte: 2},
 		{name: "transport retry", getConn: 2, gotConn: 1, wrote: 1, firstByte: 1},
+		{name: "many requests", getConn: 300, gotConn: 300, wrote: 300, firstByte: 300},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newHookSet()
-			s.getConn.Store(tc.getConn)
-			s.gotConn.Store(tc.gotConn)
-			s.wrote.Store(tc.wrote)
-			s.firstByte.Store(tc.firstByte)
-			s.dial.Store(tc.dial)
-			s.fresh.Store(tc.fresh)
+			for ev, n := range map[uint64]uint64{evGetConn: tc.getConn, evGotConn: tc.gotConn, evWrote: tc.wrote,
+				evFirstByte: tc.firstByte, evDial: tc.dial} {
+				for range n {
+					s.events.Add(ev)
+				}
+			}
+			if tc.fresh {
+				s.events.Add(evFresh)
+			}
 			assert.Equal(t, tc.want, s.quiet())
 		})
+	}
+}
+
+func TestStampEncoding(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, -1, -2, time.Second, -time.Hour, 1<<62 - 1, -(1 << 62)} {
+		v := encode(d)
+		assert.NotEqual(t, int64(unset), v, "%v", d)
+		assert.Equal(t, d, decode(v), "%v", d)
 	}
 }
 

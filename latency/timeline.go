@@ -1,7 +1,6 @@
 package latency
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
 )
@@ -133,7 +132,7 @@ type AttemptTrace struct {
 	end    time.Duration
 	status int
 	code   string
-	// stamps holds each phase time as nanoseconds since send, or unset.
+	// stamps holds each phase time as a stamp (see encode), 0 when unset.
 	stamps [numStamps]atomic.Int64
 	hooks  *hookSet       // the httptrace hooks attached by Context
 	hdr    HeaderObserver // sees the header fields written
@@ -154,8 +153,26 @@ const (
 	numStamps
 )
 
-// unset marks a stamp not taken (an offset of zero is a real time: send).
-const unset = math.MinInt64
+// unset is a stamp not taken: the zero value, so that a zero AttemptTrace
+// needs no initialization.
+const unset = 0
+
+// encode turns an offset from the send time into a stamp: offsets ≥ 0 are
+// shifted by one so that none is 0 (unset).
+func encode(d time.Duration) int64 {
+	if d >= 0 {
+		return int64(d) + 1
+	}
+	return int64(d)
+}
+
+// decode is the inverse of encode, for a stamp that is set.
+func decode(v int64) time.Duration {
+	if v > 0 {
+		return time.Duration(v - 1)
+	}
+	return time.Duration(v)
+}
 
 // NewAttemptTrace starts tracing attempt number n, sent now.
 func NewAttemptTrace(n int, backoff time.Duration) *AttemptTrace {
@@ -165,20 +182,12 @@ func NewAttemptTrace(n int, backoff time.Duration) *AttemptTrace {
 }
 
 // Start starts tracing attempt number n of a zero AttemptTrace, sent now.
-func (t *AttemptTrace) Start(n int, backoff time.Duration) {
-	t.send, t.number, t.backoff = time.Now(), n, backoff
-	for i := range t.stamps {
-		t.stamps[i].Store(unset)
-	}
-}
+func (t *AttemptTrace) Start(n int, backoff time.Duration) { t.StartAt(n, backoff, time.Now()) }
 
-// offset returns at as a stamp: its distance from the send time.
-func (t *AttemptTrace) offset(at time.Time) int64 {
-	d := int64(at.Sub(t.send))
-	if d == unset {
-		d++
-	}
-	return d
+// StartAt is Start with the send time given; it must carry a monotonic
+// clock reading (come from time.Now, or be derived from one with Add).
+func (t *AttemptTrace) StartAt(n int, backoff time.Duration, send time.Time) {
+	t.send, t.number, t.backoff = send, n, backoff
 }
 
 // stamp sets phase i to at, or to now when at is zero, unless the attempt
@@ -189,9 +198,9 @@ func (t *AttemptTrace) stamp(i int, at time.Time, first bool) {
 	}
 	var d int64
 	if at.IsZero() {
-		d = int64(time.Since(t.send)) // one monotonic read, no wall clock
+		d = encode(time.Since(t.send)) // one monotonic read, no wall clock
 	} else {
-		d = t.offset(at)
+		d = encode(at.Sub(t.send))
 	}
 	if first {
 		t.stamps[i].CompareAndSwap(unset, d)
@@ -243,7 +252,7 @@ func (t *AttemptTrace) Finish(status int, code string) Attempt {
 		if d == unset {
 			return time.Time{}
 		}
-		return t.send.Add(time.Duration(d))
+		return t.send.Add(decode(d))
 	}
 	return Attempt{
 		Number: t.number, Backoff: t.backoff, Send: t.send,
