@@ -16,7 +16,7 @@ import (
 // own retries.
 //
 // Optional capabilities are separate one-method interfaces: Streamer,
-// Encoder and io.Closer.
+// Encoder, CredentialSource and io.Closer.
 type Adapter interface {
 	// Describe names the adapter's provider, service and actions.
 	Describe() Description
@@ -35,6 +35,20 @@ type Streamer interface {
 	// reads the body, and must release the connection when closed. As with
 	// Invoke, ctx must not start requests once the attempt ended.
 	Stream(ctx context.Context, call *Call) (ChunkStream, error)
+}
+
+// CredentialSource is implemented by adapters that know the credentials
+// their requests carry. When an attempt fails, the client redacts each of
+// them from the error, since a server may quote a credential back. For an
+// adapter without it, the client records instead the credential headers
+// (CredentialHeaders) the HTTP transport writes, through httptrace: the
+// same protection, at the cost of a few allocations per request.
+type CredentialSource interface {
+	// Credentials returns the secret values the adapter's requests may
+	// carry: keys, tokens, session tokens. It is called only after a failed
+	// attempt, and must neither block nor make a request. Values shorter
+	// than eight bytes are not redacted.
+	Credentials() []string
 }
 
 // Encoder is implemented by adapters that serve ActionGenerate: it writes

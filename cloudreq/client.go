@@ -19,7 +19,7 @@ import (
 // concurrent use; create one per process and reuse it.
 type Client struct {
 	opts       Options
-	adapters   map[adapterID]registered
+	adapters   map[adapterID]*registered
 	classifier *latency.Classifier
 }
 
@@ -34,7 +34,7 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 	}
 	c := &Client{
 		opts:       opts,
-		adapters:   map[adapterID]registered{},
+		adapters:   map[adapterID]*registered{},
 		classifier: latency.NewClassifier(opts.ScaleToZeroWindow, opts.ScaleToZeroWindow > 0),
 	}
 	for _, a := range opts.Adapters {
@@ -47,7 +47,8 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 			return nil, errcodes.Errorf(errcodes.InvalidParam, "cloudreq: two adapters for %s", adapterKey(d.Provider, d.Service))
 		}
 		_, streams := a.(Streamer)
-		c.adapters[k] = registered{ad: a, desc: d, streams: streams}
+		creds, _ := a.(CredentialSource)
+		c.adapters[k] = &registered{ad: a, desc: d, streams: streams, creds: creds}
 	}
 	return c, nil
 }
@@ -83,6 +84,7 @@ type registered struct {
 	ad      Adapter
 	desc    Description
 	streams bool
+	creds   CredentialSource // nil when the adapter is not one
 }
 
 // adapterID is the routing key of an adapter: a struct, so that routing a
@@ -116,6 +118,7 @@ type call struct {
 	c        *Client
 	req      *CloudRequest // the working copy hooks may rewrite
 	ad       Adapter
+	creds    CredentialSource // the adapter's, or nil
 	payload  Payload
 	tl       *latency.Timeline
 	bo       *fullJitter
@@ -211,11 +214,11 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 		ctx, cancel = context.WithTimeout(ctx, cl.o.Timeout)
 	}
 
-	ad, err := c.route(cl.req, stream)
+	r, err := c.route(cl.req, stream)
 	if err != nil {
 		return cl, ctx, cancel, err
 	}
-	cl.ad = ad
+	cl.ad, cl.creds = r.ad, r.creds
 	if err := validate(cl.req); err != nil {
 		return cl, ctx, cancel, err
 	}
@@ -229,7 +232,7 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 	}
 	cl.payload = cl.req.Payload
 	if cl.req.Action == ActionGenerate {
-		enc, ok := ad.(Encoder)
+		enc, ok := cl.ad.(Encoder)
 		if !ok {
 			return cl, ctx, cancel, errcodes.Errorf(errcodes.InvalidParam, "cloudreq: %s adapter cannot encode generate requests", adapterKey(cl.req.Provider, cl.req.Service))
 		}
@@ -243,7 +246,7 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 }
 
 // route finds the adapter for req, or explains what is supported.
-func (c *Client) route(req *CloudRequest, stream bool) (Adapter, *errcodes.Error) {
+func (c *Client) route(req *CloudRequest, stream bool) (*registered, *errcodes.Error) {
 	unsupported := func(what string) *errcodes.Error {
 		sup := c.Supported()
 		list := "none (no adapters registered)"
@@ -262,7 +265,7 @@ func (c *Client) route(req *CloudRequest, stream bool) (Adapter, *errcodes.Error
 	if stream && !r.streams {
 		return nil, unsupported(fmt.Sprintf("streaming for %s/%s", req.Provider, req.Service))
 	}
-	return r.ad, nil
+	return r, nil
 }
 
 // validate holds the checks every request must pass whatever the hooks.
@@ -355,10 +358,32 @@ func amend(e *errcodes.Error) *errcodes.Error {
 }
 
 // withTrace returns ctx timing the attempt's HTTP requests into tr, and
-// recording the credentials they send into sent.
-func withTrace(ctx context.Context, tr *latency.AttemptTrace, sent *sentSecrets) context.Context {
-	tr.SetHeaderObserver(sent)
+// recording the credentials they send into sent unless the adapter names
+// its credentials itself.
+func (cl *call) withTrace(ctx context.Context, tr *latency.AttemptTrace, sent *sentSecrets) context.Context {
+	if cl.creds == nil {
+		tr.SetHeaderObserver(sent)
+	}
 	return tr.Context(ctx)
+}
+
+// scrub redacts from an attempt's error the credentials it sent: those
+// the transport wrote (recorded in sent) or, for a CredentialSource, the
+// adapter's own and any in the request's credential headers.
+func (cl *call) scrub(sent *sentSecrets, e *errcodes.Error) *errcodes.Error {
+	if e == nil {
+		return nil
+	}
+	if cl.creds != nil {
+		var vals []string
+		if safely(func() error { vals = cl.creds.Credentials(); return nil }) == nil {
+			sent.add(vals)
+		}
+		for k, vs := range cl.req.Header {
+			sent.WroteHeaderField(k, vs)
+		}
+	}
+	return sent.scrub(e)
 }
 
 // errAttemptTimeout marks an attempt's own deadline, as opposed to the call's.
@@ -372,14 +397,14 @@ func (cl *call) attemptInvoke(ctx context.Context, n int) (*CloudResponse, *errc
 	}
 	defer cancel()
 	tr := cl.newTrace(n)
-	actx = withTrace(actx, tr, &cl.sent)
+	actx = cl.withTrace(actx, tr, &cl.sent)
 	callv := cl.newCall(n, tr)
 	var resp *CloudResponse
 	err := safely(func() (err error) { resp, err = cl.ad.Invoke(actx, callv); return err })
 	if err == nil && resp == nil {
 		err = errcodes.New(errcodes.Internal, "cloudreq: adapter returned neither response nor error")
 	}
-	e := cl.sent.scrub(cl.normalize(ctx, actx, err))
+	e := cl.scrub(&cl.sent, cl.normalize(ctx, actx, err))
 	e = cl.postDeserialize(ctx, resp, e)
 	cl.endAttempt(tr, resp, e)
 	if e != nil {

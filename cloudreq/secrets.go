@@ -76,6 +76,13 @@ func (s *sentSecrets) WroteHeaderField(key string, values []string) {
 	}
 }
 
+// add keeps credentials an adapter named (CredentialSource).
+func (s *sentSecrets) add(values []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.vals = append(s.vals, values...)
+}
+
 // secretParts returns a credential header's value and, for a value with an
 // auth scheme ("Bearer tok", "AWS4-HMAC-SHA256 Credential=…, Signature=…",
 // "EAS sig"), each parameter value after the scheme.

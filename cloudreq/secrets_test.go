@@ -94,3 +94,63 @@ func TestQuotedBearerTokensAreRedacted(t *testing.T) {
 	assert.NotContains(t, e.Error(), "ya29.sentinel-token-0123")
 	assert.Contains(t, e.Message, "Bearer [REDACTED]")
 }
+
+// namingAdapter sends its own credential in a header the client does not
+// know, and the request's headers, and names its credential
+// (CredentialSource) instead of having the transport's headers recorded.
+type namingAdapter struct {
+	echoAdapter
+	secret string
+	panics bool
+}
+
+func (a *namingAdapter) Credentials() []string {
+	if a.panics {
+		panic("credentials unavailable")
+	}
+	return []string{a.secret}
+}
+
+func (a *namingAdapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, http.NoBody)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = call.Request.Header.Clone()
+	req.Header.Set("X-Custom-Auth", a.secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return nil, errcodes.New(errcodes.Unauthenticated, string(b))
+}
+
+func TestCredentialSourceSecretsAreRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = fmt.Fprintf(w, "bad credentials: %s / %s", r.Header.Get("X-Custom-Auth"), r.Header.Get("Api-Key"))
+	}))
+	defer srv.Close()
+	defer http.DefaultClient.CloseIdleConnections()
+	const named, inRequest = "named-secret-0123456789", "request-key-0123456789"
+	r := req()
+	r.Header = http.Header{"Api-Key": {inRequest}}
+
+	a := &namingAdapter{echoAdapter: echoAdapter{url: srv.URL}, secret: named}
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}})
+	require.NoError(t, err)
+	_, err = c.Invoke(context.Background(), r)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "bad credentials: [REDACTED] / [REDACTED]")
+	assert.NotContains(t, err.Error(), named)
+	assert.NotContains(t, err.Error(), inRequest)
+
+	// A CredentialSource that panics costs the redaction of its own
+	// secrets only; the call still ends with the attempt's error.
+	a.panics = true
+	_, err = c.Invoke(context.Background(), r)
+	assert.Equal(t, errcodes.Unauthenticated, errcodes.Of(err))
+	assert.NotContains(t, err.Error(), inRequest)
+}

@@ -114,7 +114,7 @@ func (s *Stream) open(n int) *errcodes.Error {
 	}
 	tr := cl.newTrace(n)
 	sent := new(sentSecrets)
-	tctx := withTrace(actx, tr, sent)
+	tctx := cl.withTrace(actx, tr, sent)
 	callv := cl.newCall(n, tr)
 	var cs ChunkStream
 	err := safely(func() (err error) { cs, err = cl.ad.(Streamer).Stream(tctx, callv); return err })
@@ -127,7 +127,7 @@ func (s *Stream) open(n int) *errcodes.Error {
 	if err == nil && cs == nil {
 		err = errcodes.New(errcodes.Internal, "cloudreq: adapter returned neither stream nor error")
 	}
-	e := sent.scrub(cl.normalize(s.ctx, actx, err))
+	e := cl.scrub(sent, cl.normalize(s.ctx, actx, err))
 	var head *CloudResponse
 	if e == nil {
 		head = cs.Response()
@@ -272,7 +272,7 @@ func (s *Stream) streamError(err error) *errcodes.Error {
 		e = amend(e)
 		e.Retryable = false
 	}
-	return s.sent.scrub(withProvider(e, provider))
+	return s.cl.scrub(s.sent, withProvider(e, provider))
 }
 
 // endOpenAttemptLocked closes the open attempt after it failed with e.

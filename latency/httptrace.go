@@ -31,13 +31,14 @@ type HeaderObserver interface {
 //
 // Call Context at most once per AttemptTrace, and not after Finish.
 func (t *AttemptTrace) Context(ctx context.Context) context.Context {
+	headers := t.hdr != nil
 	if httptrace.ContextClientTrace(ctx) != nil {
-		s := newHookSet() // composing changes the hooks: never pooled
+		s := newHookSet(headers) // composing changes the hooks: never pooled
 		s.cur.Store(t)
 		t.hooks = s
 		return context.WithValue(httptrace.WithClientTrace(ctx, &s.ct), traceKey{}, t)
 	}
-	s := hookPool.Get().(*hookSet)
+	s := hookPools[btoi(headers)].Get().(*hookSet)
 	s.cur.Store(t)
 	t.hooks = s
 	t.tctx.Context, t.tctx.t = ctx, t
@@ -46,7 +47,8 @@ func (t *AttemptTrace) Context(ctx context.Context) context.Context {
 }
 
 // SetHeaderObserver has o see the header fields of t's HTTP requests. Call
-// it before Context.
+// it before Context. Without one, the transport is not asked to report
+// header fields, which saves it an allocation per field.
 func (t *AttemptTrace) SetHeaderObserver(o HeaderObserver) { t.hdr = o }
 
 // releaseHooks detaches t's hook set and pools it when no callback of t's
@@ -63,7 +65,7 @@ func (t *AttemptTrace) releaseHooks() {
 		return
 	}
 	s.events.Store(0)
-	hookPool.Put(s)
+	hookPools[btoi(s.ct.WroteHeaderField != nil)].Put(s)
 }
 
 // traceCtx is an attempt's context: its parent, with the hook set's
@@ -119,14 +121,27 @@ const (
 // count returns the number of events of kind ev in the word w.
 func count(w uint64, ev uint64) uint64 { return w / ev % (1 << 12) }
 
-var hookPool = sync.Pool{New: func() any {
-	s := newHookSet()
+// hookPools hold the pooled hook sets without (0) and with (1) a header
+// field hook.
+var hookPools = [2]sync.Pool{{New: func() any { return newPooledHookSet(false) }}, {New: func() any { return newPooledHookSet(true) }}}
+
+// newPooledHookSet returns a hook set with its context, ready for a pool.
+func newPooledHookSet(headers bool) *hookSet {
+	s := newHookSet(headers)
 	s.ctx = httptrace.WithClientTrace(context.Background(), &s.ct)
 	return s
-}}
+}
 
-// newHookSet returns a hook set attached to nothing.
-func newHookSet() *hookSet {
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// newHookSet returns a hook set attached to nothing, with a header field
+// hook if headers is set.
+func newHookSet(headers bool) *hookSet {
 	s := new(hookSet)
 	s.ct = httptrace.ClientTrace{
 		GetConn:      func(string) { s.events.Add(evGetConn) },
@@ -159,11 +174,6 @@ func newHookSet() *hookSet {
 				s.events.Add(evGotConn | evFresh)
 			}
 		},
-		WroteHeaderField: func(key string, values []string) {
-			if t := s.cur.Load(); t != nil && t.hdr != nil {
-				t.hdr.WroteHeaderField(key, values)
-			}
-		},
 		WroteRequest: func(httptrace.WroteRequestInfo) {
 			if t := s.cur.Load(); t != nil {
 				t.now(stWroteRequest, false)
@@ -176,6 +186,13 @@ func newHookSet() *hookSet {
 			}
 			s.events.Add(evFirstByte)
 		},
+	}
+	if headers {
+		s.ct.WroteHeaderField = func(key string, values []string) {
+			if t := s.cur.Load(); t != nil && t.hdr != nil {
+				t.hdr.WroteHeaderField(key, values)
+			}
+		}
 	}
 	return s
 }

@@ -94,6 +94,7 @@ func TestEventsAfterFinishAreIgnored(t *testing.T) {
 	ctx := tr.Context(context.Background())
 	ct := httptrace.ContextClientTrace(ctx)
 	require.NotNil(t, ct)
+	assert.Nil(t, ct.WroteHeaderField, "no header observer: the transport need not report header fields")
 	ct.GotConn(httptrace.GotConnInfo{Reused: true, WasIdle: true})
 	a := tr.Finish(200, "")
 	ct.ConnectStart("tcp", "127.0.0.1:1")
@@ -144,7 +145,7 @@ func TestHookSetQuiet(t *testing.T) {
 		{name: "many requests", getConn: 300, gotConn: 300, wrote: 300, firstByte: 300},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newHookSet()
+			s := newHookSet(true)
 			for ev, n := range map[uint64]uint64{evGetConn: tc.getConn, evGotConn: tc.gotConn, evWrote: tc.wrote,
 				evFirstByte: tc.firstByte, evDial: tc.dial} {
 				for range n {

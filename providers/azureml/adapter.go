@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -124,13 +125,15 @@ type Adapter struct {
 	client *http.Client
 	cred   bool                   // a credential is sent
 	lazy   *lazyDefaultCredential // the default credential, when used
+	tokens *tokenSource           // the token credential's wrapper, when used
 }
 
 var (
-	_ cloudreq.Adapter  = (*Adapter)(nil)
-	_ cloudreq.Streamer = (*Adapter)(nil)
-	_ cloudreq.Encoder  = (*Adapter)(nil)
-	_ io.Closer         = (*Adapter)(nil)
+	_ cloudreq.Adapter          = (*Adapter)(nil)
+	_ cloudreq.Streamer         = (*Adapter)(nil)
+	_ cloudreq.Encoder          = (*Adapter)(nil)
+	_ cloudreq.CredentialSource = (*Adapter)(nil)
+	_ io.Closer                 = (*Adapter)(nil)
 )
 
 // New returns an Adapter. It makes no network call (a default Azure
@@ -200,7 +203,8 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 			a.lazy = &lazyDefaultCredential{}
 			cred = a.lazy
 		}
-		perRetry = append(perRetry, runtime.NewBearerTokenPolicy(&tokenSource{cred: cred}, []string{opts.Scope},
+		a.tokens = &tokenSource{cred: cred}
+		perRetry = append(perRetry, runtime.NewBearerTokenPolicy(a.tokens, []string{opts.Scope},
 			&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: opts.AllowInsecureHTTP}))
 	}
 	co := opts.ClientOptions
@@ -450,8 +454,12 @@ func (b boundedErrors) Do(req *http.Request) (*http.Response, error) {
 }
 
 // tokenSource wraps a credential so that a failure to get a token is told
-// apart from a failure to reach the endpoint.
-type tokenSource struct{ cred azcore.TokenCredential }
+// apart from a failure to reach the endpoint, and remembers the last token
+// for Credentials.
+type tokenSource struct {
+	cred azcore.TokenCredential
+	last atomic.Pointer[string]
+}
 
 // GetToken implements azcore.TokenCredential.
 func (t *tokenSource) GetToken(ctx context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
@@ -459,7 +467,24 @@ func (t *tokenSource) GetToken(ctx context.Context, o policy.TokenRequestOptions
 	if err != nil {
 		return tok, &credentialError{err: err}
 	}
+	t.last.Store(&tok.Token)
 	return tok, nil
+}
+
+// Credentials implements cloudreq.CredentialSource: the endpoint key or
+// AML token, or the last Microsoft Entra token obtained.
+func (a *Adapter) Credentials() []string {
+	switch {
+	case a.opts.Key != "":
+		return []string{a.opts.Key}
+	case a.opts.Token != "":
+		return []string{a.opts.Token}
+	case a.tokens != nil:
+		if tok := a.tokens.last.Load(); tok != nil {
+			return []string{*tok}
+		}
+	}
+	return nil
 }
 
 // credentialError marks an error from the token credential.

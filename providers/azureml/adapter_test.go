@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,6 +169,24 @@ func TestTokenCredential(t *testing.T) {
 	assert.Equal(t, errcodes.Unauthenticated, e.Code)
 	assert.False(t, e.Retryable)
 	assert.Equal(t, n, s.n, "nothing was sent")
+}
+
+// TestEchoedTokenIsRedacted: the adapter names its credentials
+// (cloudreq.CredentialSource), so an Entra token the server quotes back is
+// redacted though the client records no headers for it.
+func TestEchoedTokenIsRedacted(t *testing.T) {
+	const tok = "entra-token-0123456789"
+	echo := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = fmt.Fprintf(w, `{"error":{"code":"Unauthorized","message":"bad token %s"}}`, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	}
+	a, _ := server(t, echo, func(o *Options) { o.Key, o.Credential = "", &fakeCred{tok: tok} })
+	_, err := client(t, a).Invoke(ctx(t), generateReq())
+	require.Error(t, err)
+	assert.NotContains(t, fmt.Sprintf("%+v", err), tok)
+	assert.Contains(t, err.Error(), "[REDACTED]")
+	assert.Equal(t, []string{tok}, a.Credentials())
 }
 
 func TestAMLToken(t *testing.T) {

@@ -72,10 +72,19 @@ type Adapter struct {
 }
 
 var (
-	_ cloudreq.Adapter  = (*Adapter)(nil)
-	_ cloudreq.Streamer = (*Adapter)(nil)
-	_ cloudreq.Encoder  = (*Adapter)(nil)
+	_ cloudreq.Adapter          = (*Adapter)(nil)
+	_ cloudreq.Streamer         = (*Adapter)(nil)
+	_ cloudreq.Encoder          = (*Adapter)(nil)
+	_ cloudreq.CredentialSource = (*Adapter)(nil)
 )
+
+// Credentials implements cloudreq.CredentialSource: the API key.
+func (a *Adapter) Credentials() []string {
+	if a.opts.APIKey == "" {
+		return nil
+	}
+	return []string{a.opts.APIKey}
+}
 
 // New returns an Adapter. It refuses a BaseURL that is not an absolute
 // http(s) URL, and an API key over plain http unless AllowInsecureHTTP.
