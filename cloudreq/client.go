@@ -174,9 +174,10 @@ func (cl *call) initTimeline(intended time.Time) {
 	if intended.IsZero() {
 		intended = now
 	}
-	cl.timeline = latency.Timeline{IntendedSend: intended, Start: now,
-		Attempts: cl.attempt1[:0:1], Chunks: cl.chunk1[:0:1]}
-	cl.tl = &cl.timeline
+	tl := &cl.timeline // a fresh call's: zero, so only these fields are set
+	tl.IntendedSend, tl.Start = intended, now
+	tl.Attempts, tl.Chunks = cl.attempt1[:0:1], cl.chunk1[:0:1]
+	cl.tl = tl
 }
 
 // prepare resolves options, starts observers, validates, runs the
@@ -489,10 +490,11 @@ func (cl *call) endAttempt(tr *latency.AttemptTrace, resp *CloudResponse, e *err
 			cl.notReady = true
 		}
 	}
-	a := tr.Finish(status, code)
-	cl.tl.Attempts = append(cl.tl.Attempts, a)
+	cl.tl.Attempts = append(cl.tl.Attempts, latency.Attempt{})
+	a := &cl.tl.Attempts[len(cl.tl.Attempts)-1]
+	tr.FinishInto(a, status, code)
 	for _, o := range cl.obs {
-		o.EndAttempt(a, e)
+		o.EndAttempt(*a, e)
 	}
 }
 

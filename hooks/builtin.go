@@ -64,11 +64,22 @@ var DefaultRequired = map[string][]Field{
 }
 
 // RequiredFields returns a PreValidator that refuses a request missing any
-// field the table lists for its provider/service/action.
+// field the table lists for its provider/service/action. The table is read
+// once, here: later changes to it do not reach the returned hook.
 func RequiredFields(table map[string][]Field) PreValidator {
+	// The table is keyed by a struct here, so that looking a request up
+	// builds no string: this runs on every call. A key that is not three
+	// names never matches a request, as before.
+	type key struct{ provider, service, action string }
+	byKey := make(map[key][]Field, len(table))
+	for k, fields := range table {
+		if p := strings.SplitN(k, "/", 3); len(p) == 3 {
+			byKey[key{p[0], p[1], p[2]}] = slices.Clone(fields)
+		}
+	}
 	return PreValidateFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
 		var missing []string
-		for _, f := range table[r.Provider+"/"+r.Service+"/"+r.Action] {
+		for _, f := range byKey[key{r.Provider, r.Service, r.Action}] {
 			if !present(r, f) {
 				missing = append(missing, string(f))
 			}

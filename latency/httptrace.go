@@ -61,7 +61,7 @@ func (t *AttemptTrace) releaseHooks() {
 	}
 	t.hooks = nil
 	s.cur.Store(nil)
-	if s.ctx == nil || !s.quiet() {
+	if s.ctx == nil || !s.quiet(t) {
 		return
 	}
 	s.events.Store(0)
@@ -106,16 +106,15 @@ type hookSet struct {
 	events atomic.Uint64
 }
 
-// The event kinds a hookSet counts: each is a 12-bit field of hookSet.events
+// The event kinds a hookSet counts (that the request was written and
+// answered shows in the attempt's stamps, which those hooks set last): each is a 12-bit field of hookSet.events
 // (an attempt that made 4096 requests would wrap one; it is not quiet long
 // before).
 const (
-	evGetConn   = 1 << (12 * iota) // the transport looked for a connection
-	evGotConn                      // it had one
-	evWrote                        // it wrote the request
-	evFirstByte                    // the response began
-	evDial                         // a dial reported
-	evFresh                        // a connection that was not idle in the pool
+	evGetConn = 1 << (12 * iota) // the transport looked for a connection
+	evGotConn                    // it had one
+	evDial                       // a dial reported
+	evFresh                      // a connection that was not idle in the pool
 )
 
 // count returns the number of events of kind ev in the word w.
@@ -175,16 +174,15 @@ func newHookSet(headers bool) *hookSet {
 			}
 		},
 		WroteRequest: func(httptrace.WroteRequestInfo) {
+			// The stamp is this hook's last use of the set: quiet reads it.
 			if t := s.cur.Load(); t != nil {
 				t.now(stWroteRequest, false)
 			}
-			s.events.Add(evWrote)
 		},
 		GotFirstResponseByte: func() {
 			if t := s.cur.Load(); t != nil {
 				t.now(stFirstByte, true)
 			}
-			s.events.Add(evFirstByte)
 		},
 	}
 	if headers {
@@ -207,14 +205,14 @@ func (s *hookSet) dialEvent(i int) {
 	s.events.Add(evDial)
 }
 
-// quiet reports whether net/http will call none of the set's hooks for the
-// attached attempt any more: the attempt made no request, or made one, on
-// an idle pooled connection, that was written and answered.
-func (s *hookSet) quiet() bool {
+// quiet reports whether net/http will call none of the set's hooks for
+// the attempt t any more: t made no request, or made one, on an idle pooled
+// connection, that was written and answered.
+func (s *hookSet) quiet(t *AttemptTrace) bool {
 	w := s.events.Load()
 	if w == 0 {
 		return true
 	}
-	return count(w, evGetConn) <= 1 && count(w, evGotConn) == 1 && count(w, evWrote) == 1 &&
-		count(w, evFirstByte) == 1 && count(w, evDial) == 0 && count(w, evFresh) == 0
+	return count(w, evGetConn) <= 1 && count(w, evGotConn) == 1 && count(w, evDial) == 0 && count(w, evFresh) == 0 &&
+		t.stamps[stWroteRequest].Load() != unset && t.stamps[stFirstByte].Load() != unset
 }

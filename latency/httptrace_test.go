@@ -64,7 +64,7 @@ func TestContextTimesHTTPRequests(t *testing.T) {
 		assert.Nil(t, hooks.cur.Load())
 
 		assert.Equal(t, i != 1, a.ConnReused, "attempt %d", i)
-		assert.Equal(t, i != 1, hooks.ctx != nil && hooks.quiet(), "attempt %d: hooks reusable", i)
+		assert.Equal(t, i != 1, hooks.ctx != nil && hooks.quiet(tr), "attempt %d: hooks reusable", i)
 		if i == 1 {
 			assert.False(t, a.ConnectStart.IsZero())
 			assert.False(t, a.ConnectDone.Before(a.ConnectStart))
@@ -122,32 +122,32 @@ func TestDialAfterGotConnIsNotTheAttempts(t *testing.T) {
 	a := tr.Finish(200, "")
 	assert.True(t, a.ConnectStart.IsZero())
 	assert.True(t, a.ConnectDone.IsZero())
-	assert.False(t, s.quiet(), "a dial reported: the hooks may be called again")
+	assert.False(t, s.quiet(tr), "a dial reported: the hooks may be called again")
 }
 
 func TestHookSetQuiet(t *testing.T) {
 	for _, tc := range []struct {
-		name                                     string
-		getConn, gotConn, wrote, firstByte, dial uint64
-		fresh                                    bool
-		want                                     bool
+		name                    string
+		getConn, gotConn, dial  uint64
+		wrote, firstByte, fresh bool
+		want                    bool
 	}{
 		{name: "no request", want: true},
-		{name: "one request on an idle connection", getConn: 1, gotConn: 1, wrote: 1, firstByte: 1, want: true},
-		{name: "HTTP/2 request (no GetConn)", gotConn: 1, wrote: 1, firstByte: 1, want: true},
-		{name: "dialed connection", getConn: 1, gotConn: 1, wrote: 1, firstByte: 1, fresh: true},
-		{name: "dial reported", getConn: 1, gotConn: 1, wrote: 1, firstByte: 1, dial: 1},
-		{name: "write still running", getConn: 1, gotConn: 1, firstByte: 1},
-		{name: "no answer", getConn: 1, gotConn: 1, wrote: 1},
+		{name: "one request on an idle connection", getConn: 1, gotConn: 1, wrote: true, firstByte: true, want: true},
+		{name: "HTTP/2 request (no GetConn)", gotConn: 1, wrote: true, firstByte: true, want: true},
+		{name: "dialed connection", getConn: 1, gotConn: 1, wrote: true, firstByte: true, fresh: true},
+		{name: "dial reported", getConn: 1, gotConn: 1, wrote: true, firstByte: true, dial: 1},
+		{name: "write still running", getConn: 1, gotConn: 1, firstByte: true},
+		{name: "no answer", getConn: 1, gotConn: 1, wrote: true},
 		{name: "waiting for a connection", getConn: 1},
-		{name: "two requests", getConn: 2, gotConn: 2, wrote: 2, firstByte: 2},
-		{name: "transport retry", getConn: 2, gotConn: 1, wrote: 1, firstByte: 1},
-		{name: "many requests", getConn: 300, gotConn: 300, wrote: 300, firstByte: 300},
+		{name: "two requests", getConn: 2, gotConn: 2, wrote: true, firstByte: true},
+		{name: "transport retry", getConn: 2, gotConn: 1, wrote: true, firstByte: true},
+		{name: "many requests", getConn: 300, gotConn: 300, wrote: true, firstByte: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newHookSet(true)
-			for ev, n := range map[uint64]uint64{evGetConn: tc.getConn, evGotConn: tc.gotConn, evWrote: tc.wrote,
-				evFirstByte: tc.firstByte, evDial: tc.dial} {
+			tr := NewAttemptTrace(1, 0)
+			for ev, n := range map[uint64]uint64{evGetConn: tc.getConn, evGotConn: tc.gotConn, evDial: tc.dial} {
 				for range n {
 					s.events.Add(ev)
 				}
@@ -155,7 +155,13 @@ func TestHookSetQuiet(t *testing.T) {
 			if tc.fresh {
 				s.events.Add(evFresh)
 			}
-			assert.Equal(t, tc.want, s.quiet())
+			if tc.wrote {
+				tr.WroteRequest(time.Now())
+			}
+			if tc.firstByte {
+				tr.FirstByte(time.Now())
+			}
+			assert.Equal(t, tc.want, s.quiet(tr))
 		})
 	}
 }

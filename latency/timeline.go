@@ -243,6 +243,14 @@ func (t *AttemptTrace) FirstByte(at time.Time) { t.stamp(stFirstByte, at, true) 
 // response read or abandoned): later events are ignored, and later calls
 // return the same Attempt.
 func (t *AttemptTrace) Finish(status int, code string) Attempt {
+	var a Attempt
+	t.FinishInto(&a, status, code)
+	return a
+}
+
+// FinishInto is Finish writing the Attempt to *dst (a timeline's own slot,
+// say), which saves copying it.
+func (t *AttemptTrace) FinishInto(dst *Attempt, status int, code string) {
 	if t.done.CompareAndSwap(false, true) {
 		t.end, t.status, t.code = time.Since(t.send), status, code
 		t.releaseHooks()
@@ -254,7 +262,7 @@ func (t *AttemptTrace) Finish(status int, code string) Attempt {
 		}
 		return t.send.Add(decode(d))
 	}
-	return Attempt{
+	*dst = Attempt{
 		Number: t.number, Backoff: t.backoff, Send: t.send,
 		DNSStart: at(stDNSStart), DNSDone: at(stDNSDone),
 		ConnectStart: at(stConnectStart), ConnectDone: at(stConnectDone),
