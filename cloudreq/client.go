@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -21,6 +22,33 @@ type Client struct {
 	opts       Options
 	adapters   map[adapterID]*registered
 	classifier *latency.Classifier
+	// routes lists the adapters for routing: a client has a handful, which
+	// a scan finds sooner than a map lookup hashes two strings.
+	routes []*registered
+	// lastKey is the endpoint key of the latest call, kept so that calls
+	// to one endpoint, the usual case, build no string.
+	lastKey atomic.Pointer[endpointKey]
+}
+
+// endpointKey is a request's EndpointKey with the fields it was built from.
+type endpointKey struct {
+	provider, service        string
+	endpoint, variant, model string
+	key                      string
+}
+
+// endpointKey returns r.EndpointKey(), reusing the latest call's string
+// when r goes to the same endpoint.
+func (c *Client) endpointKey(r *CloudRequest) string {
+	t := &r.Target
+	if k := c.lastKey.Load(); k != nil && k.endpoint == t.Endpoint && k.model == t.Model && k.variant == t.Variant &&
+		k.provider == r.Provider && k.service == r.Service {
+		return k.key
+	}
+	k := &endpointKey{provider: r.Provider, service: r.Service, endpoint: t.Endpoint, variant: t.Variant, model: t.Model,
+		key: r.EndpointKey()}
+	c.lastKey.Store(k)
+	return k.key
 }
 
 // New returns a Client. Option functions are applied to a copy of opts.
@@ -48,7 +76,9 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 		}
 		_, streams := a.(Streamer)
 		creds, _ := a.(CredentialSource)
-		c.adapters[k] = &registered{ad: a, desc: d, streams: streams, creds: creds}
+		r := &registered{id: k, ad: a, desc: d, streams: streams, creds: creds}
+		c.adapters[k] = r
+		c.routes = append(c.routes, r)
 	}
 	return c, nil
 }
@@ -81,6 +111,7 @@ func (c *Client) Supported() []string {
 
 // registered is an adapter with its description, read once at New.
 type registered struct {
+	id      adapterID
 	ad      Adapter
 	desc    Description
 	streams bool
@@ -256,8 +287,14 @@ func (c *Client) route(req *CloudRequest, stream bool) (*registered, *errcodes.E
 		}
 		return errcodes.Errorf(errcodes.InvalidParam, "cloudreq: unsupported %s; supported: %s", what, list)
 	}
-	r, ok := c.adapters[adapterID{req.Provider, req.Service}]
-	if !ok {
+	var r *registered
+	for _, x := range c.routes {
+		if x.id.provider == req.Provider && x.id.service == req.Service {
+			r = x
+			break
+		}
+	}
+	if r == nil {
 		return nil, unsupported(fmt.Sprintf("provider/service %q/%q", req.Provider, req.Service))
 	}
 	if !slices.Contains(r.desc.Actions, req.Action) {
@@ -574,7 +611,7 @@ func (cl *call) succeed(resp *CloudResponse) *CloudResponse {
 	}
 	resp.Timing = tl
 	resp.Errors = append(cl.errs, resp.Errors...)
-	ev := latency.Evidence{Endpoint: cl.req.EndpointKey(), NotReadyThenReady: cl.notReady, Timeline: tl}
+	ev := latency.Evidence{Endpoint: cl.c.endpointKey(cl.req), NotReadyThenReady: cl.notReady, Timeline: tl}
 	if ss := resp.ServerStart; ss != nil {
 		cold := ss.Cold
 		ev.ServerCold, ev.ServerSetup = &cold, ss.Setup

@@ -83,6 +83,10 @@ type Classifier struct {
 
 	mu        sync.Mutex
 	endpoints map[string]*endpointState
+	// last is the endpoint of the latest call and its state: calls to one
+	// endpoint, the usual case, skip hashing the key. mu guards both.
+	last   string
+	lastES *endpointState
 }
 
 // endpointState is what a Classifier remembers about one endpoint.
@@ -200,10 +204,14 @@ func (c *Classifier) Classify(ev Evidence) Start {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	es := c.endpoints[ev.Endpoint]
-	if es == nil {
-		es = &endpointState{}
-		c.endpoints[ev.Endpoint] = es
+	es := c.lastES
+	if es == nil || c.last != ev.Endpoint {
+		es = c.endpoints[ev.Endpoint]
+		if es == nil {
+			es = &endpointState{}
+			c.endpoints[ev.Endpoint] = es
+		}
+		c.last, c.lastES = ev.Endpoint, es
 	}
 	prev, seen, known := es.lastEndBefore(firstSend)
 	es.record(end)
