@@ -197,3 +197,20 @@ func TestLastEndBeforeMatchesFullScan(t *testing.T) {
 		all = append(all, end)
 	}
 }
+
+// TestClassifierKeepsEndpointsApart: calls that alternate between endpoints
+// each see their own endpoint's history, the latest endpoint's state being
+// kept at hand or not.
+func TestClassifierKeepsEndpointsApart(t *testing.T) {
+	c := NewClassifier(time.Second, true)
+	classify := func(ep string, sendMs float64) Start {
+		return c.Classify(Evidence{Endpoint: ep, Timeline: call(sendMs, 5, 10, true)})
+	}
+	assert.Equal(t, ReasonFirstRequest, classify("a", 0).Reason)
+	assert.Equal(t, ReasonFirstRequest, classify("b", 100).Reason)
+	assert.Equal(t, ReasonNoEvidence, classify("a", 200).Reason)
+	assert.Equal(t, ReasonNoEvidence, classify("a", 300).Reason)
+	assert.Equal(t, ReasonIdleGap, classify("b", 1500).Reason, "b idle since 110 ms")
+	assert.Equal(t, ReasonFirstRequest, classify("c", 1600).Reason)
+	assert.Equal(t, ReasonIdleGap, classify("a", 2000).Reason, "a idle since 310 ms")
+}
