@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -70,16 +71,31 @@ func RequiredFields(table map[string][]Field) PreValidator {
 	// The table is keyed by a struct here, so that looking a request up
 	// builds no string: this runs on every call. A key that is not three
 	// names never matches a request, as before.
+	// The latest lookup is kept too: calls repeat one kind of request, and
+	// comparing three names costs less than hashing them.
 	type key struct{ provider, service, action string }
+	type hit struct {
+		k      key
+		fields []Field
+	}
 	byKey := make(map[key][]Field, len(table))
 	for k, fields := range table {
 		if p := strings.SplitN(k, "/", 3); len(p) == 3 {
 			byKey[key{p[0], p[1], p[2]}] = slices.Clone(fields)
 		}
 	}
+	var last atomic.Pointer[hit]
+	lookup := func(k key) []Field {
+		if h := last.Load(); h != nil && h.k == k {
+			return h.fields
+		}
+		h := &hit{k, byKey[k]}
+		last.Store(h)
+		return h.fields
+	}
 	return PreValidateFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
 		var missing []string
-		for _, f := range byKey[key{r.Provider, r.Service, r.Action}] {
+		for _, f := range lookup(key{r.Provider, r.Service, r.Action}) {
 			if !present(r, f) {
 				missing = append(missing, string(f))
 			}

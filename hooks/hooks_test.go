@@ -168,6 +168,11 @@ func TestRequiredFields(t *testing.T) {
 	gen := &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "generate",
 		Target: cloudreq.Target{Model: "m"}}
 	assert.ErrorContains(t, v.PreValidate(context.Background(), gen), "Generate.Messages")
+	// Back to the first kind of request: its own fields again.
+	assert.ErrorContains(t, v.PreValidate(context.Background(), &cloudreq.CloudRequest{Provider: "aws", Service: "sagemaker", Action: "invoke"}),
+		"Target.Endpoint, Payload.Body")
+	// An unknown kind needs nothing.
+	assert.NoError(t, v.PreValidate(context.Background(), &cloudreq.CloudRequest{Provider: "x", Service: "y", Action: "invoke"}))
 }
 
 func TestPayloadLimit(t *testing.T) {
