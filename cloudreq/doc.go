@@ -32,6 +32,11 @@
 // only until its first chunk reached the caller. Cancellation during a
 // backoff returns at once with ERR_CANCELED.
 //
+// A credential a server quotes back in an error is redacted from it. An
+// adapter that knows its credentials says so (CredentialSource); for any
+// other, the client records the credential headers the HTTP transport
+// writes, which costs each request a few allocations.
+//
 // Options follow the aws-sdk-go-v2 shape: New(Options, ...func(*Options)),
 // and per-call ...func(*Options) applied to a copy.
 package cloudreq

@@ -52,12 +52,13 @@ const minSecret = 8
 // redacted replaces a credential in an error.
 const redacted = "[REDACTED]"
 
-// sentSecrets collects the credentials one attempt sent, as the transport
-// wrote them (httptrace's WroteHeaderField), so that a server quoting them
-// back in an error — a message, a request id, an in-stream error event —
-// cannot carry them into the error, and so into logs: adapters set
-// credentials at the transport, where the client does not see them
-// otherwise. Safe for concurrent use.
+// sentSecrets collects the credentials one attempt sent, so that a server
+// quoting them back in an error — a message, a request id, an in-stream
+// error event — cannot carry them into the error, and so into logs. They
+// come from the adapter when it is a CredentialSource, else from the
+// credential headers as the transport wrote them (httptrace's
+// WroteHeaderField): adapters set credentials at the transport, where the
+// client does not see them otherwise. Safe for concurrent use.
 type sentSecrets struct {
 	mu   sync.Mutex
 	vals []string
