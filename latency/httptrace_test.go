@@ -8,6 +8,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,4 +192,96 @@ func TestContextComposesWithACallersTrace(t *testing.T) {
 	assert.Equal(t, 1, theirs)
 	assert.False(t, a.FirstByte.IsZero())
 	assert.False(t, a.GotConn.IsZero())
+}
+
+// TestContextUnderConnectionChurn times concurrent requests while the
+// server closes some connections and the pool keeps few, so that requests
+// dial, wait for connections handed over by others and reuse idle ones,
+// with hook sets going back to the pool and out again all along. Every
+// attempt's stamps must be its own: within its send and end, in order, and
+// no connection setup on a reused connection.
+func TestContextUnderConnectionChurn(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if n.Add(1)%5 == 0 {
+			w.Header().Set("Connection", "close")
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2
+	hc := &http.Client{Transport: tr}
+	defer tr.CloseIdleConnections()
+
+	const workers, each = 8, 100
+	var dialed, reused, pooled atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan string, workers*each)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				at := NewAttemptTrace(1, 0)
+				req, _ := http.NewRequestWithContext(at.Context(context.Background()), http.MethodPost, srv.URL, strings.NewReader("{}"))
+				res, err := hc.Do(req)
+				if err != nil {
+					errs <- err.Error()
+					at.Finish(0, "ERR")
+					continue
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				_ = res.Body.Close()
+				if s := at.hooks; s.quiet(at) {
+					pooled.Add(1)
+				}
+				a := at.Finish(200, "")
+				if msg := checkAttempt(a); msg != "" {
+					errs <- msg
+				}
+				if a.ConnReused {
+					reused.Add(1)
+				} else {
+					dialed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var all []string
+	for e := range errs {
+		all = append(all, e)
+	}
+	assert.Empty(t, all)
+	// The churn was real: connections were dialed and reused, and hook
+	// sets went back to the pool.
+	t.Logf("dialed %d, reused %d, hook sets pooled %d", dialed.Load(), reused.Load(), pooled.Load())
+	assert.Positive(t, dialed.Load())
+	assert.Positive(t, reused.Load())
+	assert.Positive(t, pooled.Load())
+}
+
+// checkAttempt returns what is wrong with a successful attempt's stamps.
+func checkAttempt(a Attempt) string {
+	stamps := map[string]time.Time{"dns start": a.DNSStart, "dns done": a.DNSDone, "connect start": a.ConnectStart,
+		"connect done": a.ConnectDone, "got conn": a.GotConn, "wrote": a.WroteRequest, "first byte": a.FirstByte}
+	for name, at := range stamps {
+		if !at.IsZero() && (at.Before(a.Send) || at.After(a.End)) {
+			return name + " outside the attempt"
+		}
+	}
+	switch {
+	case a.GotConn.IsZero() || a.WroteRequest.IsZero() || a.FirstByte.IsZero():
+		return "a phase is missing"
+	case a.WroteRequest.Before(a.GotConn) || a.FirstByte.Before(a.WroteRequest):
+		return "phases out of order"
+	case a.ConnReused && !a.ConnectStart.IsZero():
+		return "connection setup on a reused connection"
+	case !a.ConnectStart.IsZero() && (a.ConnectDone.IsZero() || a.GotConn.Before(a.ConnectDone)):
+		return "connection setup after the connection was had"
+	}
+	return ""
 }

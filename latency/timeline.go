@@ -262,13 +262,21 @@ func (t *AttemptTrace) FinishInto(dst *Attempt, status int, code string) {
 		}
 		return t.send.Add(decode(d))
 	}
+	reused := t.reused.Load()
 	*dst = Attempt{
 		Number: t.number, Backoff: t.backoff, Send: t.send,
 		DNSStart: at(stDNSStart), DNSDone: at(stDNSDone),
 		ConnectStart: at(stConnectStart), ConnectDone: at(stConnectDone),
 		TLSStart: at(stTLSStart), TLSDone: at(stTLSDone),
 		GotConn: at(stGotConn), WroteRequest: at(stWroteRequest), FirstByte: at(stFirstByte),
-		End: t.send.Add(t.end), ConnReused: t.reused.Load(), Status: t.status, Code: t.code,
+		End: t.send.Add(t.end), ConnReused: reused, Status: t.status, Code: t.code,
+	}
+	if reused {
+		// A dial this attempt started before a pooled connection came
+		// free (net/http dials and waits for an idle connection at once)
+		// set up another connection, not the one it used.
+		dst.DNSStart, dst.DNSDone, dst.ConnectStart, dst.ConnectDone, dst.TLSStart, dst.TLSDone =
+			time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	}
 }
 
