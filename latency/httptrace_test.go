@@ -285,3 +285,41 @@ func checkAttempt(a Attempt) string {
 	}
 	return ""
 }
+
+// TestContextOverHTTP2: the HTTP/2 transport reports its own events (no
+// GetConn); attempts on one multiplexed connection are timed and their
+// hook sets pooled.
+func TestContextOverHTTP2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	hc := srv.Client()
+	defer hc.CloseIdleConnections()
+	pooled := 0
+	for i := 1; i <= 10; i++ {
+		at := NewAttemptTrace(i, 0)
+		req, err := http.NewRequestWithContext(at.Context(context.Background()), http.MethodPost, srv.URL, strings.NewReader("{}"))
+		require.NoError(t, err)
+		res, err := hc.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		require.NoError(t, res.Body.Close())
+		require.Equal(t, "HTTP/2.0", string(body))
+		if at.hooks.quiet(at) {
+			pooled++
+		}
+		a := at.Finish(200, "")
+		assert.Empty(t, checkAttempt(a), "attempt %d", i)
+		if i == 1 {
+			assert.False(t, a.TLSStart.IsZero(), "the first attempt shakes hands")
+			assert.False(t, a.TLSDone.Before(a.TLSStart))
+		} else {
+			assert.True(t, a.ConnReused, "attempt %d", i)
+		}
+	}
+	assert.Equal(t, 9, pooled, "every attempt on the established connection")
+}
