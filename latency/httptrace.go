@@ -106,10 +106,10 @@ type hookSet struct {
 	events atomic.Uint64
 }
 
-// The event kinds a hookSet counts (that the request was written and
-// answered shows in the attempt's stamps, which those hooks set last): each is a 12-bit field of hookSet.events
-// (an attempt that made 4096 requests would wrap one; it is not quiet long
-// before).
+// The event kinds a hookSet counts, each in a 12-bit field of
+// hookSet.events (an attempt that made 4096 requests would wrap one; it is
+// not quiet long before). That the request was written and answered shows
+// in the attempt's stamps instead, which those hooks set last.
 const (
 	evGetConn = 1 << (12 * iota) // the transport looked for a connection
 	evGotConn                    // it had one

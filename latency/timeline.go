@@ -116,8 +116,9 @@ func (t *Timeline) AddChunk(at time.Time, tokens int, content bool) {
 // ignored.
 //
 // Events run on the request's critical path (the transport calls its hooks
-// before it writes, flushes or parses), so each is one monotonic clock read
-// and one atomic store: no lock, no wall-clock read, no allocation.
+// before it writes, flushes or parses), so each costs a monotonic clock
+// read and an atomic store or two: no lock, no wall-clock read, no
+// allocation.
 //
 // Its zero value is ready for Start, so that a caller can keep one inside a
 // larger per-call struct instead of allocating it; NewAttemptTrace allocates
