@@ -20,11 +20,10 @@ import (
 // concurrent use; create one per process and reuse it.
 type Client struct {
 	opts       Options
-	adapters   map[adapterID]*registered
 	classifier *latency.Classifier
-	// routes lists the adapters for routing: a client has a handful, which
-	// a scan finds sooner than a map lookup hashes two strings.
-	routes []*registered
+	// adapters lists the registered adapters. Routing scans it: a client
+	// has a handful, which a scan finds sooner than a map hashes two names.
+	adapters []*registered
 	// lastKey is the endpoint key of the latest call, kept so that calls
 	// to one endpoint, the usual case, build no string.
 	lastKey atomic.Pointer[endpointKey]
@@ -62,7 +61,6 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 	}
 	c := &Client{
 		opts:       opts,
-		adapters:   map[adapterID]*registered{},
 		classifier: latency.NewClassifier(opts.ScaleToZeroWindow, opts.ScaleToZeroWindow > 0),
 	}
 	for _, a := range opts.Adapters {
@@ -71,14 +69,12 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 		}
 		d := a.Describe()
 		k := adapterID{d.Provider, d.Service}
-		if _, dup := c.adapters[k]; dup {
+		if c.find(d.Provider, d.Service) != nil {
 			return nil, errcodes.Errorf(errcodes.InvalidParam, "cloudreq: two adapters for %s", adapterKey(d.Provider, d.Service))
 		}
 		_, streams := a.(Streamer)
 		creds, _ := a.(CredentialSource)
-		r := &registered{id: k, ad: a, desc: d, streams: streams, creds: creds}
-		c.adapters[k] = r
-		c.routes = append(c.routes, r)
+		c.adapters = append(c.adapters, &registered{id: k, ad: a, desc: d, streams: streams, creds: creds})
 	}
 	return c, nil
 }
@@ -98,8 +94,8 @@ func (c *Client) Close() error {
 // serves, as "provider/service: action, action (stream)" lines.
 func (c *Client) Supported() []string {
 	var out []string
-	for k, r := range c.adapters {
-		s := adapterKey(k.provider, k.service) + ": " + strings.Join(r.desc.Actions, ", ")
+	for _, r := range c.adapters {
+		s := adapterKey(r.id.provider, r.id.service) + ": " + strings.Join(r.desc.Actions, ", ")
 		if r.streams {
 			s += " (stream)"
 		}
@@ -118,8 +114,7 @@ type registered struct {
 	creds   CredentialSource // nil when the adapter is not one
 }
 
-// adapterID is the routing key of an adapter: a struct, so that routing a
-// call builds no string.
+// adapterID is the routing key of an adapter.
 type adapterID struct{ provider, service string }
 
 func adapterKey(provider, service string) string { return provider + "/" + service }
@@ -287,13 +282,7 @@ func (c *Client) route(req *CloudRequest, stream bool) (*registered, *errcodes.E
 		}
 		return errcodes.Errorf(errcodes.InvalidParam, "cloudreq: unsupported %s; supported: %s", what, list)
 	}
-	var r *registered
-	for _, x := range c.routes {
-		if x.id.provider == req.Provider && x.id.service == req.Service {
-			r = x
-			break
-		}
-	}
+	r := c.find(req.Provider, req.Service)
 	if r == nil {
 		return nil, unsupported(fmt.Sprintf("provider/service %q/%q", req.Provider, req.Service))
 	}
@@ -304,6 +293,16 @@ func (c *Client) route(req *CloudRequest, stream bool) (*registered, *errcodes.E
 		return nil, unsupported(fmt.Sprintf("streaming for %s/%s", req.Provider, req.Service))
 	}
 	return r, nil
+}
+
+// find returns the adapter registered for provider and service, or nil.
+func (c *Client) find(provider, service string) *registered {
+	for _, r := range c.adapters {
+		if r.id.provider == provider && r.id.service == service {
+			return r
+		}
+	}
+	return nil
 }
 
 // validate holds the checks every request must pass whatever the hooks.
