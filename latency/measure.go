@@ -364,9 +364,17 @@ func attemptPhases(a *Attempt, prevEnd time.Time) Phases {
 	p.DNS = span(a.DNSStart, a.DNSDone)
 	p.Connect = span(a.ConnectStart, a.ConnectDone)
 	p.TLS = span(a.TLSStart, a.TLSDone)
-	if !a.WroteRequest.IsZero() {
-		p.Write = max(a.WroteRequest.Sub(a.Send)-p.DNS-p.Connect-p.TLS, 0)
-		p.ServerWait = span(a.WroteRequest, a.FirstByte)
+	if wrote := a.WroteRequest; !wrote.IsZero() {
+		if !a.FirstByte.IsZero() && a.FirstByte.Before(wrote) {
+			// The response began before the transport reported the
+			// request written: HTTP/2 reports it from its writer goroutine,
+			// which may run after the answer came, and a server may answer
+			// before reading the whole request. The write then counts up to
+			// the first byte, and there was no wait.
+			wrote = a.FirstByte
+		}
+		p.Write = max(wrote.Sub(a.Send)-p.DNS-p.Connect-p.TLS, 0)
+		p.ServerWait = span(wrote, a.FirstByte)
 	}
 	return p
 }

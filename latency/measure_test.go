@@ -126,6 +126,18 @@ func TestMeasureGolden(t *testing.T) {
 			},
 		},
 		{
+			name: "request reported written after the response began (HTTP/2): no wait, write up to the first byte",
+			tl: func() *Timeline {
+				tl := &Timeline{IntendedSend: at(0), Start: at(0), End: at(60)}
+				tl.Attempts = []Attempt{{Number: 1, Send: at(0), GotConn: at(1), ConnReused: true, WroteRequest: at(45), FirstByte: at(40), End: at(60), Status: 200}}
+				tl.Chunks = []Chunk{content(60, 0)}
+				return tl
+			}(),
+			o:     Outcome{Start: warm},
+			want:  map[Metric]time.Duration{TTFT: ms(60), E2E: ms(60), Write: ms(40), ServerWait: 0, FirstToken: ms(20)},
+			clock: ClockSend,
+		},
+		{
 			name: "a stream cut mid-way keeps what arrived",
 			tl: func() *Timeline {
 				tl := stream(empty(100), content(150, 1), content(170, 1))
