@@ -143,8 +143,7 @@ type call struct {
 	o        *Options // the client's, or a copy with the call's options
 	c        *Client
 	req      *CloudRequest // the working copy hooks may rewrite
-	ad       Adapter
-	creds    CredentialSource // the adapter's, or nil
+	reg      *registered   // the adapter the call routes to
 	payload  Payload
 	tl       *latency.Timeline
 	bo       *fullJitter
@@ -245,7 +244,7 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 	if err != nil {
 		return cl, ctx, cancel, err
 	}
-	cl.ad, cl.creds = r.ad, r.creds
+	cl.reg = r
 	if err := validate(cl.req); err != nil {
 		return cl, ctx, cancel, err
 	}
@@ -259,7 +258,7 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 	}
 	cl.payload = cl.req.Payload
 	if cl.req.Action == ActionGenerate {
-		enc, ok := cl.ad.(Encoder)
+		enc, ok := cl.reg.ad.(Encoder)
 		if !ok {
 			return cl, ctx, cancel, errcodes.Errorf(errcodes.InvalidParam, "cloudreq: %s adapter cannot encode generate requests", adapterKey(cl.req.Provider, cl.req.Service))
 		}
@@ -398,7 +397,7 @@ func amend(e *errcodes.Error) *errcodes.Error {
 // recording the credentials they send into sent unless the adapter names
 // its credentials itself.
 func (cl *call) withTrace(ctx context.Context, tr *latency.AttemptTrace, sent *sentSecrets) context.Context {
-	if cl.creds == nil {
+	if cl.reg.creds == nil {
 		tr.SetHeaderObserver(sent)
 	}
 	return tr.Context(ctx)
@@ -411,9 +410,9 @@ func (cl *call) scrub(sent *sentSecrets, e *errcodes.Error) *errcodes.Error {
 	if e == nil {
 		return nil
 	}
-	if cl.creds != nil {
+	if cl.reg.creds != nil {
 		var vals []string
-		if safely(func() error { vals = cl.creds.Credentials(); return nil }) == nil {
+		if safely(func() error { vals = cl.reg.creds.Credentials(); return nil }) == nil {
 			sent.add(vals)
 		}
 		for k, vs := range cl.req.Header {
@@ -437,7 +436,7 @@ func (cl *call) attemptInvoke(ctx context.Context, n int) (*CloudResponse, *errc
 	actx = cl.withTrace(actx, tr, &cl.sent)
 	callv := cl.newCall(n, tr)
 	var resp *CloudResponse
-	err := safely(func() (err error) { resp, err = cl.ad.Invoke(actx, callv); return err })
+	err := safely(func() (err error) { resp, err = cl.reg.ad.Invoke(actx, callv); return err })
 	if err == nil && resp == nil {
 		err = errcodes.New(errcodes.Internal, "cloudreq: adapter returned neither response nor error")
 	}

@@ -117,7 +117,7 @@ func (s *Stream) open(n int) *errcodes.Error {
 	tctx := cl.withTrace(actx, tr, sent)
 	callv := cl.newCall(n, tr)
 	var cs ChunkStream
-	err := safely(func() (err error) { cs, err = cl.ad.(Streamer).Stream(tctx, callv); return err })
+	err := safely(func() (err error) { cs, err = cl.reg.ad.(Streamer).Stream(tctx, callv); return err })
 	if attemptTimer != nil && !attemptTimer.Stop() && err == nil && cs != nil {
 		// The attempt timed out as the adapter returned: its context is
 		// canceled under the stream, so it is a timed-out attempt.
