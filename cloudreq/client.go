@@ -154,15 +154,22 @@ type call struct {
 	obs      []CallObserver
 
 	// Storage for the per-call values above, so that a call allocates them
-	// with itself: the working request, the timeline and its first
-	// attempt and chunk.
-	reqv     CloudRequest
-	timeline latency.Timeline
+	// with itself: the working request, the first attempt's trace and
+	// Call. The timeline is apart (see timing).
+	reqv   CloudRequest
+	trace1 latency.AttemptTrace
+	call1  Call
+	sent   sentSecrets // the credentials the attempts sent
+}
+
+// timing is a call's Timeline with room for its first attempt and chunk.
+// It is the part of a call the caller keeps (CloudResponse.Timing), so it
+// is allocated apart from the call: keeping a response's timeline keeps
+// neither the call's request nor its payload.
+type timing struct {
+	tl       latency.Timeline
 	attempt1 [1]latency.Attempt
 	chunk1   [1]latency.Chunk
-	trace1   latency.AttemptTrace
-	call1    Call
-	sent     sentSecrets // the credentials the attempts sent
 }
 
 // newTrace starts the trace of attempt n: the call's own for the first,
@@ -191,7 +198,7 @@ func (cl *call) newCall(n int, tr *latency.AttemptTrace) *Call {
 // now reads the clock for the call's timeline: the call's start plus the
 // monotonic time since, which reads one clock instead of two (wall and
 // monotonic) and keeps every stamp of the call on the same monotonic scale.
-func (cl *call) now() time.Time { return cl.timeline.Start.Add(time.Since(cl.timeline.Start)) }
+func (cl *call) now() time.Time { return cl.tl.Start.Add(time.Since(cl.tl.Start)) }
 
 // initTimeline starts the call's timeline (intended zero means now).
 func (cl *call) initTimeline(intended time.Time) {
@@ -199,9 +206,10 @@ func (cl *call) initTimeline(intended time.Time) {
 	if intended.IsZero() {
 		intended = now
 	}
-	tl := &cl.timeline // a fresh call's: zero, so only these fields are set
+	t := new(timing)
+	tl := &t.tl
 	tl.IntendedSend, tl.Start = intended, now
-	tl.Attempts, tl.Chunks = cl.attempt1[:0:1], cl.chunk1[:0:1]
+	tl.Attempts, tl.Chunks = t.attempt1[:0:1], t.chunk1[:0:1]
 	cl.tl = tl
 }
 

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,6 +18,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/hooks"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
@@ -248,4 +251,38 @@ func TestCallerContextCanceledBeforeStart(t *testing.T) {
 	_, err := client(t, fake).Invoke(ctx, req())
 	assert.Equal(t, errcodes.Canceled, errcodes.Of(err))
 	assert.True(t, errors.Is(err, context.Canceled))
+}
+
+// okAdapter answers every call at once.
+type okAdapter struct{}
+
+func (okAdapter) Describe() cloudreq.Description {
+	return cloudreq.Description{Provider: "openai", Service: "openai-compatible", Actions: []string{"invoke"}}
+}
+
+func (okAdapter) Invoke(context.Context, *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	return &cloudreq.CloudResponse{StatusCode: 200}, nil
+}
+
+// TestTimingKeepsNoRequest checks that a response's Timeline, which
+// callers keep (a benchmark may keep thousands), keeps neither the call's
+// request nor its payload reachable.
+func TestTimingKeepsNoRequest(t *testing.T) {
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{okAdapter{}}, Hooks: hooks.Default()})
+	require.NoError(t, err)
+	body := new([1 << 16]byte)
+	copy(body[:], `{"prompt":"hello"}`)
+	kept := weak.Make(body)
+	r := &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "invoke",
+		Target: cloudreq.Target{Model: "m"}, Payload: cloudreq.Payload{Body: body[:18]}}
+	resp, err := c.Invoke(context.Background(), r)
+	require.NoError(t, err)
+	r, body = nil, nil
+	for i := 0; i < 5 && kept.Value() != nil; i++ {
+		runtime.GC()
+	}
+	assert.True(t, kept.Value() == nil, "the response's timeline keeps the request's payload")
+	require.Len(t, resp.Timing.Attempts, 1)
+	runtime.KeepAlive(resp.Timing)
+	runtime.KeepAlive(r)
 }
