@@ -175,6 +175,31 @@ func TestStampEncoding(t *testing.T) {
 	}
 }
 
+// TestLateWriteReport: a transport that reports the request written after
+// the response began (HTTP/2's and gRPC's writers may) had written it by the
+// first byte, and the attempt says so; an earlier report is kept.
+func TestLateWriteReport(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		wrote, firstByte  time.Duration
+		wantWrote, wantFB time.Duration
+	}{
+		{"in order", 2 * time.Millisecond, 5 * time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond},
+		{"reported late", 7 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewAttemptTrace(1, 0)
+			send := tr.Send()
+			tr.GotConn(send.Add(time.Millisecond), true)
+			tr.FirstByte(send.Add(tc.firstByte))
+			tr.WroteRequest(send.Add(tc.wrote))
+			a := tr.Finish(200, "")
+			assert.Equal(t, tc.wantWrote, a.WroteRequest.Sub(send))
+			assert.Equal(t, tc.wantFB, a.FirstByte.Sub(send))
+		})
+	}
+}
+
 // TestContextComposesWithACallersTrace: a caller's own ClientTrace still
 // sees its events, and the attempt is timed as well.
 func TestContextComposesWithACallersTrace(t *testing.T) {
@@ -238,7 +263,7 @@ func TestContextUnderConnectionChurn(t *testing.T) {
 					pooled.Add(1)
 				}
 				a := at.Finish(200, "")
-				if msg := checkAttempt(a, true); msg != "" {
+				if msg := checkAttempt(a); msg != "" {
 					errs <- msg
 				}
 				if a.ConnReused {
@@ -265,10 +290,7 @@ func TestContextUnderConnectionChurn(t *testing.T) {
 }
 
 // checkAttempt returns what is wrong with a successful attempt's stamps.
-// strict asks that the request be reported written before the response
-// began, as HTTP/1 does; HTTP/2 reports it from its writer goroutine, at
-// times after the answer came.
-func checkAttempt(a Attempt, strict bool) string {
+func checkAttempt(a Attempt) string {
 	stamps := map[string]time.Time{"dns start": a.DNSStart, "dns done": a.DNSDone, "connect start": a.ConnectStart,
 		"connect done": a.ConnectDone, "got conn": a.GotConn, "wrote": a.WroteRequest, "first byte": a.FirstByte}
 	for name, at := range stamps {
@@ -279,7 +301,7 @@ func checkAttempt(a Attempt, strict bool) string {
 	switch {
 	case a.GotConn.IsZero() || a.WroteRequest.IsZero() || a.FirstByte.IsZero():
 		return "a phase is missing"
-	case a.WroteRequest.Before(a.GotConn) || (strict && a.FirstByte.Before(a.WroteRequest)):
+	case a.WroteRequest.Before(a.GotConn) || a.FirstByte.Before(a.WroteRequest):
 		return "phases out of order"
 	case a.ConnReused && !a.ConnectStart.IsZero():
 		return "connection setup on a reused connection"
@@ -316,7 +338,7 @@ func TestContextOverHTTP2(t *testing.T) {
 			pooled++
 		}
 		a := at.Finish(200, "")
-		assert.Empty(t, checkAttempt(a, false), "attempt %d", i)
+		assert.Empty(t, checkAttempt(a), "attempt %d", i)
 		if i == 1 {
 			assert.False(t, a.TLSStart.IsZero(), "the first attempt shakes hands")
 			assert.False(t, a.TLSDone.Before(a.TLSStart))

@@ -50,7 +50,11 @@ type Attempt struct {
 	TLSDone      time.Time `json:"tls_done,omitzero"`
 	// GotConn is when the transport had a connection for the request.
 	GotConn time.Time `json:"got_conn,omitzero"`
-	// WroteRequest is when the request (headers and body) was fully written.
+	// WroteRequest is when the request (headers and body) was fully
+	// written. A transport that reported the write only after the response
+	// began (HTTP/2 and gRPC report it from their writer goroutines) had
+	// written it by then: WroteRequest is then the FirstByte time, so that
+	// the phases are always in order.
 	WroteRequest time.Time `json:"wrote_request,omitzero"`
 	// FirstByte is when the first byte of the response arrived.
 	FirstByte time.Time `json:"first_byte,omitzero"`
@@ -278,6 +282,9 @@ func (t *AttemptTrace) FinishInto(dst *Attempt, status int, code string) {
 		// set up another connection, not the one it used.
 		dst.DNSStart, dst.DNSDone, dst.ConnectStart, dst.ConnectDone, dst.TLSStart, dst.TLSDone =
 			time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	}
+	if !dst.FirstByte.IsZero() && dst.FirstByte.Before(dst.WroteRequest) {
+		dst.WroteRequest = dst.FirstByte // the write was reported late (see Attempt)
 	}
 }
 
