@@ -253,22 +253,11 @@ func TestCallerContextCanceledBeforeStart(t *testing.T) {
 	assert.True(t, errors.Is(err, context.Canceled))
 }
 
-// okAdapter answers every call at once.
-type okAdapter struct{}
-
-func (okAdapter) Describe() cloudreq.Description {
-	return cloudreq.Description{Provider: "openai", Service: "openai-compatible", Actions: []string{"invoke"}}
-}
-
-func (okAdapter) Invoke(context.Context, *cloudreq.Call) (*cloudreq.CloudResponse, error) {
-	return &cloudreq.CloudResponse{StatusCode: 200}, nil
-}
-
 // TestTimingKeepsNoRequest checks that a response's Timeline, which
 // callers keep (a benchmark may keep thousands), keeps neither the call's
 // request nor its payload reachable.
 func TestTimingKeepsNoRequest(t *testing.T) {
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{okAdapter{}}, Hooks: hooks.Default()})
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{nopAdapter{}}, Hooks: hooks.Default()})
 	require.NoError(t, err)
 	body := new([1 << 16]byte)
 	copy(body[:], `{"prompt":"hello"}`)
