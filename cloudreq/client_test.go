@@ -259,19 +259,21 @@ func TestCallerContextCanceledBeforeStart(t *testing.T) {
 func TestTimingKeepsNoRequest(t *testing.T) {
 	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{nopAdapter{}}, Hooks: hooks.Default()})
 	require.NoError(t, err)
-	body := new([1 << 16]byte)
-	copy(body[:], `{"prompt":"hello"}`)
-	kept := weak.Make(body)
-	r := &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "invoke",
-		Target: cloudreq.Target{Model: "m"}, Payload: cloudreq.Payload{Body: body[:18]}}
-	resp, err := c.Invoke(context.Background(), r)
-	require.NoError(t, err)
-	r, body = nil, nil
+	var kept weak.Pointer[[1 << 16]byte]
+	resp := func() *cloudreq.CloudResponse { // the request and body live in this frame only
+		body := new([1 << 16]byte)
+		copy(body[:], `{"prompt":"hello"}`)
+		kept = weak.Make(body)
+		r := &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "invoke",
+			Target: cloudreq.Target{Model: "m"}, Payload: cloudreq.Payload{Body: body[:18]}}
+		resp, err := c.Invoke(context.Background(), r)
+		require.NoError(t, err)
+		return resp
+	}()
 	for i := 0; i < 5 && kept.Value() != nil; i++ {
 		runtime.GC()
 	}
 	assert.True(t, kept.Value() == nil, "the response's timeline keeps the request's payload")
 	require.Len(t, resp.Timing.Attempts, 1)
 	runtime.KeepAlive(resp.Timing)
-	runtime.KeepAlive(r)
 }
