@@ -1,6 +1,7 @@
 package latency
 
 import (
+	"strconv"
 	"time"
 )
 
@@ -138,6 +139,22 @@ type Sample struct {
 	// is the call's end. Recorders use them for the run's time window.
 	Begin time.Time `json:"begin"`
 	End   time.Time `json:"end"`
+}
+
+// String gives the attempt count and the TTFT, TPOT and E2E the sample has,
+// rounded to the microsecond, on one line: "attempts=1 ttft=212.4ms
+// tpot=21.3ms e2e=1.2s".
+func (s *Sample) String() string {
+	b := []byte("attempts=" + strconv.Itoa(s.Attempts))
+	for _, m := range [...]struct {
+		name string
+		m    Metric
+	}{{"ttft", TTFT}, {"tpot", TPOT}, {"e2e", E2E}} {
+		if v, ok := s.Value(m.m); ok {
+			b = append(b, " "+m.name+"="+time.Duration(v).Round(time.Microsecond).String()...)
+		}
+	}
+	return string(b)
 }
 
 // Value returns a single-valued metric of the request (nanoseconds for

@@ -271,3 +271,14 @@ func TestDivRound(t *testing.T) {
 		assert.Equal(t, tc.want, divRound(tc.d, tc.n), "%d/%d", tc.d, tc.n)
 	}
 }
+
+// TestSampleString: the attempts and the metrics the sample has, rounded to
+// the microsecond; a metric it lacks is left out even if its field is set.
+func TestSampleString(t *testing.T) {
+	s := Sample{Attempts: 2, TTFT: 212_400_400 * time.Nanosecond, TPOT: 5 * time.Millisecond, E2E: 1200 * time.Millisecond}
+	s.Has = s.Has.With(TTFT).With(E2E)
+	assert.Equal(t, "attempts=2 ttft=212.4ms e2e=1.2s", s.String())
+	s.Has = s.Has.With(TPOT)
+	assert.Equal(t, "attempts=2 ttft=212.4ms tpot=5ms e2e=1.2s", s.String())
+	assert.Equal(t, "attempts=0", (&Sample{}).String())
+}

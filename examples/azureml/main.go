@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
@@ -112,16 +111,7 @@ func run() error {
 		resp.Start.Kind, resp.Start.Reason, resp.RequestID)
 	if tl := resp.Timing; tl != nil && len(tl.Attempts) > 0 {
 		s := latency.Measure(tl, latency.Outcome{Start: resp.Start, OutputTokens: resp.Usage.OutputTokens})
-		parts := []string{fmt.Sprintf("attempts=%d conn-reused=%t", s.Attempts, tl.LastAttempt().ConnReused)}
-		for _, m := range []struct {
-			name string
-			m    latency.Metric
-		}{{"ttft", latency.TTFT}, {"tpot", latency.TPOT}, {"e2e", latency.E2E}} {
-			if v, ok := s.Value(m.m); ok {
-				parts = append(parts, m.name+"="+time.Duration(v).Round(time.Microsecond).String())
-			}
-		}
-		fmt.Println(strings.Join(parts, " "))
+		fmt.Printf("%s conn-reused=%t\n", s.String(), tl.LastAttempt().ConnReused)
 	}
 	return nil
 }

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
@@ -117,16 +116,7 @@ func report(resp *cloudreq.CloudResponse) {
 		return
 	}
 	s := latency.Measure(tl, latency.Outcome{Start: resp.Start, OutputTokens: resp.Usage.OutputTokens})
-	parts := []string{fmt.Sprintf("attempts=%d conn-reused=%t", s.Attempts, tl.LastAttempt().ConnReused)}
-	for _, m := range []struct {
-		name string
-		m    latency.Metric
-	}{{"ttft", latency.TTFT}, {"tpot", latency.TPOT}, {"e2e", latency.E2E}} {
-		if v, ok := s.Value(m.m); ok {
-			parts = append(parts, m.name+"="+time.Duration(v).Round(time.Microsecond).String())
-		}
-	}
-	fmt.Println(strings.Join(parts, " "))
+	fmt.Printf("%s conn-reused=%t\n", s.String(), tl.LastAttempt().ConnReused)
 }
 
 func envOr(k, def string) string {
