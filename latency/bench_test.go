@@ -47,6 +47,38 @@ func BenchmarkMeasure(b *testing.B) {
 	}
 }
 
+// BenchmarkClassify is the verdict of a call to a busy endpoint whose times
+// to first byte vary (lognormal around 35 ms), as the client gives it on
+// every successful call.
+func BenchmarkClassify(b *testing.B) {
+	c := NewClassifier(0, false)
+	rng := rand.New(rand.NewPCG(3, 4))
+	fbs := make([]float64, 1024)
+	for i := range fbs {
+		fbs[i] = math.Exp(math.Log(35) + 0.3*rng.NormFloat64())
+	}
+	// Call n is sent after call n−1 ended, as in a closed loop. One timeline
+	// is rewritten for each, so that the loop allocates nothing of its own.
+	tl := call(0, 1, 2, true)
+	a, ch := &tl.Attempts[0], &tl.Chunks[0]
+	n := 0
+	next := func() *Timeline {
+		send, fb := at(float64(n)*100), ms(fbs[n&1023])
+		tl.IntendedSend, tl.Start, a.Send, a.GotConn = send, send, send, send
+		a.FirstByte = send.Add(fb)
+		tl.End, a.End, ch.At = a.FirstByte.Add(time.Millisecond), a.FirstByte.Add(time.Millisecond), a.FirstByte.Add(time.Millisecond)
+		n++
+		return tl
+	}
+	for range 1024 {
+		c.Classify(Evidence{Endpoint: "e", Timeline: next()})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Classify(Evidence{Endpoint: "e", Timeline: next()})
+	}
+}
+
 func BenchmarkDistAdd(b *testing.B) {
 	var d Dist
 	rng := rand.New(rand.NewPCG(1, 1))

@@ -100,6 +100,9 @@ type endpointState struct {
 	latest time.Time
 	// warm holds the times to first byte of warm calls.
 	warm Dist
+	// p50 is warm's median as of when it held p50N values (see warmP50).
+	p50  float64
+	p50N uint64
 }
 
 // recentEnds is how many completion times an endpoint keeps: enough to
@@ -175,7 +178,8 @@ func FirstByteTime(tl *Timeline) (time.Duration, bool) {
 //     was longer ago than the scale-to-zero window (idle-gap): cold, with
 //     no known ready time or overhead;
 //  4. the time to first byte exceeds k × the endpoint's warm p50:
-//     SuspectedCold (slow-first-byte), never Cold.
+//     SuspectedCold (slow-first-byte), never Cold. The p50 is refreshed as
+//     warm calls accrue, so that it covers at least 98% of them.
 //
 // Otherwise the call is Warm (no-evidence). Warm calls feed the warm p50.
 // ConnectionCold is set apart whenever the final attempt opened a new
@@ -236,7 +240,7 @@ func (c *Classifier) Classify(ev Evidence) Start {
 	case known && seen && c.idleWindow > 0 && !firstSend.IsZero() && firstSend.Sub(prev) > c.idleWindow:
 		st.Kind, st.Reason = Cold, ReasonIdleGap
 	case hasFBT && c.suspectK > 1 && c.suspectMin > 0 && es.warm.Count() >= uint64(c.suspectMin) &&
-		c.slow(fbt, &es.warm):
+		c.slow(fbt, es):
 		st.Kind, st.Reason = SuspectedCold, ReasonSlowFirstByte
 	default:
 		st.Kind, st.Reason = Warm, ReasonNoEvidence
@@ -250,7 +254,8 @@ func (c *Classifier) Classify(ev Evidence) Start {
 // slow reports whether fbt exceeds k × the warm p50. The p50 lies between
 // the warm minimum and maximum, which settle most calls without computing
 // it: a warm-looking call (fbt ≤ k × min) or a far outlier (fbt > k × max).
-func (c *Classifier) slow(fbt time.Duration, warm *Dist) bool {
+func (c *Classifier) slow(fbt time.Duration, es *endpointState) bool {
+	warm := &es.warm
 	f := float64(fbt)
 	switch {
 	case f <= c.suspectK*float64(warm.Min()):
@@ -258,7 +263,19 @@ func (c *Classifier) slow(fbt time.Duration, warm *Dist) bool {
 	case f > c.suspectK*float64(warm.Max()):
 		return true
 	}
-	return f > c.suspectK*warm.Quantile(0.5)
+	return f > c.suspectK*es.warmP50()
+}
+
+// warmP50 returns the median of the warm times to first byte. Computing it
+// walks the sketch's bins, which would cost more than the rest of a call's
+// classification, so it is recomputed only once the warm calls have grown
+// by more than 1/64 since: the value used reflects at least 98% of them,
+// and is exact while there are fewer than 64.
+func (es *endpointState) warmP50() float64 {
+	if n := es.warm.Count(); n-es.p50N > n/64 {
+		es.p50, es.p50N = es.warm.Quantile(0.5), n
+	}
+	return es.p50
 }
 
 // lastEndBefore returns the latest recorded completion at or before t.

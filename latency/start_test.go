@@ -112,6 +112,32 @@ func TestClassifierConcurrentFirstRequestsAreAllCold(t *testing.T) {
 	assert.Equal(t, Warm, c.Classify(Evidence{Endpoint: "e", Timeline: call(2200, 100, 120, true)}).Kind)
 }
 
+// TestClassifierWarmP50Follows checks that the warm p50 the slow-first-byte
+// test compares with is refreshed as warm calls accrue, not kept from the
+// first time it was needed.
+func TestClassifierWarmP50Follows(t *testing.T) {
+	c := NewClassifier(0, false, SuspectSlowFirstByte(3, 5))
+	send := 0.0
+	classify := func(fbMs float64) StartKind {
+		send += 1000
+		return c.Classify(Evidence{Endpoint: "e", Timeline: call(send, fbMs, fbMs+1, true)}).Kind
+	}
+	for range 5 {
+		require.Equal(t, Warm, classify(40))
+	}
+	for range 1000 {
+		require.Equal(t, Warm, classify(100))
+	}
+	// Between 3 × min and 3 × max, so the p50 (100 ms) is computed: warm.
+	require.Equal(t, Warm, classify(150))
+	// The warm calls move to 20 ms; their p50 follows.
+	for range 1200 {
+		require.Equal(t, Warm, classify(20))
+	}
+	// 70 ms exceeds 3 × the p50 of 20 ms (and not 3 × the old 100 ms).
+	assert.Equal(t, SuspectedCold, classify(70))
+}
+
 func TestClassifierSuspectsSlowFirstByte(t *testing.T) {
 	c := NewClassifier(0, false, SuspectSlowFirstByte(3, 5))
 	classify := func(sendMs, fbMs float64) Start {
