@@ -3,6 +3,10 @@ package latency
 import (
 	"sync"
 	"time"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/DataDog/sketches-go/ddsketch/mapping"
+	"github.com/DataDog/sketches-go/ddsketch/store"
 )
 
 // StartKind says whether a response came from a warm or a cold model.
@@ -99,10 +103,7 @@ type endpointState struct {
 	// latest is the latest of all the ends ever recorded.
 	latest time.Time
 	// warm holds the times to first byte of warm calls.
-	warm Dist
-	// p50 is warm's median as of when it held p50N values (see warmP50).
-	p50  float64
-	p50N uint64
+	warm warmFBT
 }
 
 // recentEnds is how many completion times an endpoint keeps: enough to
@@ -185,41 +186,69 @@ func FirstByteTime(tl *Timeline) (time.Duration, bool) {
 // ConnectionCold is set apart whenever the final attempt opened a new
 // connection.
 func (c *Classifier) Classify(ev Evidence) Start {
-	tl := ev.Timeline
+	// The verdict is kept to the common case's few lines of code, with the
+	// rest in helpers: it runs on every call, where its code is rarely
+	// still in the CPU's caches.
 	var st Start
 	var firstSend, lastSend, end time.Time
-	if tl != nil && len(tl.Attempts) > 0 {
-		firstSend = tl.Attempts[0].Send
-		last := tl.Attempts[len(tl.Attempts)-1]
-		lastSend = last.Send
-		st.ConnectionCold = !last.ConnReused && !last.GotConn.IsZero()
-	}
-	if tl != nil {
+	var fbt time.Duration
+	hasFBT := false
+	if tl := ev.Timeline; tl != nil {
+		if n := len(tl.Attempts); n > 0 {
+			last := &tl.Attempts[n-1]
+			firstSend, lastSend = tl.Attempts[0].Send, last.Send
+			st.ConnectionCold = !last.ConnReused && !last.GotConn.IsZero()
+		}
 		end = tl.End
+		fbt, hasFBT = FirstByteTime(tl)
 	}
 	if end.IsZero() {
 		end = time.Now()
-	}
-	var fbt time.Duration
-	hasFBT := false
-	if tl != nil {
-		fbt, hasFBT = FirstByteTime(tl)
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	es := c.lastES
 	if es == nil || c.last != ev.Endpoint {
-		es = c.endpoints[ev.Endpoint]
-		if es == nil {
-			es = &endpointState{}
-			c.endpoints[ev.Endpoint] = es
-		}
-		c.last, c.lastES = ev.Endpoint, es
+		es = c.state(ev.Endpoint)
 	}
 	prev, seen, known := es.lastEndBefore(firstSend)
 	es.record(end)
 
+	switch {
+	case ev.ServerCold != nil || ev.NotReadyThenReady:
+		reported(&st, ev, firstSend, lastSend)
+	case known && !seen && c.firstIsCold:
+		st.Kind, st.Reason = Cold, ReasonFirstRequest
+	case known && seen && c.idleWindow > 0 && !firstSend.IsZero() && firstSend.Sub(prev) > c.idleWindow:
+		st.Kind, st.Reason = Cold, ReasonIdleGap
+	case hasFBT && c.suspectK > 1 && c.suspectMin > 0 && es.warm.n >= uint64(c.suspectMin) && c.slow(fbt, &es.warm):
+		st.Kind, st.Reason = SuspectedCold, ReasonSlowFirstByte
+	default:
+		st.Kind, st.Reason = Warm, ReasonNoEvidence
+	}
+	if st.Kind == Warm && hasFBT && fbt >= 0 {
+		es.warm.add(fbt)
+	}
+	return st
+}
+
+// state returns the endpoint's state, made on its first call, and makes it
+// the latest. c.mu must be held.
+func (c *Classifier) state(endpoint string) *endpointState {
+	es := c.endpoints[endpoint]
+	if es == nil {
+		es = &endpointState{}
+		c.endpoints[endpoint] = es
+	}
+	c.last, c.lastES = endpoint, es
+	return es
+}
+
+// reported sets the verdict of a call with server or retry evidence
+// (Classify's items 1 and 2, and a server's warm report).
+func reported(st *Start, ev Evidence, firstSend, lastSend time.Time) {
+	tl := ev.Timeline
 	switch {
 	case ev.ServerCold != nil && *ev.ServerCold:
 		st.Kind, st.Reason = Cold, ReasonServerReported
@@ -233,49 +262,75 @@ func (c *Classifier) Classify(ev Evidence) Start {
 			tl.ModelReady = lastSend
 			st.Overhead = lastSend.Sub(firstSend)
 		}
-	case ev.ServerCold != nil:
-		st.Kind, st.Reason = Warm, ReasonServerReported
-	case known && !seen && c.firstIsCold:
-		st.Kind, st.Reason = Cold, ReasonFirstRequest
-	case known && seen && c.idleWindow > 0 && !firstSend.IsZero() && firstSend.Sub(prev) > c.idleWindow:
-		st.Kind, st.Reason = Cold, ReasonIdleGap
-	case hasFBT && c.suspectK > 1 && c.suspectMin > 0 && es.warm.Count() >= uint64(c.suspectMin) &&
-		c.slow(fbt, es):
-		st.Kind, st.Reason = SuspectedCold, ReasonSlowFirstByte
 	default:
-		st.Kind, st.Reason = Warm, ReasonNoEvidence
+		st.Kind, st.Reason = Warm, ReasonServerReported
 	}
-	if st.Kind == Warm && hasFBT && fbt >= 0 {
-		es.warm.Add(int64(fbt))
-	}
-	return st
 }
 
 // slow reports whether fbt exceeds k × the warm p50. The p50 lies between
 // the warm minimum and maximum, which settle most calls without computing
 // it: a warm-looking call (fbt ≤ k × min) or a far outlier (fbt > k × max).
-func (c *Classifier) slow(fbt time.Duration, es *endpointState) bool {
-	warm := &es.warm
+func (c *Classifier) slow(fbt time.Duration, w *warmFBT) bool {
 	f := float64(fbt)
 	switch {
-	case f <= c.suspectK*float64(warm.Min()):
+	case f <= c.suspectK*float64(w.min):
 		return false
-	case f > c.suspectK*float64(warm.Max()):
+	case f > c.suspectK*float64(w.max):
 		return true
 	}
-	return f > c.suspectK*es.warmP50()
+	return f > c.suspectK*w.median()
 }
 
-// warmP50 returns the median of the warm times to first byte. Computing it
+// warmFBT is an endpoint's distribution of warm times to first byte, with
+// only what the slow-first-byte test reads: count, extremes and median.
+// It is not a Dist: the classifier needs none of a Dist's exact sums, and
+// its sketch maps values by cubic interpolation, which takes no logarithm.
+type warmFBT struct {
+	sketch   *ddsketch.DDSketch
+	n        uint64
+	min, max time.Duration
+	// p50 is the median as of when the sketch held p50N values.
+	p50  float64
+	p50N uint64
+}
+
+// warmMapping is the index mapping of warmFBT's sketches.
+var warmMapping = func() mapping.IndexMapping {
+	m, err := mapping.NewCubicallyInterpolatedMapping(RelativeAccuracy)
+	if err != nil {
+		panic(err) // a constant argument: unreachable
+	}
+	return m
+}()
+
+// add records a time to first byte (≥ 0).
+func (w *warmFBT) add(d time.Duration) {
+	if w.sketch == nil {
+		w.sketch = ddsketch.NewDDSketch(warmMapping, store.NewDenseStore(), store.NewDenseStore())
+	}
+	_ = w.sketch.Add(float64(d)) // every duration is indexable: no error
+	if w.n == 0 || d < w.min {
+		w.min = d
+	}
+	if w.n == 0 || d > w.max {
+		w.max = d
+	}
+	w.n++
+}
+
+// median returns the median of the warm times to first byte. Computing it
 // walks the sketch's bins, which would cost more than the rest of a call's
 // classification, so it is recomputed only once the warm calls have grown
 // by more than 1/64 since: the value used reflects at least 98% of them,
 // and is exact while there are fewer than 64.
-func (es *endpointState) warmP50() float64 {
-	if n := es.warm.Count(); n-es.p50N > n/64 {
-		es.p50, es.p50N = es.warm.Quantile(0.5), n
+func (w *warmFBT) median() float64 {
+	if w.n-w.p50N > w.n/64 {
+		w.p50, w.p50N = 0, w.n
+		if v, err := w.sketch.GetValueAtQuantile(0.5); err == nil {
+			w.p50 = v
+		}
 	}
-	return es.p50
+	return w.p50
 }
 
 // lastEndBefore returns the latest recorded completion at or before t.
