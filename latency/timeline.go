@@ -260,32 +260,28 @@ func (t *AttemptTrace) FinishInto(dst *Attempt, status int, code string) {
 		t.end, t.status, t.code = time.Since(t.send), status, code
 		t.releaseHooks()
 	}
-	at := func(i int) time.Time {
-		d := t.stamps[i].Load()
-		if d == unset {
-			return time.Time{}
-		}
-		return t.send.Add(decode(d))
-	}
-	reused := t.reused.Load()
-	*dst = Attempt{
-		Number: t.number, Backoff: t.backoff, Send: t.send,
-		DNSStart: at(stDNSStart), DNSDone: at(stDNSDone),
-		ConnectStart: at(stConnectStart), ConnectDone: at(stConnectDone),
-		TLSStart: at(stTLSStart), TLSDone: at(stTLSDone),
-		GotConn: at(stGotConn), WroteRequest: at(stWroteRequest), FirstByte: at(stFirstByte),
-		End: t.send.Add(t.end), ConnReused: reused, Status: t.status, Code: t.code,
-	}
-	if reused {
+	a := Attempt{Number: t.number, Backoff: t.backoff, Send: t.send, End: t.send.Add(t.end),
+		ConnReused: t.reused.Load(), Status: t.status, Code: t.code}
+	// One loop over the stamps, rather than a conversion per field, keeps
+	// this code short: it runs on every attempt.
+	phases := [numStamps]*time.Time{&a.DNSStart, &a.DNSDone, &a.ConnectStart, &a.ConnectDone,
+		&a.TLSStart, &a.TLSDone, &a.GotConn, &a.WroteRequest, &a.FirstByte}
+	first := 0
+	if a.ConnReused {
 		// A dial this attempt started before a pooled connection came
 		// free (net/http dials and waits for an idle connection at once)
 		// set up another connection, not the one it used.
-		dst.DNSStart, dst.DNSDone, dst.ConnectStart, dst.ConnectDone, dst.TLSStart, dst.TLSDone =
-			time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
+		first = stGotConn
 	}
-	if !dst.FirstByte.IsZero() && dst.FirstByte.Before(dst.WroteRequest) {
-		dst.WroteRequest = dst.FirstByte // the write was reported late (see Attempt)
+	for i := first; i < numStamps; i++ {
+		if d := t.stamps[i].Load(); d != unset {
+			*phases[i] = t.send.Add(decode(d))
+		}
 	}
+	if !a.FirstByte.IsZero() && a.FirstByte.Before(a.WroteRequest) {
+		a.WroteRequest = a.FirstByte // the write was reported late (see Attempt)
+	}
+	*dst = a
 }
 
 // Send returns when the attempt was handed to the transport.
