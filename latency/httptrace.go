@@ -41,8 +41,7 @@ func (t *AttemptTrace) Context(ctx context.Context) context.Context {
 	s := hookPools[btoi(headers)].Get().(*hookSet)
 	s.cur.Store(t)
 	t.hooks = s
-	t.tctx.Context, t.tctx.t = ctx, t
-	t.tctx.vals.Store(&s.ctx)
+	t.tctx.Context, t.tctx.t, t.tctx.hooks = ctx, t, s
 	return &t.tctx
 }
 
@@ -54,7 +53,6 @@ func (t *AttemptTrace) SetHeaderObserver(o HeaderObserver) { t.hdr = o }
 // releaseHooks detaches t's hook set and pools it when no callback of t's
 // requests can reach it any more (see Context).
 func (t *AttemptTrace) releaseHooks() {
-	t.tctx.vals.Store(nil)
 	s := t.hooks
 	if s == nil {
 		return
@@ -70,12 +68,14 @@ func (t *AttemptTrace) releaseHooks() {
 
 // traceCtx is an attempt's context: its parent, with the hook set's
 // httptrace values and the AttemptTrace looked up first. It lives inside
-// the AttemptTrace, so that tracing needs no context allocation; the
-// values are dropped at Finish.
+// the AttemptTrace, so that tracing needs no context allocation. Its fields
+// are set before the context is handed out and never written again; once
+// the attempt is finished, lookups skip the hook set's values (the set may
+// be timing another attempt by then).
 type traceCtx struct {
 	context.Context
-	t    *AttemptTrace
-	vals atomic.Pointer[context.Context]
+	t     *AttemptTrace
+	hooks *hookSet // whose ctx holds the httptrace values
 }
 
 // Value implements context.Context.
@@ -83,8 +83,8 @@ func (c *traceCtx) Value(key any) any {
 	if key == (traceKey{}) {
 		return c.t
 	}
-	if v := c.vals.Load(); v != nil {
-		if x := (*v).Value(key); x != nil {
+	if c.hooks != nil && !c.t.done.Load() {
+		if x := c.hooks.ctx.Value(key); x != nil {
 			return x
 		}
 	}
