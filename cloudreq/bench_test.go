@@ -3,6 +3,7 @@ package cloudreq_test
 import (
 	"bytes"
 	"context"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -204,4 +205,58 @@ func BenchmarkOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// coldEvictMB is how much memory BenchmarkInvokeCold sweeps before each
+// call: more than the CPU's last-level cache, so that the call finds none
+// of the client's code or data cached.
+var coldEvictMB = flag.Int("cold.evict-mb", 64, "MiB BenchmarkInvokeCold sweeps before each call")
+
+// tracedAdapter answers at once, reporting a connection, a write and a
+// first byte through the call's trace as a transport would, so that the
+// timing path (stamps, classification of a warm call) runs without a
+// network.
+type tracedAdapter struct{ nopAdapter }
+
+func (tracedAdapter) Invoke(_ context.Context, c *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	now := time.Now()
+	c.Trace.GotConn(now, true)
+	c.Trace.WroteRequest(now)
+	c.Trace.FirstByte(now.Add(30 * time.Microsecond))
+	return &cloudreq.CloudResponse{StatusCode: 200}, nil
+}
+
+// BenchmarkInvokeCold is the client's cost when none of its code or data
+// is in the CPU's caches, as when other work (the network stack, other
+// tenants of the host) ran since its last call: each iteration sweeps
+// -cold.evict-mb of memory, then times one Invoke (cold-p50-ns) and a
+// second one right after (warm-p50-ns). scripts/footprint.sh runs it under
+// a cache simulator, which counts the cache lines a cold call misses.
+func BenchmarkInvokeCold(b *testing.B) {
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{tracedAdapter{}}, Hooks: hooks.Default()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "invoke",
+		Target: cloudreq.Target{Model: "m"}, Payload: cloudreq.Payload{Body: benchBody}}
+	sweep := make([]byte, *coldEvictMB<<20)
+	var cold, warm []time.Duration
+	invoke := func() time.Duration {
+		t0 := time.Now()
+		if _, err := c.Invoke(context.Background(), r); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	for b.Loop() {
+		for i := 0; i < len(sweep); i += 64 {
+			sweep[i]++
+		}
+		cold = append(cold, invoke())
+		warm = append(warm, invoke())
+	}
+	slices.Sort(cold)
+	slices.Sort(warm)
+	b.ReportMetric(float64(cold[len(cold)/2]), "cold-p50-ns")
+	b.ReportMetric(float64(warm[len(warm)/2]), "warm-p50-ns")
 }
