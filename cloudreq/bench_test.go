@@ -230,8 +230,7 @@ func (tracedAdapter) Invoke(_ context.Context, c *cloudreq.Call) (*cloudreq.Clou
 // is in the CPU's caches, as when other work (the network stack, other
 // tenants of the host) ran since its last call: each iteration sweeps
 // -cold.evict-mb of memory, then times one Invoke (cold-p50-ns) and a
-// second one right after (warm-p50-ns). scripts/footprint.sh runs it under
-// a cache simulator, which counts the cache lines a cold call misses.
+// second one right after (warm-p50-ns).
 func BenchmarkInvokeCold(b *testing.B) {
 	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{tracedAdapter{}}, Hooks: hooks.Default()})
 	if err != nil {
