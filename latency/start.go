@@ -186,9 +186,8 @@ func FirstByteTime(tl *Timeline) (time.Duration, bool) {
 // ConnectionCold is set apart whenever the final attempt opened a new
 // connection.
 func (c *Classifier) Classify(ev Evidence) Start {
-	// The verdict is kept to the common case's few lines of code, with the
-	// rest in helpers: it runs on every call, where its code is rarely
-	// still in the CPU's caches.
+	// The verdicts from server or retry evidence, and an endpoint's first
+	// call, are in helpers: the common path stays short.
 	var st Start
 	var firstSend, lastSend, end time.Time
 	var fbt time.Duration
