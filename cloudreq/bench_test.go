@@ -97,10 +97,13 @@ func benchClient(b *testing.B, srv *httptest.Server, naming bool) (*cloudreq.Cli
 	if naming {
 		ad = &namingHTTPAdapter{httpAdapter{url: srv.URL, hc: srv.Client()}}
 	}
-	c, err := cloudreq.New(cloudreq.Options{
-		Adapters: []cloudreq.Adapter{ad},
-		Hooks:    hooks.Default(),
-	})
+	return clientFor(b, ad)
+}
+
+// clientFor returns a Client with the default hooks and ad, and an invoke
+// request of benchBody for it.
+func clientFor(b *testing.B, ad cloudreq.Adapter) (*cloudreq.Client, *cloudreq.CloudRequest) {
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Hooks: hooks.Default()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -193,12 +196,7 @@ func (nopAdapter) Invoke(context.Context, *cloudreq.Call) (*cloudreq.CloudRespon
 
 // BenchmarkOverhead is the client's own cost per call, without a network.
 func BenchmarkOverhead(b *testing.B) {
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{nopAdapter{}}, Hooks: hooks.Default()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "invoke",
-		Target: cloudreq.Target{Model: "m"}, Payload: cloudreq.Payload{Body: benchBody}}
+	c, r := clientFor(b, nopAdapter{})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := c.Invoke(context.Background(), r); err != nil {
@@ -232,12 +230,7 @@ func (tracedAdapter) Invoke(_ context.Context, c *cloudreq.Call) (*cloudreq.Clou
 // -cold.evict-mb of memory, then times one Invoke (cold-p50-ns) and a
 // second one right after (warm-p50-ns).
 func BenchmarkInvokeCold(b *testing.B) {
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{tracedAdapter{}}, Hooks: hooks.Default()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := &cloudreq.CloudRequest{Provider: "openai", Service: "openai-compatible", Action: "invoke",
-		Target: cloudreq.Target{Model: "m"}, Payload: cloudreq.Payload{Body: benchBody}}
+	c, r := clientFor(b, tracedAdapter{})
 	sweep := make([]byte, *coldEvictMB<<20)
 	var cold, warm []time.Duration
 	invoke := func() time.Duration {
