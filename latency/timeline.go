@@ -264,8 +264,9 @@ func (t *AttemptTrace) FinishInto(dst *Attempt, status int, code string) {
 		ConnReused: t.reused.Load(), Status: t.status, Code: t.code}
 	// One loop over the stamps, rather than a conversion per field, keeps
 	// this code short: it runs on every attempt.
-	phases := [numStamps]*time.Time{&a.DNSStart, &a.DNSDone, &a.ConnectStart, &a.ConnectDone,
-		&a.TLSStart, &a.TLSDone, &a.GotConn, &a.WroteRequest, &a.FirstByte}
+	phases := [numStamps]*time.Time{stDNSStart: &a.DNSStart, stDNSDone: &a.DNSDone,
+		stConnectStart: &a.ConnectStart, stConnectDone: &a.ConnectDone, stTLSStart: &a.TLSStart,
+		stTLSDone: &a.TLSDone, stGotConn: &a.GotConn, stWroteRequest: &a.WroteRequest, stFirstByte: &a.FirstByte}
 	first := 0
 	if a.ConnReused {
 		// A dial this attempt started before a pooled connection came
