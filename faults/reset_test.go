@@ -41,8 +41,13 @@ func TestResetBeforeFirstByteRetried(t *testing.T) {
 func TestResetAfterStreamStarted(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
-			r := newRig(t, b, []answer{{chunks: 2, end: endReset}, ok(3)})
-			texts, resp, err := r.stream(context.Background())
+			got := make(chan struct{})
+			r := newRig(t, b, []answer{{chunks: 2, end: endReset, cutWhen: got}, ok(3)})
+			texts, resp, err := r.streamEach(context.Background(), func(texts []string) {
+				if len(texts) == 2 {
+					close(got)
+				}
+			})
 			var e *errcodes.Error
 			require.ErrorAs(t, err, &e)
 			assert.Equal(t, errcodes.StreamInterrupted, e.Code, "%v", err)

@@ -47,6 +47,10 @@ type answer struct {
 	chunks    int           // stream: content chunks before the end
 	gap       time.Duration // stream: pause before each chunk
 	end       end           // stream: how it ends
+	// cutWhen (endReset) is closed once the caller has the chunks; the
+	// connection is cut then, so that the chunks are not lost with it
+	// however late the client's reader runs.
+	cutWhen <-chan struct{}
 	// lazyHead (gRPC) sends a stream's headers only with its first
 	// message, as grpc-go servers do unless told otherwise; by default
 	// the fake sends them at once, as HTTP servers do.
@@ -228,6 +232,12 @@ func (r *rig) invoke(ctx context.Context, opts ...func(*cloudreq.Options)) (*clo
 
 // stream opens a stream and reads it to its end, keeping the chunks' text.
 func (r *rig) stream(ctx context.Context, opts ...func(*cloudreq.Options)) ([]string, *cloudreq.CloudResponse, error) {
+	return r.streamEach(ctx, func([]string) {}, opts...)
+}
+
+// streamEach is stream, calling seen with the texts so far after each
+// content chunk.
+func (r *rig) streamEach(ctx context.Context, seen func([]string), opts ...func(*cloudreq.Options)) ([]string, *cloudreq.CloudResponse, error) {
 	s, err := r.client.Stream(ctx, r.b.request(true), opts...)
 	if err != nil {
 		return nil, nil, err
@@ -237,9 +247,21 @@ func (r *rig) stream(ctx context.Context, opts ...func(*cloudreq.Options)) ([]st
 	for i := 0; i < 100000 && s.Next(); i++ {
 		if ch := s.Chunk(); ch.Content {
 			texts = append(texts, ch.Text)
+			seen(texts)
 		}
 	}
 	return texts, s.Response(), s.Err()
+}
+
+// awaitCut waits until cut is closed, the request ends or 10 s pass.
+func awaitCut(ctx context.Context, cut <-chan struct{}) {
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	select {
+	case <-cut:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // sleepCtx waits d or until ctx ends, and reports whether d passed.
@@ -320,7 +342,7 @@ func serveWire(wr wire, rec *recorder) http.HandlerFunc {
 			_ = wr.finish(w)
 		case endReset:
 			flush(w)
-			time.Sleep(5 * time.Millisecond) // let the chunks reach the client first
+			awaitCut(r.Context(), a.cutWhen)
 			abortConn(w, true)
 		case endStall:
 			<-r.Context().Done()

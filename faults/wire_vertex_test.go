@@ -233,7 +233,7 @@ func (f *vertexFake) StreamGenerateContent(r *aiplatformpb.GenerateContentReques
 	case endComplete:
 		return s.Send(vertexMsg("", aiplatformpb.Candidate_STOP))
 	case endReset:
-		time.Sleep(20 * time.Millisecond) // let the messages reach the client first
+		awaitCut(ctx, a.cutWhen)
 		f.lis.cutAll()
 		<-ctx.Done()
 		return ctx.Err()

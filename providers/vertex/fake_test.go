@@ -30,7 +30,8 @@ type fakeCall struct {
 // fakeServer is an in-test PredictionService. Each RPC pops the next
 // error of errs (nil or an empty queue: success); streams send their
 // chunks, then end with streamEnd, or wait on hold, or break the
-// connection when breakConn is set.
+// connection when breakConn is set, once breakNow is closed (the test
+// has the messages: breaking sooner could lose them in flight).
 type fakeServer struct {
 	aiplatformpb.UnimplementedPredictionServiceServer
 
@@ -43,6 +44,7 @@ type fakeServer struct {
 	streamEnd error
 	hold      bool
 	breakConn bool
+	breakNow  chan struct{}
 	canceled  chan struct{} // closed when a held stream's context ends
 
 	lis *trackingListener
@@ -150,13 +152,14 @@ type streamPlan struct {
 	raw       [][]byte
 	end       error
 	hold, brk bool
+	breakNow  <-chan struct{}
 }
 
 // snapshot returns the fake's stream behaviour.
 func (f *fakeServer) snapshot() streamPlan {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return streamPlan{f.genChunks, f.rawChunks, f.streamEnd, f.hold, f.breakConn}
+	return streamPlan{f.genChunks, f.rawChunks, f.streamEnd, f.hold, f.breakConn, f.breakNow}
 }
 
 func (f *fakeServer) Calls() []fakeCall {
@@ -221,8 +224,11 @@ func (f *fakeServer) StreamRawPredict(r *aiplatformpb.StreamRawPredictRequest, s
 func (f *fakeServer) endStream(ctx context.Context, p streamPlan) error {
 	switch {
 	case p.brk:
-		// Let the sent messages reach the client before the break.
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-p.breakNow:
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+		}
 		f.lis.breakAll()
 		<-ctx.Done()
 		return ctx.Err()

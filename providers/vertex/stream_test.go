@@ -185,6 +185,7 @@ func TestStreamTransportBreak(t *testing.T) {
 	f.set(func(f *fakeServer) {
 		f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 0, 0, 0), genMsg("b", 0, 0, 0)}
 		f.breakConn = true
+		f.breakNow = make(chan struct{})
 	})
 	a := newFakeAdapter(t, addr)
 	req := genReq()
@@ -205,6 +206,9 @@ func TestStreamTransportBreak(t *testing.T) {
 			break
 		}
 		texts = append(texts, ch.Text)
+		if len(texts) == 2 {
+			close(f.breakNow)
+		}
 	}
 	assert.Equal(t, []string{"a", "b"}, texts)
 }
