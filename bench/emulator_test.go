@@ -93,13 +93,17 @@ func TestEmulatorOpenLoopRates(t *testing.T) {
 			got := float64(len(arr)-1) / arr[len(arr)-1].Sub(arr[0]).Seconds()
 			defer t.Logf("%s: scheduled %.2f/s, sent %.2f/s, arrived %.2f/s, lag p99 %.3f ms, late %d",
 				model, scheduled, tr.SendRate, got, tr.Dist(latency.ScheduleLag, "", "").Quantile(0.99)/1e6, tr.Late)
-			if tr.SendRate < 0.98*scheduled && (raceEnabled || tr.MachineCPU >= bench.CPUBoundShare) {
+			if (tr.SendRate < 0.98*scheduled || tr.SendRate > 1.02*scheduled) && (raceEnabled || tr.MachineCPU >= bench.CPUBoundShare) {
 				// Under the race detector, or on a machine whose cores other
 				// processes keep busy, the client gets too little CPU to keep
 				// the schedule. It must then say so, not deliver less silently.
-				t.Logf("machine CPU %.0f%%: the rate check gives way to the shortfall's report", 100*tr.MachineCPU)
+				// (A rate too high comes from a late first send: sends are
+				// never early, so it is counted late too.)
+				t.Logf("machine CPU %.0f%%: the rate check gives way to the lateness report", 100*tr.MachineCPU)
 				assert.Positive(t, tr.Late)
-				assert.NotEmpty(t, tr.Warnings)
+				if tr.SendRate < 0.98*scheduled {
+					assert.NotEmpty(t, tr.Warnings)
+				}
 				return
 			}
 			assert.InEpsilon(t, scheduled, tr.SendRate, 0.02, "achieved send rate vs the schedule's")
@@ -124,7 +128,9 @@ func TestEmulatorLadder(t *testing.T) {
 	}}
 	srv := startEmulator(t, 0.04, []emulator.Endpoint{ep})
 	lad := bench.Ladder{Start: 50, Increment: 150, Floor: 50, Target: 1000, Step: bench.Duration(300 * time.Millisecond),
-		HighWater: bench.Duration(120 * time.Millisecond), LowWater: bench.Duration(90 * time.Millisecond)}
+		// A narrow hold band: a step whose p95 lands just over a wide band's
+		// low-water mark on a loaded machine would hold its rate for good.
+		HighWater: bench.Duration(120 * time.Millisecond), LowWater: bench.Duration(110 * time.Millisecond)}
 	p := &bench.Plan{Targets: []bench.Target{target("batchy", false)}, Load: bench.Load{Model: bench.LoadLadder, Ladder: lad},
 		Limits: bench.Limits{Duration: bench.Duration(4800 * time.Millisecond)}}
 	res, err := bench.Run(context.Background(), p, bench.Options{Connect: emulatorConnect(srv)})

@@ -140,11 +140,16 @@ func TestOpenLoopAchievedRate(t *testing.T) {
 			// The schedule's own count over the duration: exactly R×D for a
 			// constant rate; Poisson(R×D) for Poisson arrivals.
 			switch {
-			case model == LoadConstant && (raceEnabled || tr.MachineCPU >= CPUBoundShare) && tr.SendRate < 490:
-				// Slowed by the race detector or starved by other processes:
-				// the shortfall must be reported.
+			case model == LoadConstant && (raceEnabled || tr.MachineCPU >= CPUBoundShare) && (tr.SendRate < 490 || tr.SendRate > 510):
+				// Slowed by the race detector or starved by other processes.
+				// The rate spans the first to the last send, and sends are
+				// never early: a rate 2% off (40 ms of the 2 s span) means a
+				// first or last send more than LateAfter behind, which is
+				// counted; a shortfall is also reported.
 				assert.Positive(t, tr.Late)
-				assert.NotEmpty(t, tr.Warnings)
+				if tr.SendRate < 490 {
+					assert.NotEmpty(t, tr.Warnings)
+				}
 			case model == LoadConstant:
 				assert.Equal(t, int64(1000), tr.Sent)
 				assert.InEpsilon(t, 500, tr.SendRate, 0.02, "achieved send rate")

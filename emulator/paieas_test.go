@@ -88,7 +88,9 @@ func TestPAIEASAuthAndStreams(t *testing.T) {
 func TestPAIEASQueueFull(t *testing.T) {
 	p, _ := BuiltinProfile("llama-3-8b")
 	p.Slots, p.MaxQueue = 1, 1
-	s := start(t, Options{TimeScale: 0.05, Seed: 2, Endpoints: []Endpoint{{Name: "small", Providers: []Provider{PAIEAS}, Profile: p}}})
+	// At this scale A holds the slot about 0.5 s: time enough for B to
+	// queue and C to arrive on a loaded machine.
+	s := start(t, Options{TimeScale: 0.25, Seed: 2, Endpoints: []Endpoint{{Name: "small", Providers: []Provider{PAIEAS}, Profile: p}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	url := s.URL() + "/api/predict/small"

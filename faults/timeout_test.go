@@ -189,12 +189,15 @@ func firstChunkTimeout(t *testing.T, b backend, unit time.Duration, lazy bool, o
 // every chunk.
 func TestSlowProgressingStreamNotCut(t *testing.T) {
 	runBackends(t, func(t *testing.T, b backend, unit time.Duration, opts ...func(*rigOption)) {
+		// Each gap (0.4 units) leaves 2.6 units to every timeout (3 units),
+		// room for a first attempt that also sets up its connection on a
+		// loaded machine; the whole stream (4.8 units) outlasts them all.
 		const n = 12
 		r := newRig(t, b, []answer{{chunks: n, gap: unit * 4 / 10}},
 			append(opts, withClient(func(o *cloudreq.Options) {
-				o.AttemptTimeout = unit
-				o.FirstChunkTimeout = unit
-				o.StreamIdleTimeout = unit
+				o.AttemptTimeout = 3 * unit
+				o.FirstChunkTimeout = 3 * unit
+				o.StreamIdleTimeout = 3 * unit
 			}))...)
 		start := time.Now()
 		texts, resp, err := r.stream(context.Background())
@@ -202,6 +205,7 @@ func TestSlowProgressingStreamNotCut(t *testing.T) {
 		assert.Len(t, texts, n)
 		assert.Equal(t, "stop", resp.FinishReason)
 		assert.GreaterOrEqual(t, time.Since(start), n*unit*4/10, "longer than every timeout")
+		assert.Greater(t, n*unit*4/10, 3*unit)
 		assert.Equal(t, 1, r.rec.count())
 	})
 }

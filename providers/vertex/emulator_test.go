@@ -269,7 +269,9 @@ func TestEmulatorNotReadyThenReady(t *testing.T) {
 func TestEmulatorStallIdleTimeout(t *testing.T) {
 	_, c := startEmulator(t, func(o *cloudreq.Options) {
 		o.Retry.MaxAttempts = 1
-		o.StreamIdleTimeout = 200 * time.Millisecond
+		// The stall lasts 300 ms here, a token gap well under 1 ms: the
+		// timeout has 200 ms of room on one side, about 100 on the other.
+		o.StreamIdleTimeout = 100 * time.Millisecond
 	})
 	req := emuGenerate("llama-3-8b")
 	req.Header.Set("X-Emulator-Inject", string(emulator.FaultStallMidStream))
