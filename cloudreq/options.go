@@ -34,7 +34,8 @@ type Options struct {
 	FirstChunkTimeout time.Duration
 	// StreamIdleTimeout bounds the gap between two chunks of a Stream: a
 	// stalled stream fails with ERR_TIMEOUT, a slow but progressing one is
-	// never cut. Zero: no limit.
+	// never cut. It times Next's wait for the next chunk, not the caller's
+	// own time between Next calls. Zero: no limit.
 	StreamIdleTimeout time.Duration
 	// ScaleToZeroWindow is the endpoints' scale-to-zero idle window. When
 	// set, a client's first request to an endpoint, and the first after a

@@ -166,6 +166,7 @@ func (s *Stream) Next() bool {
 		}
 		s.reading = true
 		cs := s.cs
+		s.armIdle()
 		s.mu.Unlock()
 
 		var ch StreamChunk
@@ -173,6 +174,9 @@ func (s *Stream) Next() bool {
 
 		s.mu.Lock()
 		s.reading = false
+		if s.idleTimer != nil {
+			s.idleTimer.Stop()
+		}
 		switch {
 		case s.closed:
 			s.finishLocked(nil)
@@ -242,15 +246,25 @@ func (s *Stream) record(ch StreamChunk) {
 			s.firstTimer.Stop()
 		}
 	}
-	if d := s.cl.o.StreamIdleTimeout; d > 0 {
-		if s.idleTimer == nil {
-			acancel := s.acancel
-			s.idleTimer = time.AfterFunc(d, func() { acancel(errIdleTimeout) })
-		} else {
-			s.idleTimer.Reset(d)
-		}
-	}
 	s.cur = ch
+}
+
+// armIdle starts the idle timer for a read that waits for a chunk after
+// the first: it runs only while Next waits, so that the caller's own time
+// between Next calls is never taken for the server's silence. The attempt
+// cannot change once a chunk was delivered, so the timer keeps the
+// cancel of the attempt it was made for. s.mu is held.
+func (s *Stream) armIdle() {
+	d := s.cl.o.StreamIdleTimeout
+	if d <= 0 || !s.delivered {
+		return
+	}
+	if s.idleTimer == nil {
+		acancel := s.acancel
+		s.idleTimer = time.AfterFunc(d, func() { acancel(errIdleTimeout) })
+		return
+	}
+	s.idleTimer.Reset(d)
 }
 
 // streamError normalizes a read error; s.mu is held.

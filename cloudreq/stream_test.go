@@ -121,6 +121,25 @@ func TestStreamIdleTimeoutCutsStallButNotSlowProgress(t *testing.T) {
 	})
 }
 
+// TestStreamIdleTimeoutIgnoresSlowReader: the idle timeout times the
+// server's silence, while Next waits, not the caller's own time between
+// Next calls: a reader that takes longer than the timeout over each chunk
+// of a stream that keeps coming is not cut.
+func TestStreamIdleTimeoutIgnoresSlowReader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Chunks: chunks("a", "b", "c"), ChunkDelay: 100 * time.Millisecond}}}
+		s, err := client(t, fake, func(o *cloudreq.Options) { o.StreamIdleTimeout = time.Second }).Stream(context.Background(), req())
+		require.NoError(t, err)
+		var got []string
+		for s.Next() {
+			got = append(got, s.Chunk().Text)
+			time.Sleep(1500 * time.Millisecond) // the caller's own work on the chunk
+		}
+		require.NoError(t, s.Err())
+		assert.Equal(t, []string{"a", "b", "c"}, got)
+	})
+}
+
 func TestStreamFirstChunkTimeoutIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Block: true}, {Chunks: chunks("x")}}}
