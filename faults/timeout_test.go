@@ -182,7 +182,7 @@ func firstChunkTimeout(t *testing.T, b backend, unit time.Duration, lazy bool, o
 	}
 }
 
-// TestSlowProgressingStreamNotCut: a stream that takes far longer than
+// TestSlowProgressingStreamNotCut: a stream that takes longer than
 // every timeout in total, but whose chunks each come within
 // StreamIdleTimeout, completes: AttemptTimeout ends at the headers,
 // FirstChunkTimeout at the first chunk, and the idle timer restarts on

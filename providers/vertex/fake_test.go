@@ -29,9 +29,9 @@ type fakeCall struct {
 
 // fakeServer is an in-test PredictionService. Each RPC pops the next
 // error of errs (nil or an empty queue: success); streams send their
-// chunks, then end with streamEnd, or wait on hold, or break the
-// connection when breakConn is set, once breakNow is closed (the test
-// has the messages: breaking sooner could lose them in flight).
+// chunks, then end with streamEnd, or wait on hold, or, when breakNow is
+// set, break the connection once the test closes it (the test has the
+// messages then: breaking sooner could lose them in flight).
 type fakeServer struct {
 	aiplatformpb.UnimplementedPredictionServiceServer
 
@@ -43,7 +43,6 @@ type fakeServer struct {
 	rawChunks [][]byte
 	streamEnd error
 	hold      bool
-	breakConn bool
 	breakNow  chan struct{}
 	canceled  chan struct{} // closed when a held stream's context ends
 
@@ -148,18 +147,18 @@ func (f *fakeServer) set(fn func(f *fakeServer)) {
 
 // streamPlan is what a fake stream sends and how it ends.
 type streamPlan struct {
-	gen       []*aiplatformpb.GenerateContentResponse
-	raw       [][]byte
-	end       error
-	hold, brk bool
-	breakNow  <-chan struct{}
+	gen      []*aiplatformpb.GenerateContentResponse
+	raw      [][]byte
+	end      error
+	hold     bool
+	breakNow <-chan struct{} // nil: no break
 }
 
 // snapshot returns the fake's stream behaviour.
 func (f *fakeServer) snapshot() streamPlan {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return streamPlan{f.genChunks, f.rawChunks, f.streamEnd, f.hold, f.breakConn, f.breakNow}
+	return streamPlan{f.genChunks, f.rawChunks, f.streamEnd, f.hold, f.breakNow}
 }
 
 func (f *fakeServer) Calls() []fakeCall {
@@ -223,7 +222,7 @@ func (f *fakeServer) StreamRawPredict(r *aiplatformpb.StreamRawPredictRequest, s
 
 func (f *fakeServer) endStream(ctx context.Context, p streamPlan) error {
 	switch {
-	case p.brk:
+	case p.breakNow != nil:
 		select {
 		case <-p.breakNow:
 		case <-ctx.Done():

@@ -184,7 +184,6 @@ func TestStreamTransportBreak(t *testing.T) {
 	f, addr := startFake(t)
 	f.set(func(f *fakeServer) {
 		f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 0, 0, 0), genMsg("b", 0, 0, 0)}
-		f.breakConn = true
 		f.breakNow = make(chan struct{})
 	})
 	a := newFakeAdapter(t, addr)
