@@ -290,6 +290,13 @@ func (a *Adapter) url(r *cloudreq.CloudRequest) (string, error) {
 	return root + "/score", nil
 }
 
+// chatRoute reports whether r goes to a chat completions route: APIChat,
+// or a Target.Path that names one.
+func (a *Adapter) chatRoute(r *cloudreq.CloudRequest) bool {
+	p, _, _ := strings.Cut(r.Target.Path, "?")
+	return a.opts.API == APIChat || strings.HasSuffix(p, "/chat/completions")
+}
+
 // chat reports whether r's generate body is OpenAI chat JSON.
 func (a *Adapter) chat() bool { return a.opts.API == APIChat || a.opts.ScoreDialect == ScoreMessages }
 
@@ -410,7 +417,9 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 }
 
 // Stream implements cloudreq.Streamer: SSE when the response says
-// text/event-stream, one chunk for a JSON response, raw bytes otherwise.
+// text/event-stream (OpenAI chunks for generate and the chat route, each
+// event's data as text for an invoke of /score), one chunk for a JSON
+// response, raw bytes otherwise.
 func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.ChunkStream, error) {
 	resp, err := a.do(ctx, call, true)
 	if err != nil {
@@ -419,10 +428,12 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 	head := httpadapter.Head(resp, keepHeaders, idHeaders)
 	cfg := httpadapter.StreamConfig{Provider: cloudreq.ProviderAzure, MaxFrame: a.opts.MaxEventBytes}
 	generate := call.Request.Action == cloudreq.ActionGenerate
-	dec := &openaiwire.StreamDecoder{Provider: cloudreq.ProviderAzure, RequestID: head.RequestID, Native: native(0)}
 	switch {
 	case httpadapter.IsEventStream(head.ContentType):
-		cfg.Framing, cfg.Decoder = httpadapter.FramingSSE, dec
+		cfg.Framing, cfg.Decoder = httpadapter.FramingSSE, httpadapter.TextDecoder{}
+		if generate || a.chatRoute(call.Request) {
+			cfg.Decoder = &openaiwire.StreamDecoder{Provider: cloudreq.ProviderAzure, RequestID: head.RequestID, Native: native(0)}
+		}
 	case httpadapter.IsJSON(head.ContentType) && generate:
 		cfg.Framing, cfg.MaxFrame, cfg.Decoder = httpadapter.FramingWhole, int(a.opts.MaxResponseBytes), &wholeDecoder{}
 	default:

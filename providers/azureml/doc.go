@@ -33,6 +33,13 @@
 //
 // Target.Path, when set, replaces /score (or /chat/completions).
 //
+// Streams are read as SSE when the server says text/event-stream: OpenAI
+// chunks for generate and for any request to a chat completions route
+// (APIChat, or a Target.Path ending in /chat/completions), and each event's
+// data as text for an invoke of /score, whose scoring script may stream
+// anything. A JSON generate response is one chunk; other bodies are plain
+// bytes in the order they arrive.
+//
 // # Credentials
 //
 // Authorization is always "Bearer <credential>": Options.Key (an endpoint

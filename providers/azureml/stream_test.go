@@ -106,3 +106,37 @@ func TestStreamOpenError(t *testing.T) {
 	out := stream(t, a, generateReq())
 	assert.Equal(t, errcodes.Throttled, errcodes.Of(out.err))
 }
+
+// TestStreamInvokeDecoding: an invoke of /score passes each SSE event's
+// data through as text, whatever its shape; the chat route decodes OpenAI
+// chunks for invoke as for generate.
+func TestStreamInvokeDecoding(t *testing.T) {
+	tests := []struct {
+		name    string
+		opt     func(*Options)
+		path    string
+		parts   []string
+		text    string
+		content int
+	}{
+		{"score, plain events", nil, "", []string{"data: hello\n\n", "data: world\n\n"}, "helloworld", 2},
+		{"score, json events without an end", nil, "", []string{`data: {"token":"a"}` + "\n\n"}, `{"token":"a"}`, 1},
+		{"chat route", func(o *Options) { o.API = APIChat }, "", []string{sseRole, sseHello, sseEnd, sseUsage, sseDone}, "Hello!", 2},
+		{"path to chat completions", nil, "/v1/chat/completions?api-version=1", []string{sseHello, sseEnd, sseDone}, "Hello!", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts []func(*Options)
+			if tt.opt != nil {
+				opts = append(opts, tt.opt)
+			}
+			a, _ := server(t, func(w http.ResponseWriter, r *http.Request) { writeFlushed(w, "text/event-stream", tt.parts...) }, opts...)
+			r := invokeReq(`{"anything":1}`)
+			r.Target.Path = tt.path
+			out := stream(t, a, r)
+			require.NoError(t, out.err)
+			assert.Equal(t, tt.text, out.text)
+			assert.Equal(t, tt.content, out.content)
+		})
+	}
+}
