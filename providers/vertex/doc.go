@@ -97,7 +97,8 @@
 //	NOT_FOUND             404   ERR_NOT_FOUND
 //	ALREADY_EXISTS        409   ERR_INVALID_PARAM    (a conflict: retrying the same request cannot help)
 //	ABORTED               409   ERR_UNAVAILABLE      (a concurrency conflict: a retry may succeed)
-//	RESOURCE_EXHAUSTED    429   ERR_THROTTLED        ERR_QUOTA_EXCEEDED with a QuotaFailure detail or an ErrorInfo reason containing QUOTA;
+//	RESOURCE_EXHAUSTED    429   ERR_THROTTLED        ERR_QUOTA_EXCEEDED with a QuotaFailure detail or an ErrorInfo reason containing QUOTA,
+//	                                                 unless the reason is RATE_LIMIT_EXCEEDED (a per-minute rate quota: throttled);
 //	                                                 ERR_PAYLOAD_TOO_LARGE for grpc-go's "message larger than max" (no details)
 //	CANCELLED             499   ERR_CANCELED
 //	UNKNOWN               500   ERR_INTERNAL         ERR_MODEL_ERROR with an ErrorInfo reason containing MODEL_ERROR

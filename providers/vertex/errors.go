@@ -104,6 +104,10 @@ func mapError(err error) error {
 		}
 	case codes.ResourceExhausted:
 		switch {
+		case reason == "RATE_LIMIT_EXCEEDED":
+			// Google's reason for a rate quota (requests or tokens per
+			// minute), which comes with a QuotaFailure detail too: it
+			// refills, so the request is throttled, not out of quota.
 		case d.QuotaFailure != nil || strings.Contains(reason, "QUOTA"):
 			code = errcodes.QuotaExceeded
 		case reason == "" && strings.Contains(st.Message(), "message larger than max"):
