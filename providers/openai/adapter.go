@@ -40,8 +40,9 @@ const (
 type Options struct {
 	// BaseURL is the server root, e.g. "http://127.0.0.1:8000" for vLLM
 	// (a trailing "/v1" is fine: it is not repeated). Default
-	// DefaultBaseURL. A Target.Endpoint that is an http(s) URL overrides it
-	// for one request.
+	// DefaultBaseURL. A query it holds (a gateway's "?api-version=…") is
+	// added to every request's URL. A Target.Endpoint that is an http(s)
+	// URL overrides it for one request.
 	BaseURL string
 	// APIKey is sent as "Authorization: Bearer <APIKey>"; empty sends none.
 	APIKey string
@@ -67,7 +68,8 @@ type Options struct {
 // io.Closer, and is safe for concurrent use.
 type Adapter struct {
 	opts   Options
-	base   string
+	base   string // BaseURL without its query
+	query  string // BaseURL's query
 	client *http.Client
 }
 
@@ -108,25 +110,27 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	if a.client == nil {
 		a.client = &http.Client{}
 	}
-	base, err := a.checkBase(opts.BaseURL)
+	base, query, err := a.checkBase(opts.BaseURL)
 	if err != nil {
 		return nil, err
 	}
-	a.base = base
+	a.base, a.query = base, query
 	return a, nil
 }
 
-// checkBase validates a base URL and the credential rule for it.
-func (a *Adapter) checkBase(raw string) (string, error) {
+// checkBase validates a base URL and the credential rule for it, and
+// returns it without user info, query and fragment, and its query apart.
+func (a *Adapter) checkBase(raw string) (base, query string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", invalid("base URL %q is not an absolute http(s) URL", httpadapter.URLForMessage(raw))
+		return "", "", invalid("base URL %q is not an absolute http(s) URL", httpadapter.URLForMessage(raw))
 	}
 	if u.Scheme == "http" && a.opts.APIKey != "" && !a.opts.AllowInsecureHTTP {
-		return "", invalid("refusing to send the API key over plain http to %s; use https, or set AllowInsecureHTTP for a local emulator", u.Host)
+		return "", "", invalid("refusing to send the API key over plain http to %s; use https, or set AllowInsecureHTTP for a local emulator", u.Host)
 	}
-	u.User = nil
-	return strings.TrimRight(u.String(), "/"), nil
+	query = u.RawQuery
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	return strings.TrimRight(u.String(), "/"), query, nil
 }
 
 func invalid(format string, args ...any) *errcodes.Error {
@@ -190,15 +194,23 @@ func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payl
 
 // url returns the request URL.
 func (a *Adapter) url(t cloudreq.Target) (string, error) {
-	base := a.base
+	base, query := a.base, a.query
 	if httpadapter.IsAbsoluteURL(t.Endpoint) {
-		b, err := a.checkBase(t.Endpoint)
+		b, q, err := a.checkBase(t.Endpoint)
 		if err != nil {
 			return "", err
 		}
-		base = b
+		base, query = b, q
 	}
-	return httpadapter.JoinPath(base, path(t)), nil
+	u := httpadapter.JoinPath(base, path(t))
+	switch {
+	case query == "":
+	case strings.Contains(u, "?"):
+		u += "&" + query
+	default:
+		u += "?" + query
+	}
+	return u, nil
 }
 
 // do sends one attempt and returns a 2xx response, or the mapped error.

@@ -147,6 +147,10 @@ func TestURLs(t *testing.T) {
 		{"http://h:1", "https://other:2/v1", "", "https://other:2/v1/chat/completions"},
 		{"http://h:1", "name-only", "chat/completions", "http://h:1/chat/completions"},
 		{"http://h:1", "", "/chat/completions?api-version=2024-05-01-preview", "http://h:1/chat/completions?api-version=2024-05-01-preview"},
+		// A base URL's query goes after the path, joined to the path's own.
+		{"https://h.example/v1?tenant=x", "", "", "https://h.example/v1/chat/completions?tenant=x"},
+		{"https://h.example/v1?tenant=x#frag", "", "/v1/completions?a=1", "https://h.example/v1/completions?a=1&tenant=x"},
+		{"http://h:1?tenant=x", "https://other:2/v1?b=2", "", "https://other:2/v1/chat/completions?b=2"},
 	}
 	for _, tt := range tests {
 		a, err := New(Options{BaseURL: tt.base})

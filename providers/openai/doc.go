@@ -49,6 +49,7 @@
 //	HTTP 429                                         ERR_THROTTLED          yes
 //	HTTP 499                                         ERR_CANCELED           no
 //	HTTP 500                                         ERR_INTERNAL           yes
+//	HTTP 501                                         ERR_INVALID_PARAM      no
 //	HTTP 502, 503 (other 5xx)                        ERR_UNAVAILABLE        yes
 //	in-stream data:{"error":…}                       ERR_STREAM_INTERRUPTED as its class
 //	stream without [DONE] or finish_reason           ERR_STREAM_INTERRUPTED yes (before the first chunk)
