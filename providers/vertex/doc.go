@@ -75,7 +75,9 @@
 // A status that arrives mid-stream is mapped as below, except that a
 // transport break after the first message (UNAVAILABLE with no details, or
 // grpc-go's RST_STREAM / missing-trailers / connection messages) is
-// ERR_STREAM_INTERRUPTED. Closing a stream cancels the RPC.
+// ERR_STREAM_INTERRUPTED. An interruption before the first message is
+// retryable (no chunk reached the caller), later ones are not. Closing a
+// stream cancels the RPC.
 //
 // # Errors
 //

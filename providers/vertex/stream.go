@@ -165,7 +165,9 @@ func (s *chunkStream) fail(err error) error {
 		e.Provider = cloudreq.ProviderGCP
 	}
 	if e != nil && e.Code == errcodes.StreamInterrupted {
-		e.Retryable = false
+		// Before the first message nothing reached the caller, and the
+		// client may retry the call, as for the other adapters.
+		e.Retryable = s.chunks == 0
 	}
 	return err
 }

@@ -148,7 +148,7 @@ func TestStreamEmptyGenerateIsRetriedThenInterrupted(t *testing.T) {
 		s.Close()
 	}
 	assert.ErrorIs(t, err, errcodes.StreamInterrupted)
-	assert.Len(t, f.Calls(), 1, "ERR_STREAM_INTERRUPTED is not retryable")
+	assert.Len(t, f.Calls(), 2, "a stream interrupted before its first message is retried")
 }
 
 func TestStreamMidStreamStatus(t *testing.T) {
