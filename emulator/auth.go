@@ -153,11 +153,14 @@ func parseSigV4(h string) (sigV4, bool) {
 	return v, v.akid != "" && v.signature != "" && len(v.signed) > 0
 }
 
+// sigV4Service is the signing name of the SageMaker runtime.
+const sigV4Service = "sagemaker"
+
 // verifySigV4 recomputes the request's SigV4 signature with the SDK's own
 // signer over the headers the client signed, and compares.
 func verifySigV4(r *http.Request, body []byte, akid, secret string) bool {
 	v, ok := parseSigV4(r.Header.Get("Authorization"))
-	if !ok || subtle.ConstantTimeCompare([]byte(v.akid), []byte(akid)) != 1 {
+	if !ok || v.service != sigV4Service || subtle.ConstantTimeCompare([]byte(v.akid), []byte(akid)) != 1 {
 		return false
 	}
 	t, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
@@ -185,10 +188,17 @@ func verifySigV4(r *http.Request, body []byte, akid, secret string) bool {
 			}
 		}
 	}
+	// The payload hash is the body's own: a client's X-Amz-Content-Sha256
+	// must match it (or be UNSIGNED-PAYLOAD), so that a body changed after
+	// signing is refused as SageMaker refuses it.
 	sum := sha256.Sum256(body)
 	hash := hex.EncodeToString(sum[:])
-	if ph := r.Header.Get("X-Amz-Content-Sha256"); ph != "" && ph != "UNSIGNED-PAYLOAD" {
+	switch ph := r.Header.Get("X-Amz-Content-Sha256"); ph {
+	case "", hash:
+	case "UNSIGNED-PAYLOAD":
 		hash = ph
+	default:
+		return false
 	}
 	creds := aws.Credentials{AccessKeyID: akid, SecretAccessKey: secret, SessionToken: r.Header.Get("X-Amz-Security-Token")}
 	if err := v4.NewSigner().SignHTTP(context.Background(), creds, clone, hash, v.service, v.region, t); err != nil {

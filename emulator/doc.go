@@ -239,7 +239,9 @@
 // # Credentials
 //
 // SageMaker verifies SigV4 (with the SDK's own signer) when AWS keys are
-// configured; Azure ML takes Authorization: Bearer <key> (or api-key);
+// configured: signing name sagemaker, a date within 15 minutes, and the
+// payload hash of the body received (X-Amz-Content-Sha256, when sent, must
+// be that hash or UNSIGNED-PAYLOAD); Azure ML takes Authorization: Bearer <key> (or api-key);
 // Vertex takes a bearer token (HTTP header or gRPC metadata); OpenAI takes a
 // bearer key; PAI-EAS takes a raw token, Bearer, or the EAS SDK signature
 // "EAS " + base64(HMAC-SHA1(token, "POST\n" + md5hex(body) + "\n" +
