@@ -130,7 +130,7 @@ func (s *Server) serveAzureML(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodPost {
-		writeAzureError(w, azureErr{status: 405, code: "MethodNotAllowed", msg: "use POST"})
+		methodNotAllowed(w, AzureML, http.MethodPost)
 		return
 	}
 	body, tooLarge, err := readBody(r)

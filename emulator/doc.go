@@ -59,6 +59,10 @@
 //	            bodies under /v1/. Invalid: 400.
 //	OpenAI      chat completions and completions; SSE with stream_options.include_usage. Invalid: 400.
 //
+// A method other than POST (GET for /v1/models) is answered 405 with an
+// Allow header on the Azure ML, PAI-EAS and OpenAI routes; SageMaker
+// answers it 404 UnknownOperationException, and Vertex UNIMPLEMENTED.
+//
 // Prompt length is estimated as one token per 4 bytes of text (rounded up):
 // a 512-token prompt is 2,048 bytes. Output text is one vocabulary word per
 // token, one token per streamed chunk.

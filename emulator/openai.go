@@ -70,7 +70,7 @@ func writeOpenAIError(w http.ResponseWriter, f Fault, model, msg string) {
 func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, _ string, path string) {
 	if path == "/v1/models" || strings.HasPrefix(path, "/v1/models/") {
 		if r.Method != http.MethodGet {
-			writeOpenAIError(w, FaultInvalid, "", "method not allowed: use GET")
+			methodNotAllowed(w, OpenAI, http.MethodGet)
 			return
 		}
 		s.serveModels(w, r, strings.TrimPrefix(strings.TrimPrefix(path, "/v1/models"), "/"))
@@ -78,6 +78,22 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request, _ string, p
 	}
 	chat := path == "/v1/chat/completions"
 	s.serveOpenAIGen(w, r, nil, OpenAI, chat, writeOpenAIError)
+}
+
+// methodNotAllowed answers 405 with the Allow header, in the form of
+// prov's server: FastAPI's {"detail":…} for the OpenAI-compatible servers
+// (vLLM, SGLang), the gateway's plain text for PAI-EAS, an Azure error
+// body for Azure ML.
+func methodNotAllowed(w http.ResponseWriter, prov Provider, allow string) {
+	w.Header().Set("Allow", allow)
+	switch prov {
+	case PAIEAS:
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	case AzureML:
+		writeAzureError(w, azureErr{status: http.StatusMethodNotAllowed, code: "MethodNotAllowed", msg: "use " + allow})
+	default:
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method Not Allowed"})
+	}
 }
 
 // errorWriter answers fault f for the endpoint named name, with msg (if
@@ -91,7 +107,7 @@ type errorWriter func(w http.ResponseWriter, f Fault, name, msg string)
 func (s *Server) serveOpenAIGen(w http.ResponseWriter, r *http.Request, ep *endpoint, prov Provider, chat bool, errw errorWriter) {
 	fail := func(f Fault, model, msg string) { errw(w, f, model, msg) }
 	if r.Method != http.MethodPost {
-		fail(FaultInvalid, "", "method not allowed: use POST")
+		methodNotAllowed(w, prov, http.MethodPost)
 		return
 	}
 	body, tooLarge, err := readBody(r)

@@ -3,6 +3,7 @@ package emulator
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -106,4 +107,36 @@ func TestOpenAINonStreaming(t *testing.T) {
 	var apiErr *openai.Error
 	require.True(t, errors.As(err, &apiErr), "got %v", err)
 	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode)
+}
+
+// TestWrongMethod405: every POST route of the HTTP protocols answers
+// another method with 405 and an Allow header, in its server's form.
+func TestWrongMethod405(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	name := DefaultEndpoints()[0].Name
+	tests := []struct {
+		path, method, allow, body string
+	}{
+		{"/v1/chat/completions", http.MethodGet, "POST", `{"detail":"Method Not Allowed"}`},
+		{"/v1/completions", http.MethodPut, "POST", `{"detail":"Method Not Allowed"}`},
+		{"/v1/models", http.MethodPost, "GET", `{"detail":"Method Not Allowed"}`},
+		{"/api/predict/" + name, http.MethodGet, "POST", "Method Not Allowed\n"},
+		{"/api/predict/" + name + "/v1/chat/completions", http.MethodGet, "POST", "Method Not Allowed\n"},
+		{"/azureml/" + name + "/score", http.MethodGet, "POST", `MethodNotAllowed`},
+		{"/azureml/" + name + "/chat/completions", http.MethodGet, "POST", `MethodNotAllowed`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(context.Background(), tt.method, s.URL()+tt.path, nil)
+			require.NoError(t, err)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+			assert.Equal(t, tt.allow, resp.Header.Get("Allow"))
+			assert.Contains(t, string(b), tt.body)
+		})
+	}
 }

@@ -90,8 +90,7 @@ func (s *Server) servePAIEAS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		methodNotAllowed(w, PAIEAS, http.MethodPost)
 		return
 	}
 	body, tooLarge, err := readBody(r)
