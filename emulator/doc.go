@@ -17,6 +17,9 @@
 //
 //	POST /endpoints/{name}/invocations                     SageMaker InvokeEndpoint
 //	POST /endpoints/{name}/invocations-response-stream     SageMaker InvokeEndpointWithResponseStream (eventstream)
+//	POST /endpoints/{name}/async-invocations               SageMaker InvokeEndpointAsync: 202 with InferenceId and
+//	                                                       the S3 output and failure locations (accepted, not run:
+//	                                                       the emulator has no S3, and keeps no Record)
 //	POST /azureml/{endpoint}/score                         Azure ML managed online endpoint
 //	POST /score  with Host {endpoint}.{region}.inference.ml.azure.com (the real URL shape)
 //	POST /azureml/{endpoint}/chat/completions              Azure serverless (model inference) chat, SSE

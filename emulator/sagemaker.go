@@ -90,8 +90,9 @@ func writeSageMakerError(w http.ResponseWriter, e sageMakerErr, name, reqID stri
 	writeJSON(w, e.status, map[string]string{"message": e.msg})
 }
 
-// serveSageMaker serves POST /endpoints/{name}/invocations and
-// /endpoints/{name}/invocations-response-stream.
+// serveSageMaker serves POST /endpoints/{name}/invocations,
+// /endpoints/{name}/invocations-response-stream and
+// /endpoints/{name}/async-invocations.
 func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/endpoints/")
 	name, op, ok := strings.Cut(rest, "/")
@@ -111,7 +112,7 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 		_ = s.sleepUntil(r.Context(), read.Add(minAnswerDelay))
 		writeSageMakerError(w, e, name, reqID)
 	}
-	if !ok || (op != "invocations" && op != "invocations-response-stream") {
+	if !ok || (op != "invocations" && op != "invocations-response-stream" && op != "async-invocations") {
 		answer(http.StatusNotFound, "UnknownOperationException", map[string]string{"message": "Unknown operation " + r.URL.Path})
 		return
 	}
@@ -138,6 +139,10 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 		fail(e)
 		return
 	}
+	if op == "async-invocations" {
+		s.serveSageMakerAsync(w, r, name, reqID, body, fail)
+		return
+	}
 	gen, perr := parseSageMakerLLM(body)
 	if perr != nil {
 		// The container rejects the body; SageMaker reports it as a ModelError.
@@ -161,6 +166,40 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 	s.serveGen(w, r, c, &sageMakerWire{reqID: reqID, enc: eventstream.NewEncoder(), chat: gen.dialect == dialectChat, oa: &openAIWire{chat: true, model: ep.Name, created: time.Now().Unix()},
 		internalFailure: strings.EqualFold(r.Header.Get(HeaderStreamError), "InternalStreamFailure")})
 }
+
+// sageMakerAsyncMaxBody is the most an InvokeEndpointAsync request may
+// carry inline (its Body); larger inputs go through InputLocation.
+const sageMakerAsyncMaxBody = 128000
+
+// serveSageMakerAsync answers InvokeEndpointAsync: exactly one of an
+// inline body and X-Amzn-SageMaker-InputLocation, then 202 with the
+// inference id and the S3 locations the result and failure would be
+// written to. The emulator has no S3 and no queue: the request is accepted
+// and not run, and no Record is kept.
+func (s *Server) serveSageMakerAsync(w http.ResponseWriter, r *http.Request, name, reqID string, body []byte, fail func(sageMakerErr)) {
+	in := r.Header.Get("X-Amzn-SageMaker-InputLocation")
+	switch {
+	case (in == "") == (len(body) == 0):
+		fail(sageMakerErr{status: 400, typ: "ValidationError", msg: "Provide exactly one of Body and InputLocation."})
+		return
+	case len(body) > sageMakerAsyncMaxBody:
+		fail(sageMakerErr{status: 413, typ: "ValidationError", msg: fmt.Sprintf("Request payload size exceeds the maximum allowed size of %d bytes for inline asynchronous inference; use InputLocation", sageMakerAsyncMaxBody)})
+		return
+	}
+	id := r.Header.Get("X-Amzn-SageMaker-Inference-Id")
+	if id == "" {
+		id = s.uuid()
+	}
+	h := w.Header()
+	h.Set("x-amzn-RequestId", reqID)
+	h.Set("X-Amzn-SageMaker-OutputLocation", "s3://"+sageMakerAsyncBucket+"/async-output/"+name+"/"+id+".out")
+	h.Set("X-Amzn-SageMaker-FailureLocation", "s3://"+sageMakerAsyncBucket+"/async-failures/"+name+"/"+id+"-error.out")
+	writeJSON(w, http.StatusAccepted, map[string]string{"InferenceId": id})
+}
+
+// sageMakerAsyncBucket names the S3 bucket of the locations async answers
+// give; nothing is written there.
+const sageMakerAsyncBucket = "cloudinfer-emulator"
 
 // sageMakerWire writes SageMaker answers. Streamed answers are eventstream
 // PayloadPart frames whose bytes are the container's own stream: TGI

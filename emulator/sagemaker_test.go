@@ -220,3 +220,38 @@ func TestSageMakerSigV4(t *testing.T) {
 		assert.Equal(t, 403, re.HTTPStatusCode())
 	}
 }
+
+// TestSageMakerAsync drives InvokeEndpointAsync through the SDK: exactly
+// one of an inline body and an input location, then 202 with the
+// inference id and the output and failure locations.
+func TestSageMakerAsync(t *testing.T) {
+	ep := DefaultEndpoints()[0]
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := sageMakerClient(s, "AKID", "secret")
+
+	out, err := c.InvokeEndpointAsync(ctx, &sagemakerruntime.InvokeEndpointAsyncInput{EndpointName: aws.String(ep.Name),
+		InputLocation: aws.String("s3://bucket/in.json"), InferenceId: aws.String("inf-1")})
+	require.NoError(t, err)
+	assert.Equal(t, "inf-1", aws.ToString(out.InferenceId))
+	assert.Equal(t, "s3://cloudinfer-emulator/async-output/"+ep.Name+"/inf-1.out", aws.ToString(out.OutputLocation))
+	assert.Equal(t, "s3://cloudinfer-emulator/async-failures/"+ep.Name+"/inf-1-error.out", aws.ToString(out.FailureLocation))
+
+	out, err = c.InvokeEndpointAsync(ctx, &sagemakerruntime.InvokeEndpointAsyncInput{EndpointName: aws.String(ep.Name),
+		Body: []byte(tgiSample), ContentType: aws.String("application/json")})
+	require.NoError(t, err)
+	assert.NotEmpty(t, aws.ToString(out.InferenceId), "an id is generated when none is given")
+
+	for name, in := range map[string]*sagemakerruntime.InvokeEndpointAsyncInput{
+		"neither body nor location": {EndpointName: aws.String(ep.Name)},
+		"both":                      {EndpointName: aws.String(ep.Name), Body: []byte(tgiSample), InputLocation: aws.String("s3://b/k")},
+		"unknown endpoint":          {EndpointName: aws.String("no-such-endpoint"), InputLocation: aws.String("s3://b/k")},
+	} {
+		_, err := c.InvokeEndpointAsync(ctx, in)
+		var e smithy.APIError
+		require.True(t, errors.As(err, &e), "%s: %T %v", name, err, err)
+		assert.Equal(t, "ValidationError", e.ErrorCode(), name)
+	}
+	assert.Empty(t, s.Records(), "async requests are not run")
+}
