@@ -4,7 +4,8 @@
 // A Plan names the targets (any provider and endpoint), the load model and
 // the limits. Four load models are built in, as MEASUREMENT.md defines them:
 //
-//   - closed loop: N workers, each sending when its previous request ends;
+//   - closed loop: N workers, each sending when its previous request ends
+//     (its intended send time is its send time: no schedule lag);
 //   - open loop at a constant rate, and open loop with Poisson arrivals: the
 //     send times come from a Schedule of intended times, computed from the
 //     run's start (never from relative sleeps that drift), and every request

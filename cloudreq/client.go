@@ -151,6 +151,9 @@ type call struct {
 	errs     []*errcodes.Error
 	spent    int // retry-budget tokens taken by this call
 	notReady bool
+	// sendIsIntended: the request set no IntendedSend, so the first
+	// attempt's send time is the intended one (closed-loop load).
+	sendIsIntended bool
 	obs      []CallObserver
 
 	// Storage for the per-call values above, so that a call allocates them
@@ -180,7 +183,11 @@ func (cl *call) newTrace(n int) *latency.AttemptTrace {
 	if n > 1 {
 		tr = new(latency.AttemptTrace)
 	}
-	tr.StartAt(n, cl.wait, cl.now())
+	send := cl.now()
+	if n == 1 && cl.sendIsIntended {
+		cl.tl.IntendedSend = send
+	}
+	tr.StartAt(n, cl.wait, send)
 	return tr
 }
 
@@ -200,11 +207,12 @@ func (cl *call) newCall(n int, tr *latency.AttemptTrace) *Call {
 // monotonic) and keeps every stamp of the call on the same monotonic scale.
 func (cl *call) now() time.Time { return cl.tl.Start.Add(time.Since(cl.tl.Start)) }
 
-// initTimeline starts the call's timeline (intended zero means now).
+// initTimeline starts the call's timeline. A zero intended send time
+// means the first attempt's send time; until one starts, the call's start.
 func (cl *call) initTimeline(intended time.Time) {
 	now := time.Now()
 	if intended.IsZero() {
-		intended = now
+		intended, cl.sendIsIntended = now, true
 	}
 	t := new(timing)
 	tl := &t.tl

@@ -277,3 +277,41 @@ func TestTimingKeepsNoRequest(t *testing.T) {
 	require.Len(t, resp.Timing.Attempts, 1)
 	runtime.KeepAlive(resp.Timing)
 }
+
+// TestIntendedSendDefaultsToFirstSend: without a schedule, the intended send
+// time is the first attempt's send time (MEASUREMENT.md: equal to the send
+// time in a closed loop), so that hooks and other client work before the
+// send are no schedule lag.
+func TestIntendedSendDefaultsToFirstSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := hooks.PreSerializeFunc(func(context.Context, *cloudreq.CloudRequest) error {
+			time.Sleep(5 * time.Millisecond)
+			return nil
+		})
+		set := hooks.Default()
+		require.NoError(t, set.Serialize.Add("slow", slow))
+		fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
+			{Err: errcodes.New(errcodes.Unavailable, "blip")},
+			{Response: &cloudreq.CloudResponse{StatusCode: 200}},
+		}}
+		c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: set})
+		require.NoError(t, err)
+		resp, err := c.Invoke(context.Background(), req())
+		require.NoError(t, err)
+		tl := resp.Timing
+		require.Len(t, tl.Attempts, 2)
+		assert.Equal(t, tl.Attempts[0].Send, tl.IntendedSend)
+		assert.Equal(t, 5*time.Millisecond, tl.IntendedSend.Sub(tl.Start), "the hook ran before the send")
+		s := latency.Measure(tl, latency.Outcome{})
+		assert.Zero(t, s.ScheduleLag)
+		assert.Equal(t, tl.Chunks[0].At.Sub(tl.Attempts[0].Send), s.E2EIntended, "retries count from the first send")
+
+		// A scheduled request keeps its intended time.
+		r := req()
+		r.IntendedSend = time.Now().Add(-time.Second)
+		fake.Outcomes = []cloudreqtest.Outcome{{Response: &cloudreq.CloudResponse{StatusCode: 200}}}
+		resp, err = c.Invoke(context.Background(), r)
+		require.NoError(t, err)
+		assert.Equal(t, r.IntendedSend, resp.Timing.IntendedSend)
+	})
+}

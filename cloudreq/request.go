@@ -60,7 +60,8 @@ type CloudRequest struct {
 	// Tags are free-form dimensions (region, device, …) carried to reports.
 	Tags map[string]string
 	// IntendedSend is when a load schedule wanted this request sent; zero
-	// means "now". Measurements corrected for coordinated omission start here.
+	// means the first attempt's send time (no schedule: a closed loop, or a
+	// plain call). Measurements corrected for coordinated omission start here.
 	IntendedSend time.Time
 }
 

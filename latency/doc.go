@@ -8,7 +8,8 @@
 // # Timeline
 //
 // cloudreq fills a Timeline for every call: the intended send time (from
-// the load schedule), the call's start, each attempt's send, DNS, connect,
+// the load schedule; without one, the first attempt's send, so that a
+// closed loop has no schedule lag), the call's start, each attempt's send, DNS, connect,
 // TLS, request-written and first-byte times and its outcome, each chunk's
 // arrival, token count and whether it carries content, the end, and for
 // cold starts the time the model became ready. All times come from Go's

@@ -13,8 +13,9 @@ import (
 // A Timeline belongs to one call. It is complete once Invoke returns, or once
 // a Stream has been drained or closed; read it only then.
 type Timeline struct {
-	// IntendedSend is when the load schedule wanted the request sent. It
-	// equals Start unless the caller set CloudRequest.IntendedSend.
+	// IntendedSend is when the load schedule wanted the request sent.
+	// cloudreq sets it to the first attempt's send time (Start if no
+	// attempt was made) unless the caller set CloudRequest.IntendedSend.
 	IntendedSend time.Time `json:"intended_send"`
 	// Start is when the call entered the client (before hooks and queueing).
 	Start time.Time `json:"start"`
