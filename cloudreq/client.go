@@ -154,7 +154,7 @@ type call struct {
 	// sendIsIntended: the request set no IntendedSend, so the first
 	// attempt's send time is the intended one (closed-loop load).
 	sendIsIntended bool
-	obs      []CallObserver
+	obs            []CallObserver
 
 	// Storage for the per-call values above, so that a call allocates them
 	// with itself: the working request, the first attempt's trace and
