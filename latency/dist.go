@@ -236,6 +236,12 @@ func sampleSD(n uint64, sum, sumSq wide, scale float64) float64 {
 // Quantile returns the value at quantile q (0 ≤ q ≤ 1) within the sketch's
 // 1% relative accuracy, clamped to the exact [Min, Max]; quantiles 0 and 1
 // are the exact Min and Max. It is 0 when d is empty or q out of range.
+//
+// Quantiles are nearest-rank: the q-quantile of n values is the one of
+// rank ⌈q·n⌉ (the smallest value with at least a fraction q of the values
+// at or below it), as HdrHistogram and most SLA definitions take it. So p95
+// of two cold starts of 1 s and 3 s is 3 s: no quantile above the median
+// hides the worst half of a small sample.
 func (d *Dist) Quantile(q float64) float64 {
 	if d.n == 0 || d.sketch == nil || !(q >= 0 && q <= 1) {
 		return 0
@@ -246,11 +252,42 @@ func (d *Dist) Quantile(q float64) float64 {
 	case 1:
 		return float64(d.max)
 	}
-	v, err := d.sketch.GetValueAtQuantile(q)
-	if err != nil {
+	r := nearestRank(q, d.n)
+	if r == d.n-1 {
+		return float64(d.max)
+	}
+	v := valueAtRank(d.sketch, float64(r))
+	return math.Min(math.Max(v, float64(d.min)), float64(d.max))
+}
+
+// nearestRank returns the 0-based rank of the q-quantile of n > 0 values
+// by the nearest-rank definition: ⌈q·n⌉ − 1, within [0, n−1]. The product
+// is shrunk by one part in 10¹² first, so that q·n's rounding error (q =
+// 0.95 is not exact in binary) cannot push a whole rank up by one.
+func nearestRank(q float64, n uint64) uint64 {
+	r := math.Ceil(q * float64(n) * (1 - 1e-12))
+	if r < 1 {
 		return 0
 	}
-	return math.Min(math.Max(v, float64(d.min)), float64(d.max))
+	return min(uint64(r)-1, n-1)
+}
+
+// valueAtRank returns the value of 0-based rank r in s (r < its count),
+// within its relative accuracy. It is the sketch's GetValueAtQuantile with
+// the rank given instead of derived from q·(count−1), which rounds down.
+func valueAtRank(s *ddsketch.DDSketch, r float64) float64 {
+	neg := s.GetNegativeValueStore()
+	nNeg := neg.TotalCount()
+	m := s.IndexMapping
+	switch {
+	case r < nNeg:
+		// The negative store holds magnitudes: the r-th value from the
+		// bottom is the (nNeg−1−r)-th magnitude from the smallest.
+		return -m.Value(neg.KeyAtRank(nNeg - 1 - r))
+	case r < nNeg+s.GetZeroCount():
+		return 0
+	}
+	return m.Value(s.GetPositiveValueStore().KeyAtRank(r - nNeg - s.GetZeroCount()))
 }
 
 // Stats is a distribution's summary, in the metric's native unit

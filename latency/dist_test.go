@@ -93,13 +93,49 @@ func TestDistQuantilesWithinOnePercent(t *testing.T) {
 	}
 	slices.Sort(vals)
 	for _, q := range []float64{0.5, 0.9, 0.95, 0.99, 0.999} {
-		// DDSketch's rank convention: the value of rank q·(n − 1), rounded down.
-		exact := vals[int(q*float64(len(vals)-1))]
+		// Nearest rank: the value of 1-based rank ⌈q·n⌉.
+		exact := vals[int(math.Ceil(q*float64(len(vals))))-1]
 		assert.InEpsilon(t, exact, d.Quantile(q), RelativeAccuracy, "q=%g", q)
 	}
 	assert.Equal(t, vals[0], d.Quantile(0))
 	assert.Equal(t, vals[len(vals)-1], d.Quantile(1))
 	assert.Equal(t, 0.0, d.Quantile(1.5))
+}
+
+// TestDistQuantileNearestRank: small samples, where rank conventions
+// differ most. A quantile is the value of rank ⌈q·n⌉, on either side of
+// zero.
+func TestDistQuantileNearestRank(t *testing.T) {
+	dist := func(vals ...int64) *Dist {
+		var d Dist
+		for _, v := range vals {
+			d.Add(v)
+		}
+		return &d
+	}
+	ms := func(v int64) int64 { return v * 1e6 }
+	two := dist(ms(1000), ms(3000))
+	assert.InEpsilon(t, 1e9, two.Quantile(0.5), RelativeAccuracy)
+	assert.Equal(t, 3e9, two.Quantile(0.95), "p95 of two values is the larger")
+	assert.Equal(t, 3e9, two.Quantile(0.99))
+
+	var hundred []int64
+	for i := int64(1); i <= 100; i++ {
+		hundred = append(hundred, ms(i))
+	}
+	h := dist(hundred...)
+	for q, want := range map[float64]float64{0.01: 1e6, 0.5: 50e6, 0.9: 90e6, 0.95: 95e6, 0.99: 99e6, 0.999: 100e6} {
+		assert.InEpsilon(t, want, h.Quantile(q), RelativeAccuracy, "q=%g", q)
+	}
+
+	neg := dist(ms(-30), ms(-20), ms(-10), 0, ms(10))
+	for q, want := range map[float64]float64{0.2: -30e6, 0.4: -20e6, 0.5: -10e6, 0.6: -10e6, 0.8: 0, 0.9: 10e6} {
+		if want == 0 {
+			assert.Equal(t, 0.0, neg.Quantile(q), "q=%g", q)
+			continue
+		}
+		assert.InEpsilon(t, want, neg.Quantile(q), RelativeAccuracy, "q=%g", q)
+	}
 }
 
 func TestDistNegativeAndZero(t *testing.T) {

@@ -80,8 +80,10 @@
 // accuracy 1% for the quantiles plus exact count, sum, sum of squares, min
 // and max (and the moments of ln(value) for the LogNormal fit), kept as
 // 128-bit integers: count, mean ± sample sd, min, p50, p90, p95, p99,
-// p99.9 and max. Quantile q is the value of rank ⌊q·(n − 1)⌋ (0-based)
-// within 1%, 0 and 1 being the exact min and max. Recorders merge exactly,
+// p99.9 and max. Quantile q is the nearest-rank value, of rank ⌈q·n⌉
+// (1-based), within 1%, 0 and 1 being the exact min and max: over a few
+// requests (cold starts, a short ladder step) a high percentile is the
+// worst of them, never a lower one. Recorders merge exactly,
 // in memory (Merge) and across machines through their JSON encoding.
 //
 // # SLAs

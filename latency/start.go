@@ -325,9 +325,7 @@ func (w *warmFBT) add(d time.Duration) {
 func (w *warmFBT) median() float64 {
 	if w.n-w.p50N > w.n/64 {
 		w.p50, w.p50N = 0, w.n
-		if v, err := w.sketch.GetValueAtQuantile(0.5); err == nil {
-			w.p50 = v
-		}
+		w.p50 = valueAtRank(w.sketch, float64(nearestRank(0.5, w.n)))
 	}
 	return w.p50
 }
