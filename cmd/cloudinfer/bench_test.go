@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -162,4 +163,34 @@ func TestMixFileFlag(t *testing.T) {
 	require.Len(t, p.Mix.Classes[0].SLAs, 1)
 	_, _, err = parse(t, "bench", "--mix", "../../bench/testdata/mix.yaml", "--traffic-log", "../../bench/testdata/traffic.csv").Bench.plan()
 	assert.Error(t, err)
+}
+
+// TestGroundTruthColdFromModelReady: for a scale-to-zero endpoint whose
+// first requests start cold, the injected TTFT the ground-truth table
+// compares with is counted from the end of the cold start, as the measured
+// one is; counted from arrival it would be larger by the whole cold start
+// (about 280 ms here against a TTFT of about 30 ms).
+func TestGroundTruthColdFromModelReady(t *testing.T) {
+	c := parse(t, "bench", "--endpoint", "serverless", "--time-scale", "0.1", "--requests", "4", "--concurrency", "2",
+		"--warmup", "0", "--quiet", "--out", filepath.Join(t.TempDir(), "r.json"))
+	var stdout bytes.Buffer
+	require.NoError(t, c.Bench.run(context.Background(), &stdout, nil))
+	s := stdout.String()
+	t.Log("\n" + s)
+	require.Contains(t, s, "cold", "the run met a cold start")
+	_, table, ok := strings.Cut(s, "Emulator ground truth")
+	require.True(t, ok)
+	var measured, injected float64
+	for line := range strings.SplitSeq(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[0] == "serverless" {
+			var err error
+			measured, err = strconv.ParseFloat(f[1], 64)
+			require.NoError(t, err)
+			injected, err = strconv.ParseFloat(f[2], 64)
+			require.NoError(t, err)
+		}
+	}
+	require.Positive(t, injected, "a serverless row")
+	assert.InDelta(t, injected, measured, 0.5*injected, "measured %.1f ms, injected %.1f ms", measured, injected)
 }
