@@ -177,7 +177,10 @@ func FirstByteTime(tl *Timeline) (time.Duration, bool) {
 //  3. no call to the endpoint had completed before this call's first send
 //     (first-request, when firstIsCold), or the last completion before it
 //     was longer ago than the scale-to-zero window (idle-gap): cold, with
-//     no known ready time or overhead;
+//     no known ready time or overhead. Only successful calls classified
+//     before this one count: a call still in flight at this one's end, or
+//     one that failed, is not seen, so a call sent while another has kept
+//     the endpoint busy for longer than the window is taken as cold;
 //  4. the time to first byte exceeds k × the endpoint's warm p50:
 //     SuspectedCold (slow-first-byte), never Cold. The p50 is refreshed as
 //     warm calls accrue, so that it covers at least 98% of them.
