@@ -13,7 +13,9 @@
 //     metrics can be computed;
 //   - the dynamic QPS ladder: every step the p95 latency of the step is read
 //     and the rate backs off (×0.7, not below the floor), climbs (+step, not
-//     above the target) or holds (see NextRate).
+//     above the target) or holds (see NextRate). A run that stops inside a
+//     step reports it as a partial last step (action "end"), which
+//     HighestHeld leaves out.
 //
 // A weighted request Mix picks each request's class and tags (region,
 // device, time of day…) in the given proportions; it can be built from a

@@ -178,12 +178,20 @@ func ladderCharts(tr *TargetResult) (*chart, *chart) {
 		x := s.Start.D().Seconds()
 		rs.xs, rs.ys = append(rs.xs, x), append(rs.ys, s.Rate)
 		if s.P95Known {
-			ps.xs, ps.ys = append(ps.xs, x+step/2), append(ps.ys, float64(s.P95)/1e6)
+			w := step
+			if s.Length > 0 {
+				w = s.Length.D().Seconds() // a partial last step
+			}
+			ps.xs, ps.ys = append(ps.xs, x+w/2), append(ps.ys, float64(s.P95)/1e6)
 		}
 	}
 	if n := len(l.Steps); n > 0 {
 		last := l.Steps[n-1]
-		rs.xs, rs.ys = append(rs.xs, last.Start.D().Seconds()+step), append(rs.ys, last.Rate)
+		length := step
+		if last.Length > 0 {
+			length = last.Length.D().Seconds()
+		}
+		rs.xs, rs.ys = append(rs.xs, last.Start.D().Seconds()+length), append(rs.ys, last.Rate)
 	}
 	rate.series = []series{rs}
 	if len(ps.xs) > 0 {

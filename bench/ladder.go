@@ -116,6 +116,9 @@ const (
 	Hold    LadderAction = "hold"
 	BackOff LadderAction = "back-off"
 	Climb   LadderAction = "climb"
+	// End marks the last step of a run that stopped (its duration or
+	// request limit reached) before the step's end: no decision was made.
+	End LadderAction = "end"
 )
 
 // NextRate is the ladder's rule: the rate of the next step given the
@@ -151,9 +154,13 @@ type LadderStep struct {
 	// requests; P95Known is false when none completed.
 	P95      Duration `json:"p95"`
 	P95Known bool     `json:"p95_known"`
-	// Action and Next are the ladder's decision after the step.
+	// Action and Next are the ladder's decision after the step (End and
+	// 0 for a partial last step).
 	Action LadderAction `json:"action"`
 	Next   float64      `json:"next"`
+	// Length is how long a partial last step sent, shorter than the
+	// configured Step; zero for a full step.
+	Length Duration `json:"length,omitempty"`
 }
 
 // LadderTrace is a ladder run's outcome.
@@ -162,19 +169,24 @@ type LadderTrace struct {
 	Steps  []LadderStep `json:"steps"`
 }
 
-// HighestHeld returns the highest rate of a step whose p95 stayed at or
-// under the high-water mark, and false when no step did.
+// HighestHeld returns the highest rate of a full step whose p95 stayed at
+// or under the high-water mark, and false when no step did. A partial last
+// step (Action End) did not hold its rate for a step: it does not count.
 func (t *LadderTrace) HighestHeld() (float64, bool) {
 	best, ok := 0.0, false
 	for _, s := range t.Steps {
-		if s.P95Known && s.P95 <= t.Config.HighWater && s.Completed > 0 && s.Rate > best {
+		if s.Action != End && s.P95Known && s.P95 <= t.Config.HighWater && s.Completed > 0 && s.Rate > best {
 			best, ok = s.Rate, true
 		}
 	}
 	return best, ok
 }
 
-// String renders the trace as "10→60 (climb) …" for logs.
+// String renders the step as "step 0 @10.0/s p95=… climb → 60.0/s" for
+// logs.
 func (s LadderStep) String() string {
+	if s.Action == End {
+		return fmt.Sprintf("step %d @%.1f/s p95=%v end (partial, %v)", s.Index, s.Rate, s.P95.D(), s.Length.D())
+	}
 	return fmt.Sprintf("step %d @%.1f/s p95=%v %s → %.1f/s", s.Index, s.Rate, s.P95.D(), s.Action, s.Next)
 }

@@ -67,6 +67,7 @@ func TestLadderHighestHeld(t *testing.T) {
 		{Rate: 60, Completed: 5, P95Known: true, P95: Duration(199 * time.Millisecond)},
 		{Rate: 110, Completed: 5, P95Known: true, P95: Duration(300 * time.Millisecond)},
 		{Rate: 200, Completed: 0},
+		{Rate: 300, Completed: 2, P95Known: true, P95: Duration(10 * time.Millisecond), Action: End, Length: Duration(time.Second)},
 	}}
 	r, ok := tr.HighestHeld()
 	assert.True(t, ok)

@@ -237,8 +237,12 @@ func ladderRows(l *LadderTrace) [][]string {
 		if s.P95Known {
 			p95 = ms(float64(s.P95))
 		}
+		next := fmtNum(s.Next)
+		if s.Action == End {
+			next = "-"
+		}
 		rows = append(rows, []string{strconv.Itoa(s.Index), fmtNum(s.Start.D().Seconds()), fmtNum(s.Rate), strconv.Itoa(s.Sent),
-			strconv.Itoa(s.Completed), strconv.Itoa(s.Errors), p95, string(s.Action), fmtNum(s.Next)})
+			strconv.Itoa(s.Completed), strconv.Itoa(s.Errors), p95, string(s.Action), next})
 	}
 	return rows
 }

@@ -337,9 +337,7 @@ func (tg *target) open(ctx context.Context) {
 			tg.do(callCtx, req, true)
 		})
 	}
-	if lad != nil {
-		tg.col.ladderTrace = &LadderTrace{Config: lad.cfg, Steps: lad.steps}
-	}
+	stopped := time.Since(start)
 	// Drain: wait for the requests in flight, at most Drain.
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -354,6 +352,12 @@ func (tg *target) open(ctx context.Context) {
 		cancel()
 		<-done
 	}
+	if lad != nil {
+		if lad.sent > 0 {
+			lad.end(tg.col, pacer.Rate(), stopped)
+		}
+		tg.col.ladderTrace = &LadderTrace{Config: lad.cfg, Steps: lad.steps}
+	}
 }
 
 // ladderRun is the ladder's state during a run.
@@ -366,23 +370,40 @@ type ladderRun struct {
 
 // step closes the current step and returns the next step's rate.
 func (l *ladderRun) step(col *collector, rate float64) float64 {
+	s := l.close(col, rate)
+	next, act := rate, Hold
+	if s.P95Known || s.Sent > 0 {
+		next, act = l.cfg.NextRate(rate, s.P95.D(), s.P95Known)
+	}
+	s.Action, s.Next = act, next
+	l.steps = append(l.steps, s)
+	l.next += l.cfg.Step.D()
+	return next
+}
+
+// end closes the step the run stopped in, at stopped from the start,
+// once its requests have been drained: a partial step, with no decision.
+func (l *ladderRun) end(col *collector, rate float64, stopped time.Duration) {
+	s := l.close(col, rate)
+	start := l.next - l.cfg.Step.D()
+	s.Action, s.Length = End, Duration(max(stopped-start, 0))
+	l.steps = append(l.steps, s)
+}
+
+// close returns the current step's figures and starts counting the next.
+func (l *ladderRun) close(col *collector, rate float64) LadderStep {
 	st := col.ladder.swap()
 	p95, ok := time.Duration(0), st.n > 0
 	if ok {
 		p95 = time.Duration(st.dist.Quantile(0.95))
 	}
-	next, act := rate, Hold
-	if ok || l.sent > 0 {
-		next, act = l.cfg.NextRate(rate, p95, ok)
-	}
-	l.steps = append(l.steps, LadderStep{
+	s := LadderStep{
 		Index: len(l.steps), Start: Duration(l.next - l.cfg.Step.D()), Rate: rate,
 		Sent: l.sent, Completed: st.completed, Errors: st.errors,
-		P95: Duration(p95), P95Known: ok, Action: act, Next: next,
-	})
+		P95: Duration(p95), P95Known: ok,
+	}
 	l.sent = 0
-	l.next += l.cfg.Step.D()
-	return next
+	return s
 }
 
 // stepStats collects the current ladder step's latencies.

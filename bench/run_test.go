@@ -246,6 +246,44 @@ func TestLadderBacksOffAndClimbsAgain(t *testing.T) {
 	assert.Less(t, best, 1000.0, "and none where the model's latency is far over the high-water mark")
 }
 
+// TestLadderPartialLastStep: a run that stops inside a step (here after
+// 3.5 steps) reports that step too, as a partial one with its length and
+// no decision, so that every request sent is in the trace.
+func TestLadderPartialLastStep(t *testing.T) {
+	fake := &loadAdapter{base: 2 * time.Millisecond}
+	lad := Ladder{Start: 40, Increment: 40, Floor: 40, Target: 1000, Step: Duration(200 * time.Millisecond),
+		HighWater: Duration(time.Second), LowWater: Duration(500 * time.Millisecond)}
+	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadLadder, Ladder: lad},
+		Limits: Limits{Duration: Duration(700 * time.Millisecond)}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	require.NotNil(t, tr.Ladder)
+	steps := tr.Ladder.Steps
+	require.Len(t, steps, 4)
+	sent := 0
+	for i, s := range steps {
+		t.Log(s)
+		sent += s.Sent
+		if i < 3 {
+			assert.Equal(t, Climb, s.Action)
+			assert.Zero(t, s.Length)
+		}
+	}
+	last := steps[3]
+	assert.Equal(t, End, last.Action)
+	assert.Equal(t, 160.0, last.Rate)
+	assert.InDelta(t, 100*time.Millisecond, last.Length.D(), float64(50*time.Millisecond))
+	assert.Positive(t, last.Sent)
+	assert.Equal(t, int(tr.Sent), sent, "every request sent is in a step")
+	best, ok := tr.Ladder.HighestHeld()
+	assert.True(t, ok)
+	assert.Equal(t, 120.0, best, "the partial step's rate was not held for a step")
+	var b strings.Builder
+	require.NoError(t, res.Render(&b, FormatText, RenderOptions{}))
+	assert.Contains(t, b.String(), "end")
+}
+
 func TestInterruptKeepsWhatWasMeasured(t *testing.T) {
 	fake := &loadAdapter{base: 5 * time.Millisecond}
 	a, b := fakeTarget(), fakeTarget()
