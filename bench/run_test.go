@@ -204,6 +204,18 @@ func TestMixWeightsOver5000Requests(t *testing.T) {
 	}
 }
 
+// runLadder runs the ladder lad against fake for d and returns the result
+// and its one target's, which has a ladder trace.
+func runLadder(t *testing.T, fake *loadAdapter, lad Ladder, d time.Duration) (*Result, *TargetResult) {
+	t.Helper()
+	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadLadder, Ladder: lad}, Limits: Limits{Duration: Duration(d)}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	require.NotNil(t, tr.Ladder)
+	return res, tr
+}
+
 func TestLadderBacksOffAndClimbsAgain(t *testing.T) {
 	// Latency = 20 ms + 1 ms per request in flight: by Little's law about
 	// 20 ms / (1 − r/1000) at r req/s — 50 ms at 600/s, 133 ms at 850/s;
@@ -212,12 +224,7 @@ func TestLadderBacksOffAndClimbsAgain(t *testing.T) {
 	lad := Ladder{Start: 100, Increment: 250, Floor: 50, Target: 2000, Step: Duration(250 * time.Millisecond),
 		// A narrow hold band, so that no rate of the sequence settles in it.
 		HighWater: Duration(80 * time.Millisecond), LowWater: Duration(76 * time.Millisecond)}
-	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadLadder, Ladder: lad},
-		Limits: Limits{Duration: Duration(4 * time.Second)}}
-	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
-	require.NoError(t, err)
-	tr := res.Targets[0]
-	require.NotNil(t, tr.Ladder)
+	_, tr := runLadder(t, fake, lad, 4*time.Second)
 	steps := tr.Ladder.Steps
 	require.Len(t, steps, 16)
 	for _, s := range steps {
@@ -253,12 +260,7 @@ func TestLadderPartialLastStep(t *testing.T) {
 	fake := &loadAdapter{base: 2 * time.Millisecond}
 	lad := Ladder{Start: 40, Increment: 40, Floor: 40, Target: 1000, Step: Duration(200 * time.Millisecond),
 		HighWater: Duration(time.Second), LowWater: Duration(500 * time.Millisecond)}
-	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadLadder, Ladder: lad},
-		Limits: Limits{Duration: Duration(700 * time.Millisecond)}}
-	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
-	require.NoError(t, err)
-	tr := res.Targets[0]
-	require.NotNil(t, tr.Ladder)
+	res, tr := runLadder(t, fake, lad, 700*time.Millisecond)
 	steps := tr.Ladder.Steps
 	require.Len(t, steps, 4)
 	sent := 0
