@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/nilerr"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
@@ -234,6 +235,9 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 			f(&o)
 		}
 		o.Retry.setDefaults()
+		if o.Retry.Budget == nil {
+			o.Retry.Budget = c.opts.Retry.Budget // nil when the client has none
+		}
 		cl.o = &o
 	}
 	if req == nil {
@@ -246,7 +250,11 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 	cl.req = &cl.reqv
 	for _, ob := range cl.o.Observers {
 		var co CallObserver
-		ctx, co = ob.StartCall(ctx, cl.req, stream)
+		octx := ctx
+		observe(func() { octx, co = ob.StartCall(ctx, cl.req, stream) })
+		if octx != nil {
+			ctx = octx
+		}
 		if co != nil {
 			cl.obs = append(cl.obs, co)
 		}
@@ -352,7 +360,8 @@ func validate(r *CloudRequest) *errcodes.Error {
 }
 
 // safely runs f, turning a panic into an ERR_INTERNAL error so that no panic
-// from a hook or adapter crosses the API.
+// from a hook or adapter crosses the API. A typed nil error from f (a nil
+// *T in the error interface) is no error (see package nilerr).
 func safely(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -360,7 +369,17 @@ func safely(f func() error) (err error) {
 			err.(*errcodes.Error).Retryable = false
 		}
 	}()
-	return f()
+	if err = f(); err != nil && nilerr.Is(err) {
+		err = nil
+	}
+	return err
+}
+
+// observe runs one of an Observer's methods and drops a panic from it: an
+// observer sees a call, it does not decide its outcome.
+func observe(f func()) {
+	defer func() { _ = recover() }()
+	f()
 }
 
 func finalHookError(phase string, err error) *errcodes.Error {
@@ -380,7 +399,7 @@ func finalHookError(phase string, err error) *errcodes.Error {
 // error), or code when that is ERR_UNKNOWN.
 func normalizeWith(err error, code errcodes.Code, provider string) *errcodes.Error {
 	var e *errcodes.Error
-	if !errors.As(err, &e) {
+	if !errors.As(err, &e) || e == nil {
 		c := errcodes.Of(err)
 		if c == errcodes.Unknown {
 			c = code
@@ -522,7 +541,7 @@ func (cl *call) postDeserialize(ctx context.Context, resp *CloudResponse, e *err
 	if err := safely(func() error { out = h.PostDeserialize(ctx, cl.req, resp, in); return nil }); err != nil {
 		out = err
 	}
-	if out == nil {
+	if nilerr.Is(out) {
 		return e
 	}
 	return normalizeWith(out, errcodes.Unknown, cl.req.Provider)
@@ -545,7 +564,7 @@ func (cl *call) endAttempt(tr *latency.AttemptTrace, resp *CloudResponse, e *err
 	a := &cl.tl.Attempts[len(cl.tl.Attempts)-1]
 	tr.FinishInto(a, status, code)
 	for _, o := range cl.obs {
-		o.EndAttempt(*a, e)
+		observe(func() { o.EndAttempt(*a, e) })
 	}
 }
 
@@ -632,7 +651,7 @@ func (cl *call) succeed(resp *CloudResponse) *CloudResponse {
 	}
 	resp.Start = cl.c.classifier.Classify(ev)
 	for _, o := range cl.obs {
-		o.EndCall(resp, tl, nil)
+		observe(func() { o.EndCall(resp, tl, nil) })
 	}
 	return resp
 }
@@ -643,7 +662,7 @@ func (cl *call) fail(e *errcodes.Error) error {
 		cl.tl.End = cl.now()
 	}
 	for _, o := range cl.obs {
-		o.EndCall(nil, cl.tl, e)
+		observe(func() { o.EndCall(nil, cl.tl, e) })
 	}
 	return e
 }

@@ -32,6 +32,11 @@
 // only until its first chunk reached the caller. Cancellation during a
 // backoff returns at once with ERR_CANCELED.
 //
+// No panic crosses the API: one in a hook or adapter fails the call with
+// ERR_INTERNAL, one in an Observer is dropped. A typed nil error (a nil
+// *T in the error interface) from a hook, adapter or stream is read as no
+// error.
+//
 // A credential a server quotes back in an error is redacted from it. An
 // adapter that knows its credentials says so (CredentialSource); for any
 // other, the client records the credential headers the HTTP transport

@@ -66,7 +66,8 @@ type Hooks interface {
 }
 
 // Observer sees calls as they happen. Telemetry and the benchmark are
-// observers; an observer must not block.
+// observers; an observer must not block. A panic in an observer's method
+// is dropped, and a nil context from StartCall keeps the call's own.
 type Observer interface {
 	// StartCall is called when a call begins. The returned context is used
 	// for the call (to carry a span, say); the returned CallObserver, which

@@ -37,7 +37,8 @@ type RetryOptions struct {
 	MaxAttempts int
 	// BaseDelay and MaxDelay shape the exponential backoff: before retry n
 	// the client waits a uniformly random time in [0, min(MaxDelay,
-	// BaseDelay·2^(n-1))] ("full jitter"). Defaults 100 ms and 20 s.
+	// BaseDelay·2^(n-1))] ("full jitter"). Defaults 100 ms and 20 s; a
+	// BaseDelay over MaxDelay is taken as MaxDelay.
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 	// MaxRetryAfter is the longest server-requested delay (Retry-After and
@@ -45,7 +46,8 @@ type RetryOptions struct {
 	// and the error keeps the RetryAfter the server asked for. Default 20 s.
 	MaxRetryAfter time.Duration
 	// Budget is the client-wide retry budget. New creates one with
-	// DefaultBudgetTokens when nil; set NoBudget to retry without one.
+	// DefaultBudgetTokens when nil, and a call whose options leave it nil
+	// uses the client's; set NoBudget to retry without one.
 	Budget   *RetryBudget
 	NoBudget bool
 }
@@ -60,6 +62,8 @@ func (o *RetryOptions) setDefaults() {
 	if o.MaxDelay <= 0 {
 		o.MaxDelay = DefaultMaxDelay
 	}
+	// backoff/v4 caps the interval as it grows, not the first one.
+	o.BaseDelay = min(o.BaseDelay, o.MaxDelay)
 	if o.MaxRetryAfter <= 0 {
 		o.MaxRetryAfter = DefaultMaxRetryAfter
 	}

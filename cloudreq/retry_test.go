@@ -283,3 +283,35 @@ func TestBackoffIsBoundedFullJitter(t *testing.T) {
 		assert.Len(t, resp, 6)
 	})
 }
+
+// TestBaseDelayCappedByMaxDelay: a base delay over the cap waits no more
+// than the cap, the first retry included.
+func TestBaseDelayCappedByMaxDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := failing(errcodes.New(errcodes.Unavailable, "x"))
+		c := client(t, fake, func(o *cloudreq.Options) {
+			o.Retry.MaxAttempts = 4
+			o.Retry.BaseDelay = 10 * time.Second
+			o.Retry.MaxDelay = 100 * time.Millisecond
+			o.Retry.NoBudget = true
+		})
+		start := time.Now()
+		_, _ = c.Invoke(context.Background(), req())
+		assert.Len(t, fake.Calls(), 4)
+		assert.LessOrEqual(t, time.Since(start), 300*time.Millisecond, "three waits of at most 100 ms")
+	})
+}
+
+// TestPerCallOptionsKeepTheBudget: per-call options that replace the retry
+// options wholesale still draw on the client's budget.
+func TestPerCallOptionsKeepTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := failing(errcodes.New(errcodes.Unavailable, "storm"))
+		c := client(t, fake, func(o *cloudreq.Options) { o.Retry.Budget = cloudreq.NewRetryBudget(0) })
+		_, err := c.Invoke(context.Background(), req(), func(o *cloudreq.Options) {
+			o.Retry = cloudreq.RetryOptions{MaxAttempts: 3}
+		})
+		assert.ErrorIs(t, err, errcodes.Unavailable)
+		assert.Len(t, fake.Calls(), 1, "the empty client budget allows no retry")
+	})
+}

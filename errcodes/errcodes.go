@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"io"
 	"net"
 	"net/http"
@@ -206,16 +207,22 @@ type errorJSON struct {
 	Message      string            `json:"message,omitempty"`
 	RequestID    string            `json:"request_id,omitempty"`
 	Retryable    bool              `json:"retryable"`
-	RetryAfterMS int64             `json:"retry_after_ms,omitempty"`
+	RetryAfterMS float64           `json:"retry_after_ms,omitempty"`
 	Details      map[string]string `json:"details,omitempty"`
 }
 
-// MarshalJSON encodes the portable fields (the wrapped native error is not encoded).
+// MarshalJSON encodes the portable fields (the wrapped native error is not
+// encoded); retry_after_ms keeps fractions of a millisecond. An Error with
+// no Code is encoded as ERR_UNKNOWN, the code Of gives it.
 func (e *Error) MarshalJSON() ([]byte, error) {
+	code := e.Code
+	if code == "" {
+		code = Unknown
+	}
 	return json.Marshal(errorJSON{
-		Code: e.Code, Provider: e.Provider, ProviderCode: e.ProviderCode,
+		Code: code, Provider: e.Provider, ProviderCode: e.ProviderCode,
 		HTTPStatus: e.HTTPStatus, Message: e.Message, RequestID: e.RequestID,
-		Retryable: e.Retryable, RetryAfterMS: e.RetryAfter.Milliseconds(), Details: e.Details,
+		Retryable: e.Retryable, RetryAfterMS: float64(e.RetryAfter) / float64(time.Millisecond), Details: e.Details,
 	})
 }
 
@@ -225,10 +232,14 @@ func (e *Error) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
+	ra := time.Duration(math.MaxInt64) // the longest Duration: a saturated Retry-After
+	if ns := math.Round(j.RetryAfterMS * float64(time.Millisecond)); ns < math.MaxInt64 {
+		ra = time.Duration(ns)
+	}
 	*e = Error{
 		Code: j.Code, Provider: j.Provider, ProviderCode: j.ProviderCode,
 		HTTPStatus: j.HTTPStatus, Message: j.Message, RequestID: j.RequestID,
-		Retryable: j.Retryable, RetryAfter: time.Duration(j.RetryAfterMS) * time.Millisecond, Details: j.Details,
+		Retryable: j.Retryable, RetryAfter: ra, Details: j.Details,
 	}
 	return nil
 }
@@ -242,6 +253,9 @@ func Of(err error) Code {
 	}
 	var e *Error
 	if errors.As(err, &e) {
+		if e == nil {
+			return Unknown // a nil *Error in a non-nil error
+		}
 		return e.Code
 	}
 	var c Code
@@ -265,9 +279,21 @@ func As(err error) *Error {
 	}
 	var e *Error
 	if errors.As(err, &e) {
+		if e == nil {
+			return nilInChain()
+		}
 		return e
 	}
 	return Wrap(err, Of(err), transportMessage(err))
+}
+
+// nilInChain is the error As and FromTransport return for an error whose
+// chain holds a nil *Error: its message cannot be read (Error would
+// dereference nil), so it is described instead.
+func nilInChain() *Error {
+	e := New(Unknown, "errcodes: a nil *errcodes.Error inside a non-nil error")
+	e.Retryable = false
+	return e
 }
 
 // FromContext converts a context error to an *Error (ERR_CANCELED or
@@ -338,6 +364,9 @@ func FromTransport(err error) *Error {
 	}
 	var e *Error
 	if errors.As(err, &e) {
+		if e == nil {
+			return nilInChain()
+		}
 		return e
 	}
 	msg := transportMessage(err)

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"math"
 	"fmt"
 	"io"
 	"net"
@@ -94,6 +95,20 @@ func TestTextAndJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &back))
 	e.Err = nil
 	assert.Equal(t, *e, back)
+
+	// Round trips that lost data: sub-millisecond and saturated delays, and
+	// an Error with no code.
+	for _, ra := range []time.Duration{1500 * time.Microsecond, time.Nanosecond, time.Duration(math.MaxInt64)} {
+		b, err := json.Marshal(&errcodes.Error{Code: errcodes.Throttled, RetryAfter: ra})
+		require.NoError(t, err)
+		var back errcodes.Error
+		require.NoError(t, json.Unmarshal(b, &back), string(b))
+		assert.Equal(t, ra, back.RetryAfter, string(b))
+	}
+	b, err = json.Marshal(&errcodes.Error{Message: "no code"})
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &back), string(b))
+	assert.Equal(t, errcodes.Unknown, back.Code)
 }
 
 func TestErrorString(t *testing.T) {
