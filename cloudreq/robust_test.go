@@ -41,8 +41,10 @@ func (typedNilAdapter) Stream(context.Context, *cloudreq.Call) (cloudreq.ChunkSt
 
 type typedNilStream struct{ n int }
 
-func (s *typedNilStream) Response() *cloudreq.CloudResponse { return &cloudreq.CloudResponse{StatusCode: 200} }
-func (s *typedNilStream) Close() error                      { return nilErr }
+func (s *typedNilStream) Response() *cloudreq.CloudResponse {
+	return &cloudreq.CloudResponse{StatusCode: 200}
+}
+func (s *typedNilStream) Close() error { return nilErr }
 func (s *typedNilStream) Next() (cloudreq.StreamChunk, error) {
 	if s.n++; s.n > 2 {
 		return cloudreq.StreamChunk{}, io.EOF
