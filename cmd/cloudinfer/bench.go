@@ -456,12 +456,18 @@ func (c *benchCmd) needsEmulator(p *bench.Plan) bool {
 	if c.Cloud {
 		return false
 	}
-	for _, t := range p.Targets {
-		if t.URL == "" {
+	for i := range p.Targets {
+		if toEmulator(&p.Targets[i]) {
 			return true
 		}
 	}
 	return false
+}
+
+// toEmulator reports whether t names no server of its own (a URL, or a
+// gRPC address for Vertex), and so goes to the embedded emulator.
+func toEmulator(t *bench.Target) bool {
+	return t.URL == "" && (t.Provider != cloudreq.ProviderGCP || t.GRPCAddr == "")
 }
 
 // referenceRequests is the default run's request count per model: as many
@@ -574,7 +580,7 @@ func (e *environment) connect(ctx context.Context, t *bench.Target) (*cloudreq.C
 }
 
 // emulated reports whether t goes to the embedded emulator.
-func (e *environment) emulated(t *bench.Target) bool { return e.emu != nil && t.URL == "" }
+func (e *environment) emulated(t *bench.Target) bool { return e.emu != nil && toEmulator(t) }
 
 // adapterFactories build a provider's adapter for a target; emu is the
 // embedded emulator when the target goes to it.

@@ -194,3 +194,33 @@ func TestGroundTruthColdFromModelReady(t *testing.T) {
 	require.Positive(t, injected, "a serverless row")
 	assert.InDelta(t, injected, measured, 0.5*injected, "measured %.1f ms, injected %.1f ms", measured, injected)
 }
+
+// TestVertexGRPCAddrNotEmulated: a Vertex target with a gRPC address of its
+// own goes there, not to the embedded emulator another target starts.
+// Nothing listens at the address, so none of its requests succeeds.
+func TestVertexGRPCAddrNotEmulated(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	require.NoError(t, os.WriteFile(plan, []byte(`targets:
+  - {name: emulated, provider: openai, endpoint: phi-3-mini, model: phi-3-mini, payload: {prompt_tokens: 8, output_tokens: 4}}
+  - {name: own-addr, provider: gcp, endpoint: phi-3-mini, project: p, location: us-central1, grpc_addr: "127.0.0.1:1", payload: {prompt_tokens: 8, output_tokens: 4}}
+limits: {requests: 2, warmup: 0}
+`), 0o600))
+	out := filepath.Join(dir, "r.json")
+	c := parse(t, "bench", "--config", plan, "--time-scale", "0.01", "--quiet", "--out", out)
+	var stdout bytes.Buffer
+	_ = c.Bench.run(context.Background(), &stdout, nil)
+	t.Log("\n" + stdout.String())
+	res, err := bench.ReadResult(out)
+	require.NoError(t, err)
+	for _, tr := range res.Targets {
+		switch tr.Name {
+		case "emulated":
+			assert.Zero(t, tr.Counts().Failed)
+			assert.Positive(t, tr.Counts().Requests)
+		case "own-addr":
+			cn := tr.Counts()
+			assert.Zero(t, cn.Requests-cn.Failed, "nothing answers at 127.0.0.1:1")
+		}
+	}
+}

@@ -71,7 +71,7 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 
 	env := &environment{cmd: &benchCmd{TimeScale: c.TimeScale, Seed: 1, Retries: c.Retries, Timeout: c.Timeout}}
 	defer env.close()
-	if t.URL == "" && (t.Provider != cloudreq.ProviderGCP || t.GRPCAddr == "") {
+	if toEmulator(&t) {
 		if err := env.startEmulator(); err != nil {
 			return err
 		}
