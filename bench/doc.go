@@ -27,4 +27,6 @@
 // The generator reports what might distort its figures: the schedule lag
 // (actual − intended send) distribution, the count of late sends, and a
 // warning when the client was CPU-bound or fell behind its schedule.
+// NewProgress draws a live progress bar on a terminal; targets that run at
+// once (Plan.Parallel) share one bar, with their sums.
 package bench

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -76,5 +77,60 @@ func (p *barProgress) End() {
 		_ = p.bar.Finish()
 		_ = p.bar.Clear()
 		p.bar = nil
+	}
+}
+
+// allTargets shows targets that run at once as one: it sums their
+// requests, rates and errors, shows the worst p95, and forwards that to the
+// inner Progress, which it begins with the first target (expecting n
+// targets of that target's size) and ends in finish, once every target is
+// over (some may never begin: their client could not start).
+type allTargets struct {
+	inner Progress
+	n     int
+
+	mu      sync.Mutex
+	begun   bool
+	started time.Time
+	last    map[string]Snapshot
+}
+
+func (a *allTargets) Begin(_ string, total int, d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.begun {
+		a.begun, a.started = true, time.Now()
+		a.inner.Begin(fmt.Sprintf("%d targets", a.n), total*a.n, d)
+	}
+}
+
+func (a *allTargets) Update(s Snapshot) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.begun {
+		return
+	}
+	a.last[s.Target] = s
+	sum := Snapshot{Target: fmt.Sprintf("%d targets", a.n), Elapsed: time.Since(a.started)}
+	for _, t := range a.last {
+		sum.Sent += t.Sent
+		sum.Done += t.Done
+		sum.Errors += t.Errors
+		sum.Rate += t.Rate
+		sum.Scheduled += t.Scheduled
+		sum.P95 = max(sum.P95, t.P95)
+	}
+	a.inner.Update(sum)
+}
+
+// End is the end of one target: the bar ends in finish.
+func (a *allTargets) End() {}
+
+func (a *allTargets) finish() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.begun {
+		a.inner.End()
+		a.begun = false
 	}
 }

@@ -74,7 +74,13 @@ func Run(ctx context.Context, p *Plan, opts Options) (*Result, error) {
 	}
 	res := newResult(p)
 	if p.Parallel {
-		opts.Progress = nil // one bar cannot show several targets
+		var all *allTargets
+		if opts.Progress != nil {
+			// One bar for the targets together: they run at once.
+			all = &allTargets{inner: opts.Progress, n: len(p.Targets), last: map[string]Snapshot{}}
+			opts.Progress = all
+			defer all.finish()
+		}
 		trs := make([]*TargetResult, len(p.Targets))
 		errs := make([]error, len(p.Targets))
 		var wg sync.WaitGroup
@@ -155,7 +161,7 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 			return nil, nil
 		}
 		tr := col.result()
-		tr.Fatal = errcodes.Of(err).String() + ": " + err.Error()
+		tr.Fatal = errcodes.As(err).Error() // "CODE: message", the code once
 		return tr, nil
 	}
 	tg.client = client

@@ -338,3 +338,51 @@ func TestParallelTargetsOverlap(t *testing.T) {
 	endA, endB := ra.Begin.Add(ra.Wall.D()), rb.Begin.Add(rb.Wall.D())
 	assert.True(t, rb.Begin.Before(endA) && ra.Begin.Before(endB), "the two targets ran at the same time")
 }
+
+// recordedProgress records what a Progress is told.
+type recordedProgress struct {
+	mu      sync.Mutex
+	begins  []string
+	totals  []int
+	updates []Snapshot
+	ends    int
+}
+
+func (r *recordedProgress) Begin(target string, total int, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.begins, r.totals = append(r.begins, target), append(r.totals, total)
+}
+
+func (r *recordedProgress) Update(s Snapshot) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.updates = append(r.updates, s)
+}
+
+func (r *recordedProgress) End() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ends++
+}
+
+// TestParallelProgressIsOneBar: targets that run at once show as one
+// progress: begun once for all their requests, updated with their sums,
+// ended once.
+func TestParallelProgressIsOneBar(t *testing.T) {
+	fake := &loadAdapter{base: 2 * time.Millisecond}
+	a, b := fakeTarget(), fakeTarget()
+	b.Name = "second"
+	p := &Plan{Targets: []Target{a, b}, Parallel: true, Limits: Limits{Requests: 20}}
+	rec := &recordedProgress{}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake), Progress: rec})
+	require.NoError(t, err)
+	require.Len(t, res.Targets, 2)
+	assert.Equal(t, []string{"2 targets"}, rec.begins)
+	assert.Equal(t, []int{40}, rec.totals)
+	assert.Equal(t, 1, rec.ends)
+	require.NotEmpty(t, rec.updates)
+	last := rec.updates[len(rec.updates)-1]
+	assert.Equal(t, "2 targets", last.Target)
+	assert.Equal(t, int64(40), last.Done, "the final update holds both targets' requests")
+}

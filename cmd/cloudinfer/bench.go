@@ -174,7 +174,24 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	} else if stderr != nil {
 		fmt.Fprintf(stderr, "result: %s\n", out)
 	}
-	return nil
+	return notRun(res)
+}
+
+// notRun returns an error naming the targets that could not run at all
+// (their adapter or client failed to start), so that the command exits
+// non-zero; nil when every target ran, whatever its requests' outcomes.
+func notRun(res *bench.Result) error {
+	var names []string
+	for _, tr := range res.Targets {
+		if tr.Fatal != "" {
+			names = append(names, tr.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return errcodes.Errorf(errcodes.InvalidParam, "bench: %d of %d targets could not run: %s (see FAILED above)",
+		len(names), len(res.Targets), strings.Join(names, ", "))
 }
 
 // truth is what the emulator injected into one endpoint's requests.

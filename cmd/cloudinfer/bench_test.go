@@ -209,8 +209,11 @@ limits: {requests: 2, warmup: 0}
 	out := filepath.Join(dir, "r.json")
 	c := parse(t, "bench", "--config", plan, "--time-scale", "0.01", "--quiet", "--out", out)
 	var stdout bytes.Buffer
-	_ = c.Bench.run(context.Background(), &stdout, nil)
+	err := c.Bench.run(context.Background(), &stdout, nil)
 	t.Log("\n" + stdout.String())
+	require.Error(t, err, "a target that could not run fails the command")
+	assert.Contains(t, err.Error(), "1 of 2 targets could not run: own-addr")
+	assert.NotContains(t, stdout.String(), "ERR_INVALID_PARAM: ERR_INVALID_PARAM", "the code once")
 	res, err := bench.ReadResult(out)
 	require.NoError(t, err)
 	for _, tr := range res.Targets {
