@@ -277,6 +277,13 @@ func (p *Plan) Prepare() error {
 		if err := l.Ladder.Validate(); err != nil {
 			return err
 		}
+		if l.Ladder.Metric == MetricTTFT {
+			for _, t := range p.Targets {
+				if !t.Stream {
+					return bad("ladder metric ttft needs streamed targets; %q is not (a whole body has no first token): use --ladder-metric e2e or stream", t.Name)
+				}
+			}
+		}
 	default:
 		return bad("load model %q: want closed, constant, poisson or ladder", l.Model)
 	}

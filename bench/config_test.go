@@ -101,6 +101,10 @@ func TestPrepareRejects(t *testing.T) {
 		{"missing payload file", func(p *Plan) { p.Targets[0].Payload.File = "testdata/nope" }, "payload file"},
 		{"bad sla", func(p *Plan) { p.SLAs = []latency.SLA{{Metric: latency.TTFT, Percentile: 95}} }, "threshold"},
 		{"negative limit", func(p *Plan) { p.Limits.Warmup = -1 }, "negative"},
+		{"ttft ladder, whole bodies", func(p *Plan) {
+			p.Load = Load{Model: LoadLadder, Ladder: Ladder{Metric: MetricTTFT}}
+			p.Targets[0].Stream = false
+		}, "needs streamed targets"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -386,3 +386,29 @@ func TestParallelProgressIsOneBar(t *testing.T) {
 	assert.Equal(t, "2 targets", last.Target)
 	assert.Equal(t, int64(40), last.Done, "the final update holds both targets' requests")
 }
+
+// TestTTFTSLAOnWholeBodiesHasNoData: a non-streamed target has no first
+// token, so a TTFT SLA over it has no data instead of reading its total
+// latency; an E2E SLA still measures it.
+func TestTTFTSLAOnWholeBodiesHasNoData(t *testing.T) {
+	fake := &loadAdapter{base: 2 * time.Millisecond}
+	ttft, err := latency.ParseSLA("ttft p95 1ms")
+	require.NoError(t, err)
+	e2e, err := latency.ParseSLA("e2e p95 1ms")
+	require.NoError(t, err)
+	p := &Plan{Targets: []Target{fakeTarget()}, Limits: Limits{Requests: 5}, SLAs: []latency.SLA{ttft, e2e}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	rep, err := res.Report()
+	require.NoError(t, err)
+	require.Len(t, rep.SLAs, 2)
+	for _, s := range rep.SLAs {
+		switch s.SLA.Metric {
+		case latency.TTFT:
+			assert.True(t, s.NoData, "ttft over whole bodies")
+		case latency.E2E:
+			assert.False(t, s.NoData)
+			assert.Equal(t, uint64(5), s.Count)
+		}
+	}
+}

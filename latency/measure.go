@@ -87,7 +87,8 @@ type Phases struct {
 // Sample is the measurement of one call: every per-request metric of
 // MEASUREMENT.md, computed once by Measure. Has says which single-valued
 // metrics are defined for it (TPOT needs N_out ≥ 2 and a stream, TTFT a
-// content chunk, ColdStart a cold start with known overhead, and so on).
+// stream with a content chunk, ColdStart a cold start with known overhead,
+// and so on).
 type Sample struct {
 	Endpoint string    `json:"endpoint,omitempty"`
 	Class    string    `json:"class,omitempty"`
@@ -210,7 +211,10 @@ func (s *Sample) Value(m Metric) (int64, bool) {
 //   - send time is the final attempt's send; the SLA clock starts there, or
 //     at tl.ModelReady for a cold request whose ready time is known;
 //   - TTFT = first content chunk − clock; role-only, empty and usage-only
-//     chunks never count;
+//     chunks never count. A non-streamed call's one chunk is its whole body:
+//     its TTFT field equals E2E, and Has leaves TTFT (and TTFTIntended) out,
+//     so that no TTFT distribution, SLA or ladder reads a total as a first
+//     token;
 //   - E2E = last content chunk (the whole body, non-streamed) − clock;
 //   - N_out = o.OutputTokens when the server reported it (o.TokenSource),
 //     else the tokens of the content chunks (a content chunk without a
@@ -315,10 +319,16 @@ func Measure(tl *Timeline, o Outcome) Sample {
 	if !first.IsZero() {
 		s.TTFT, s.E2E = first.Sub(clock), last.Sub(clock)
 		s.TTFTFromSend, s.E2EFromSend = first.Sub(send), last.Sub(send)
-		s.Has = s.Has.With(TTFT).With(E2E)
+		s.Has = s.Has.With(E2E)
+		if tl.Streamed {
+			s.Has = s.Has.With(TTFT)
+		}
 		if !tl.IntendedSend.IsZero() {
 			s.TTFTIntended, s.E2EIntended = first.Sub(tl.IntendedSend), last.Sub(tl.IntendedSend)
-			s.Has = s.Has.With(TTFTIntended).With(E2EIntended)
+			s.Has = s.Has.With(E2EIntended)
+			if tl.Streamed {
+				s.Has = s.Has.With(TTFTIntended)
+			}
 		}
 		if tl.Streamed && s.OutputTokens >= 2 {
 			s.TPOT = divRound(last.Sub(first), s.OutputTokens-1)

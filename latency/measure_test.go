@@ -133,9 +133,10 @@ func TestMeasureGolden(t *testing.T) {
 				tl.Chunks = []Chunk{content(60, 0)}
 				return tl
 			}(),
-			o:     Outcome{Start: warm},
-			want:  map[Metric]time.Duration{TTFT: ms(60), E2E: ms(60), Write: ms(40), ServerWait: 0, FirstToken: ms(20)},
-			clock: ClockSend,
+			o:      Outcome{Start: warm},
+			want:   map[Metric]time.Duration{E2E: ms(60), Write: ms(40), ServerWait: 0, FirstToken: ms(20)},
+			absent: []Metric{TTFT, TTFTIntended},
+			clock:  ClockSend,
 		},
 		{
 			name: "a stream cut mid-way keeps what arrived",
@@ -189,9 +190,10 @@ func TestMeasureGolden(t *testing.T) {
 					TLSStart: at(5), TLSDone: at(15), GotConn: at(15), WroteRequest: at(17), FirstByte: at(100), End: at(320), Status: 200}},
 				Chunks: []Chunk{content(320, 50)}},
 			o: Outcome{Start: warm, OutputTokens: 50},
-			want: map[Metric]time.Duration{TTFT: ms(320), E2E: ms(320), DNS: ms(2), Connect: ms(3), TLS: ms(10), Write: ms(2),
+			want: map[Metric]time.Duration{E2E: ms(320), E2EIntended: ms(320), DNS: ms(2), Connect: ms(3), TLS: ms(10), Write: ms(2),
 				ServerWait: ms(83), FirstToken: ms(220)},
-			absent: []Metric{TPOT, Decode},
+			// A whole body has no first token: no TTFT beside the E2E.
+			absent: []Metric{TPOT, Decode, TTFT, TTFTIntended},
 			nOut:   50, source: TokensFromServer, clock: ClockSend,
 			checkFn: func(t *testing.T, s Sample) { assert.True(t, s.ConnectionCold) },
 		},

@@ -130,7 +130,11 @@ func describe(err error) error {
 func printTiming(w io.Writer, resp *cloudreq.CloudResponse) {
 	s := latency.Measure(resp.Timing, latency.Outcome{Start: resp.Start, OutputTokens: resp.Usage.OutputTokens})
 	fmt.Fprintf(w, "\nstatus %d  request id %s  finish %s\n", resp.StatusCode, cmpOr(resp.RequestID, "-"), cmpOr(resp.FinishReason, "-"))
-	fmt.Fprintf(w, "usage   in %d  out %d (%s)\n", resp.Usage.InputTokens, resp.Usage.OutputTokens, cmpOr(resp.Usage.Source, "server"))
+	if u := resp.Usage; u.Source == "" && u.InputTokens == 0 && u.OutputTokens == 0 {
+		fmt.Fprintf(w, "usage   unknown (the response reported none)\n")
+	} else {
+		fmt.Fprintf(w, "usage   in %d  out %d (%s)\n", u.InputTokens, u.OutputTokens, cmpOr(u.Source, "server"))
+	}
 	start := string(resp.Start.Kind) + " (" + string(resp.Start.Reason) + ")"
 	if resp.Start.ConnectionCold {
 		start += ", new connection"
@@ -140,13 +144,13 @@ func printTiming(w io.Writer, resp *cloudreq.CloudResponse) {
 	}
 	fmt.Fprintf(w, "start   %s\n", start)
 	var parts []string
-	add := func(name string, d time.Duration) {
-		if d > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s", name, d.Round(time.Microsecond)))
+	for _, m := range []struct {
+		name string
+		m    latency.Metric
+	}{{"ttft", latency.TTFT}, {"tpot", latency.TPOT}, {"e2e", latency.E2E}} {
+		if v, ok := s.Value(m.m); ok { // a whole body has no TTFT, one token no TPOT
+			parts = append(parts, fmt.Sprintf("%s %s", m.name, time.Duration(v).Round(time.Microsecond)))
 		}
 	}
-	add("ttft", s.TTFT)
-	add("tpot", s.TPOT)
-	add("e2e", s.E2E)
 	fmt.Fprintf(w, "timing  attempts %d  %s\n", s.Attempts, strings.Join(parts, "  "))
 }

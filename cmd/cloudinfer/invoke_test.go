@@ -24,7 +24,12 @@ func TestInvokeEveryProviderOnTheEmulator(t *testing.T) {
 				assert.Contains(t, s, "status 200")
 				assert.Contains(t, s, "out 6 (server)")
 				assert.Contains(t, s, "start   cold (server-reported)")
-				assert.Contains(t, s, "ttft ")
+				assert.Contains(t, s, "e2e ")
+				if stream {
+					assert.Contains(t, s, "ttft ")
+				} else {
+					assert.NotContains(t, s, "ttft ", "a whole body has no first token")
+				}
 			})
 		}
 	}
