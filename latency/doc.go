@@ -24,8 +24,8 @@
 //
 //   - TTFT ("ttft"): arrival of the first content chunk − SLA clock. A
 //     content chunk carries text or a tool-call delta; role-only, empty and
-//     usage-only chunks never count. For a non-streamed call the whole body
-//     is the one content chunk.
+//     usage-only chunks never count. A non-streamed call has none: its one
+//     content chunk is the whole body, whose arrival is its E2E.
 //   - E2E ("e2e"): arrival of the last content chunk (the whole body,
 //     non-streamed) − SLA clock.
 //   - N_out ("output-tokens"): the server's usage when it reported one,
