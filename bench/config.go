@@ -170,7 +170,7 @@ var services = map[string][2]string{
 func LoadPlan(path string) (*Plan, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: read plan")
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: read plan: "+err.Error())
 	}
 	p, err := ParsePlan(b)
 	if err != nil {
@@ -372,7 +372,7 @@ func (pl *Payload) read() error {
 	case pl.File != "":
 		b, err := os.ReadFile(pl.File)
 		if err != nil {
-			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: payload file")
+			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: payload file: "+err.Error())
 		}
 		pl.body = b
 	case pl.Body != "":

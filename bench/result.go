@@ -322,7 +322,7 @@ func (tr *TargetResult) Classes() []string {
 func (r *Result) Save(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return errcodes.Wrap(err, errcodes.InvalidParam, "bench: save result")
+		return errcodes.Wrap(err, errcodes.InvalidParam, "bench: save result: "+err.Error())
 	}
 	if err := r.WriteJSON(f); err != nil {
 		f.Close()
@@ -345,7 +345,7 @@ func (r *Result) WriteJSON(w io.Writer) error {
 func ReadResult(path string) (*Result, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: read result")
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: read result: "+err.Error())
 	}
 	return ParseResult(b)
 }

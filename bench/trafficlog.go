@@ -185,7 +185,7 @@ func readLogJSONL(r io.Reader) ([]LogRecord, error) {
 		recs = append(recs, rec)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: traffic log")
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: traffic log: "+err.Error())
 	}
 	return recs, nil
 }

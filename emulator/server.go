@@ -154,14 +154,14 @@ func (s *Server) Start(httpAddr, grpcAddr string) error {
 	}
 	ln, err := net.Listen("tcp", httpAddr)
 	if err != nil {
-		return errcodes.Wrap(err, errcodes.InvalidParam, "emulator: listen "+httpAddr)
+		return errcodes.Wrap(err, errcodes.InvalidParam, "emulator: listen "+httpAddr+": "+err.Error())
 	}
 	var gln net.Listener
 	if grpcAddr != "" {
 		gln, err = net.Listen("tcp", grpcAddr)
 		if err != nil {
 			_ = ln.Close()
-			return errcodes.Wrap(err, errcodes.InvalidParam, "emulator: listen "+grpcAddr)
+			return errcodes.Wrap(err, errcodes.InvalidParam, "emulator: listen "+grpcAddr+": "+err.Error())
 		}
 	}
 	s.started = true

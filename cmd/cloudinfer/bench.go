@@ -119,6 +119,9 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	if err != nil {
 		return err
 	}
+	if err := c.checkOutputs(); err != nil {
+		return err
+	}
 	env := &environment{cmd: c}
 	defer env.close()
 	if c.needsEmulator(plan) {
@@ -146,7 +149,7 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	out := c.Out
 	if out == "" {
 		if err := os.MkdirAll("bench-results", 0o755); err != nil {
-			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: create bench-results")
+			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: create bench-results: "+err.Error())
 		}
 		out = filepath.Join("bench-results", "bench-"+res.Begin.Format("20060102-150405")+".json")
 	}
@@ -175,6 +178,21 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 		fmt.Fprintf(stderr, "result: %s\n", out)
 	}
 	return notRun(res)
+}
+
+// checkOutputs refuses, before the run, an output file whose directory
+// does not exist, rather than losing the run's result at its end.
+func (c *benchCmd) checkOutputs() error {
+	for _, path := range []string{c.Out, c.HTML, c.CSV, c.Markdown} {
+		if path == "" {
+			continue
+		}
+		dir := filepath.Dir(path)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return errcodes.Errorf(errcodes.InvalidParam, "bench: cannot write %s: directory %s does not exist", path, dir)
+		}
+	}
+	return nil
 }
 
 // notRun returns an error naming the targets that could not run at all
@@ -272,7 +290,7 @@ func injected(emu *emulator.Server, warmup int) map[string]*truth {
 func writeFile(path string, render func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return errcodes.Wrap(err, errcodes.InvalidParam, "bench: create "+path)
+		return errcodes.Wrap(err, errcodes.InvalidParam, "bench: create "+path+": "+err.Error())
 	}
 	if err := render(f); err != nil {
 		f.Close()
@@ -337,6 +355,9 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 			}
 		}
 	}
+	if err := c.checkNumbers(); err != nil {
+		return nil, false, err
+	}
 	c.applyLoad(p)
 	for _, s := range c.SLA {
 		sla, err := latency.ParseSLA(s)
@@ -351,9 +372,34 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 	return p, reference, nil
 }
 
+// checkNumbers refuses a negative count, rate or duration among the flags,
+// which would otherwise be taken as "not given" and silently ignored.
+func (c *benchCmd) checkNumbers() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"--prompt-tokens", float64(c.PromptTokens)}, {"--output-tokens", float64(c.OutputTokens)},
+		{"--concurrency", float64(c.Concurrency)}, {"--rate", c.Rate}, {"--max-in-flight", float64(c.MaxInFlight)},
+		{"--late-after", float64(c.LateAfter)}, {"--requests", float64(c.Requests)}, {"--duration", float64(c.Duration)},
+		{"--ladder-start", c.LadderStart}, {"--ladder-step", c.LadderStep}, {"--ladder-step-length", float64(c.LadderStepLength)},
+		{"--ladder-high-water", float64(c.LadderHighWater)}, {"--ladder-low-water", float64(c.LadderLowWater)},
+		{"--ladder-backoff", c.LadderBackoff}, {"--ladder-floor", c.LadderFloor}, {"--ladder-target", c.LadderTarget},
+		{"--retries", float64(c.Retries)}, {"--timeout", float64(c.Timeout)}, {"--time-scale", c.TimeScale},
+	} {
+		if f.v < 0 || math.IsNaN(f.v) {
+			return errcodes.Errorf(errcodes.InvalidParam, "bench: %s must not be negative (got %g)", f.name, f.v)
+		}
+	}
+	return nil
+}
+
 func (c *benchCmd) applyLoad(p *bench.Plan) {
 	l := &p.Load
 	setS(&l.Model, c.Load)
+	if c.Rate > 0 && l.Model == "" {
+		l.Model = bench.LoadConstant // a rate and no model: an open loop at that rate
+	}
 	setI(&l.Concurrency, c.Concurrency)
 	if c.Rate > 0 {
 		l.Rate = c.Rate
@@ -408,7 +454,7 @@ func (c *benchCmd) applyMix(p *bench.Plan) error {
 	case c.Mix != "":
 		b, err := os.ReadFile(c.Mix)
 		if err != nil {
-			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: read mix")
+			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: read mix: "+err.Error())
 		}
 		mp, err := bench.ParsePlan(append([]byte("mix:\n"), indent(b)...))
 		if err != nil {
@@ -418,7 +464,7 @@ func (c *benchCmd) applyMix(p *bench.Plan) error {
 	case c.TrafficLog != "":
 		f, err := os.Open(c.TrafficLog)
 		if err != nil {
-			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: open traffic log")
+			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: open traffic log: "+err.Error())
 		}
 		defer f.Close()
 		format := ""

@@ -227,3 +227,37 @@ limits: {requests: 2, warmup: 0}
 		}
 	}
 }
+
+// TestBenchRefusesUnwritableOutputsFirst: an output in a directory that
+// does not exist is refused before the run, not after it.
+func TestBenchRefusesUnwritableOutputsFirst(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-dir")
+	for _, flag := range []string{"--out", "--html", "--csv", "--markdown"} {
+		c := parse(t, "bench", "--time-scale", "0.01", "--requests", "2", "--quiet", flag, filepath.Join(missing, "r"))
+		var stdout bytes.Buffer
+		err := c.Bench.run(context.Background(), &stdout, nil)
+		require.Error(t, err, flag)
+		assert.Contains(t, err.Error(), "does not exist", flag)
+		assert.Empty(t, stdout.String(), "%s: nothing ran", flag)
+	}
+}
+
+// TestRateAloneMeansOpenLoopAndNegativesRefused: --rate without --load is
+// an open loop at that rate, and a negative number is an error rather than
+// "not given".
+func TestRateAloneMeansOpenLoopAndNegativesRefused(t *testing.T) {
+	p, _, err := parse(t, "bench", "--rate", "20").Bench.plan()
+	require.NoError(t, err)
+	assert.Equal(t, bench.LoadConstant, p.Load.Model)
+	assert.Equal(t, 20.0, p.Load.Rate)
+
+	p, _, err = parse(t, "bench", "--rate", "20", "--load", "poisson").Bench.plan()
+	require.NoError(t, err)
+	assert.Equal(t, bench.LoadPoisson, p.Load.Model)
+
+	for _, args := range [][]string{{"--requests=-5"}, {"--rate=-1"}, {"--duration=-1s"}, {"--concurrency=-2"}} {
+		_, _, err := parse(t, append([]string{"bench"}, args...)...).Bench.plan()
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), "must not be negative", args)
+	}
+}

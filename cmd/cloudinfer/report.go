@@ -25,7 +25,7 @@ func (c *reportCmd) Run() error {
 	if c.Out != "" {
 		f, err := os.Create(c.Out)
 		if err != nil {
-			return errcodes.Wrap(err, errcodes.InvalidParam, "report: create "+c.Out)
+			return errcodes.Wrap(err, errcodes.InvalidParam, "report: create "+c.Out+": "+err.Error())
 		}
 		defer f.Close()
 		w = f
