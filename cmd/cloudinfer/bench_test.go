@@ -192,7 +192,9 @@ func TestGroundTruthColdFromModelReady(t *testing.T) {
 		}
 	}
 	require.Positive(t, injected, "a serverless row")
-	assert.InDelta(t, injected, measured, 0.5*injected, "measured %.1f ms, injected %.1f ms", measured, injected)
+	// Far wider than a busy machine's delays, far narrower than the cold
+	// start (about 280 ms) the two would differ by if it were counted in one.
+	assert.InDelta(t, injected, measured, 100, "measured %.1f ms, injected %.1f ms", measured, injected)
 }
 
 // TestVertexGRPCAddrNotEmulated: a Vertex target with a gRPC address of its
