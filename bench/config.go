@@ -20,8 +20,10 @@ import (
 )
 
 // Plan is a whole benchmark: targets, load model, limits, request mix and
-// SLAs. It reads from YAML or JSON (see LoadPlan); every field has a flag
-// of the same name in `cloudinfer bench`.
+// SLAs. It reads from YAML or JSON (see LoadPlan); `cloudinfer bench` has
+// a flag for the fields one run commonly changes (load, limits, a target's
+// endpoint, URL and payload, SLAs), and takes the rest (several targets,
+// Parallel, gRPC addresses, headers) from a plan file (--config).
 type Plan struct {
 	// Targets are benchmarked one after another, each with the same load.
 	Targets []Target `json:"targets" yaml:"targets"`
