@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -657,10 +659,15 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 	},
 	cloudreq.ProviderAzure: func(_ context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
 		// Credentials: AZUREML_API_KEY when set, else Microsoft Entra's
-		// default chain (azidentity.DefaultAzureCredential).
+		// default chain (azidentity.DefaultAzureCredential) — except for a
+		// plain-http loopback URL (a local emulator), sent no credential
+		// unless a key is set.
 		o := azureml.Options{EndpointURL: t.URL, Region: t.Region, Key: os.Getenv("AZUREML_API_KEY"), HTTPClient: benchHTTPClient}
-		if emu != nil {
+		switch {
+		case emu != nil:
 			o.EndpointURL, o.Anonymous, o.Key, o.AllowInsecureHTTP = emu.URL()+"/azureml/{endpoint}", true, "", true
+		case loopbackHTTP(t.URL):
+			o.AllowInsecureHTTP, o.Anonymous = true, o.Key == ""
 		}
 		return azureml.New(o)
 	},
@@ -674,23 +681,59 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 	},
 	cloudreq.ProviderAWS: func(ctx context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
 		o := sagemaker.Options{Region: t.Region, BaseEndpoint: t.URL, HTTPClient: benchHTTPClient}
-		if emu != nil {
+		switch {
+		case emu != nil:
 			o.BaseEndpoint, o.AllowInsecureHTTP = emu.URL(), true
 			o.Region = cmpOr(o.Region, "us-east-1")
 			o.Credentials = credentials.NewStaticCredentialsProvider("emulator", "emulator", "")
-		} else if strings.HasPrefix(t.URL, "http://") {
+		case loopbackHTTP(t.URL):
+			// A local emulator: signed with placeholder keys unless the
+			// environment names some (an emulator configured with keys).
+			o.AllowInsecureHTTP = true
+			o.Region = cmpOr(o.Region, "us-east-1")
+			if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+				o.Credentials = credentials.NewStaticCredentialsProvider("emulator", "emulator", "")
+			}
+		case strings.HasPrefix(t.URL, "http://"):
 			o.AllowInsecureHTTP = true
 		}
 		return sagemaker.New(ctx, o)
 	},
 	cloudreq.ProviderGCP: func(ctx context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
 		o := vertex.Options{Project: t.Project, Location: t.Location, Endpoint: t.GRPCAddr}
-		if emu != nil {
+		switch {
+		case emu != nil:
 			o.Endpoint, o.Insecure = emu.GRPCAddr(), true
+			o.Project, o.Location = cmpOr(o.Project, "emulator"), cmpOr(o.Location, "us-central1")
+		case loopbackAddr(t.GRPCAddr):
+			// A local emulator: plain text, no Google credentials.
+			o.Insecure = true
 			o.Project, o.Location = cmpOr(o.Project, "emulator"), cmpOr(o.Location, "us-central1")
 		}
 		return vertex.New(ctx, o)
 	},
+}
+
+// loopbackHTTP reports whether u is a plain-http URL on this machine
+// (127.0.0.0/8, ::1 or localhost): a local emulator or server, which
+// credentials may reach without TLS.
+func loopbackHTTP(u string) bool {
+	pu, err := url.Parse(u)
+	return err == nil && pu.Scheme == "http" && loopbackHost(pu.Hostname())
+}
+
+// loopbackAddr reports whether a host:port address is on this machine.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && loopbackHost(host)
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // benchHTTPClient is the HTTP client of the HTTP adapters: one pool, with

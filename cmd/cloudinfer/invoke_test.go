@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
@@ -43,4 +45,38 @@ func TestInvokeReportsTheCode(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), string(errcodes.Throttled))
 	assert.Contains(t, err.Error(), "retryable: true")
+}
+
+// TestInvokeStandaloneEmulator: --url and --grpc-addr reach an emulator
+// that runs apart (cloudinfer emulate) for every provider, with no cloud
+// credentials in the environment: loopback plain-http targets get the
+// emulator's treatment (no TLS; placeholder AWS keys, no Azure or Google
+// credential).
+func TestInvokeStandaloneEmulator(t *testing.T) {
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AZUREML_API_KEY", "OPENAI_API_KEY", "EAS_TOKEN"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	emu, err := emulator.New(emulator.Options{TimeScale: 0.01, Seed: 1})
+	require.NoError(t, err)
+	require.NoError(t, emu.Start("127.0.0.1:0", "127.0.0.1:0"))
+	t.Cleanup(func() { _ = emu.Close() })
+	for _, c := range []*invokeCmd{
+		{Provider: "openai", URL: emu.URL()},
+		{Provider: "aws", URL: emu.URL()},
+		{Provider: "azure", URL: emu.URL() + "/azureml/llama-3-8b"},
+		{Provider: "alibaba", URL: emu.URL()},
+		{Provider: "gcp", GRPCAddr: emu.GRPCAddr()},
+	} {
+		t.Run(c.Provider, func(t *testing.T) {
+			c.Model, c.Prompt, c.MaxTokens, c.Type, c.TimeScale = "llama-3-8b", "hi", 4, "application/json", 1
+			var out strings.Builder
+			require.NoError(t, c.run(context.Background(), &out))
+			s := out.String()
+			assert.NotContains(t, s, "embedded emulator", "the standalone one answered")
+			assert.Contains(t, s, "status 200")
+		})
+	}
+	assert.NotEmpty(t, emu.Records(), "the requests reached the standalone emulator")
 }
