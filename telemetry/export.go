@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"net/url"
 	"strings"
 	"time"
@@ -100,11 +101,17 @@ func (p *Prometheus) Shutdown(ctx context.Context) error {
 	return errors.Join(err, p.MeterProvider.Shutdown(ctx))
 }
 
+// otlpHeaderVars are the environment variables whose headers the OTLP
+// exporters send with every export.
+var otlpHeaderVars = []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_METRICS_HEADERS"}
+
 // OTLPOptions configures OTLP.
 type OTLPOptions struct {
 	// Headers are sent with every export (a collector's API key, say).
 	// They are never logged, and never sent over plain HTTP unless
-	// AllowInsecureHeaders is set (a collector on loopback, say).
+	// AllowInsecureHeaders is set (a collector on loopback, say); nor are
+	// those of the OTEL_EXPORTER_OTLP_*HEADERS variables, which the
+	// exporters read themselves.
 	Headers map[string]string
 	// AllowInsecureHeaders permits Headers over a plain-HTTP endpoint.
 	AllowInsecureHeaders bool
@@ -149,6 +156,15 @@ func OTLP(ctx context.Context, endpoint string, optFns ...func(*OTLPOptions)) (*
 	if insecure && len(o.Headers) > 0 && !o.AllowInsecureHeaders {
 		return nil, errcodes.New(errcodes.InvalidParam,
 			"telemetry: OTLP headers may hold credentials and the endpoint is plain HTTP; use https or set AllowInsecureHeaders")
+	}
+	if insecure && !o.AllowInsecureHeaders {
+		// The exporters add the headers of these variables themselves.
+		for _, v := range otlpHeaderVars {
+			if os.Getenv(v) != "" {
+				return nil, errcodes.Errorf(errcodes.InvalidParam,
+					"telemetry: %s may hold credentials and the OTLP endpoint is plain HTTP; use https, unset it, or set AllowInsecureHeaders", v)
+			}
+		}
 	}
 	res, rerr := newResource(ctx)
 	if rerr != nil {

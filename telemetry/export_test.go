@@ -248,3 +248,23 @@ func TestPrometheusShutdownTwice(t *testing.T) {
 		t.Fatal("a second Shutdown blocked")
 	}
 }
+
+// TestOTLPHeaderVariablesNotSentInClear: the exporters' own header
+// variables are held to the same rule as Options.Headers.
+func TestOTLPHeaderVariablesNotSentInClear(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(&collector{})
+	defer srv.Close()
+	for _, v := range otlpHeaderVars {
+		t.Run(v, func(t *testing.T) {
+			t.Setenv(v, "authorization=Bearer topsecret")
+			_, err := OTLP(ctx, srv.URL)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), v)
+			assert.NotContains(t, err.Error(), "topsecret")
+			ps, err := OTLP(ctx, srv.URL, func(o *OTLPOptions) { o.AllowInsecureHeaders = true })
+			require.NoError(t, err, "the opt-in allows them")
+			require.NoError(t, ps.Shutdown(ctx))
+		})
+	}
+}
