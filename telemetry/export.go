@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"os"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
