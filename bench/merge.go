@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
@@ -13,17 +16,23 @@ import (
 // merge their recorders (exactly), counts, tags and time series (aligned
 // on each run's start); the chart samples are pooled and thinned to
 // MaxPoints. Ladder traces cannot be summed and are kept from the first
-// result. The inputs are not modified.
+// result. The inputs are not modified. The same run twice, or runs of
+// different plans, are refused.
 func Merge(results ...*Result) (*Result, error) {
 	if len(results) == 0 {
 		return nil, errcodes.New(errcodes.InvalidParam, "bench: nothing to merge")
 	}
-	out := &Result{Version: ResultVersion, Plan: results[0].Plan, Begin: results[0].Begin, End: results[0].End}
-	byName := map[string]*TargetResult{}
 	for _, r := range results {
 		if r == nil {
 			return nil, errcodes.New(errcodes.InvalidParam, "bench: merge: nil result")
 		}
+	}
+	if err := mergeable(results); err != nil {
+		return nil, err
+	}
+	out := &Result{Version: ResultVersion, Plan: results[0].Plan, Begin: results[0].Begin, End: results[0].End}
+	byName := map[string]*TargetResult{}
+	for _, r := range results {
 		if r.Begin.Before(out.Begin) {
 			out.Begin = r.Begin
 		}
@@ -173,4 +182,37 @@ func (s *Series) copy() *Series {
 		c.Width = Duration(firstBucket)
 	}
 	return c
+}
+
+// mergeable refuses results that would merge into a wrong figure: the same
+// run twice (its requests counted twice), or runs of different plans.
+func mergeable(results []*Result) error {
+	plan0, err := json.Marshal(results[0].Plan)
+	if err != nil {
+		return errcodes.Wrap(err, errcodes.Internal, "bench: merge: encode plan: "+err.Error())
+	}
+	type run struct {
+		begin, end time.Time
+		hosts      string
+	}
+	seen := map[run]int{}
+	for i, r := range results {
+		hosts := ""
+		for _, h := range r.Hosts {
+			hosts += h.Name + "\x00"
+		}
+		k := run{r.Begin, r.End, hosts}
+		if j, ok := seen[k]; ok {
+			return errcodes.Errorf(errcodes.InvalidParam, "bench: merge: results %d and %d are the same run (same machines, same start and end): its requests would count twice", j+1, i+1)
+		}
+		seen[k] = i
+		p, err := json.Marshal(r.Plan)
+		if err != nil {
+			return errcodes.Wrap(err, errcodes.Internal, "bench: merge: encode plan: "+err.Error())
+		}
+		if !bytes.Equal(p, plan0) {
+			return errcodes.Errorf(errcodes.InvalidParam, "bench: merge: result %d ran another plan than result 1; merge only runs of one plan", i+1)
+		}
+	}
+	return nil
 }

@@ -120,6 +120,7 @@ func TestRenderFormats(t *testing.T) {
 func TestSaveReadMergeIsExact(t *testing.T) {
 	dir := t.TempDir()
 	a, b := synthetic(t, "m1", 100, 0, 50, 2), synthetic(t, "m1", 100, 50, 100, 3)
+	b.Hosts = []Host{{Name: "second-machine", CPUs: 2}}
 	whole := synthetic(t, "m1", 100, 0, 100, 5)
 	pa, pb := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
 	require.NoError(t, a.Save(pa))
@@ -152,6 +153,16 @@ func TestSaveReadMergeIsExact(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, m.Render(&out, FormatText, RenderOptions{}))
 	assert.Contains(t, out.String(), "merged from 2 machines")
+
+	// The same run twice, or another plan's run, would give wrong figures.
+	_, err = Merge(ra, ra)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "same run")
+	other := synthetic(t, "m1", 100, 0, 60, 0)
+	other.Hosts = []Host{{Name: "third-machine", CPUs: 2}}
+	_, err = Merge(ra, other)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "another plan")
 }
 
 func TestParseResultRejects(t *testing.T) {
