@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -332,6 +333,9 @@ func (p *Plan) slas() []latency.SLA {
 }
 
 func (t *Target) prepare() error {
+	if t.Name == "" {
+		t.Name = cmp.Or(t.Endpoint, t.Model) // its errors name it from here on
+	}
 	pair, ok := services[strings.ToLower(t.Provider)]
 	if !ok {
 		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: provider %q: want aws, azure, gcp, alibaba or openai", t.Name, t.Provider)
@@ -342,12 +346,6 @@ func (t *Target) prepare() error {
 	t.Provider, t.Service = pair[0], pair[1]
 	if t.Endpoint == "" && t.Model == "" {
 		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q needs an endpoint or a model", t.Name)
-	}
-	if t.Name == "" {
-		t.Name = t.Endpoint
-		if t.Name == "" {
-			t.Name = t.Model
-		}
 	}
 	if t.Action == "" {
 		t.Action = cloudreq.ActionGenerate
