@@ -191,22 +191,41 @@ func LoadPlan(path string) (*Plan, error) {
 // ParsePlan parses a plan from YAML or JSON bytes.
 func ParsePlan(b []byte) (*Plan, error) {
 	var p Plan
+	if err := parseStrict(b, &p, "plan"); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ParseMix parses a request mix (a plan's "mix" section on its own) from
+// YAML or JSON bytes; errors give the line in b.
+func ParseMix(b []byte) (*Mix, error) {
+	var m Mix
+	if err := parseStrict(b, &m, "mix"); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// parseStrict decodes JSON (when b starts with '{') or YAML into v,
+// refusing unknown fields; what names v in errors.
+func parseStrict(b []byte, v any, what string) error {
 	var err error
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
-		err = dec.Decode(&p)
+		err = dec.Decode(v)
 	} else {
-		err = decodeYAML(b, &p)
+		err = decodeYAML(b, v)
 	}
 	if err != nil {
 		var e *errcodes.Error
 		if errors.As(err, &e) {
-			return nil, e
+			return e
 		}
-		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: parse plan: "+firstLine(err.Error()))
+		return errcodes.Wrap(err, errcodes.InvalidParam, "bench: parse "+what+": "+firstLine(err.Error()))
 	}
-	return &p, nil
+	return nil
 }
 
 // decodeYAML decodes strictly, turning a panic of the YAML library (it has

@@ -458,11 +458,11 @@ func (c *benchCmd) applyMix(p *bench.Plan) error {
 		if err != nil {
 			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: read mix: "+err.Error())
 		}
-		mp, err := bench.ParsePlan(append([]byte("mix:\n"), indent(b)...))
+		m, err := bench.ParseMix(b)
 		if err != nil {
 			return err
 		}
-		p.Mix = mp.Mix
+		p.Mix = m
 	case c.TrafficLog != "":
 		f, err := os.Open(c.TrafficLog)
 		if err != nil {
@@ -480,15 +480,6 @@ func (c *benchCmd) applyMix(p *bench.Plan) error {
 		p.Mix = bench.MixFromLog(recs)
 	}
 	return nil
-}
-
-// indent indents a YAML or JSON document so it nests under a key.
-func indent(b []byte) []byte {
-	lines := strings.Split(string(b), "\n")
-	for i, l := range lines {
-		lines[i] = "  " + l
-	}
-	return []byte(strings.Join(lines, "\n"))
 }
 
 func setS(dst *string, v string) {

@@ -168,6 +168,21 @@ func TestMixFileFlag(t *testing.T) {
 	require.Len(t, p.Mix.Classes[0].SLAs, 1)
 	_, _, err = parse(t, "bench", "--mix", "../../bench/testdata/mix.yaml", "--traffic-log", "../../bench/testdata/traffic.csv").Bench.plan()
 	assert.Error(t, err)
+
+	// A mistake in a mix file is reported at its own line.
+	bad := filepath.Join(t.TempDir(), "mix.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("classes:\n  - {path: /a, weight: 1}\n  - {path: /b, wieght: 2}\n"), 0o600))
+	_, _, err = parse(t, "bench", "--mix", bad).Bench.plan()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "parse mix: [3:")
+
+	// JSON works too.
+	js := filepath.Join(t.TempDir(), "mix.json")
+	require.NoError(t, os.WriteFile(js, []byte(`{"classes":[{"path":"/a","weight":1}]}`), 0o600))
+	p, _, err = parse(t, "bench", "--endpoint", "m", "--mix", js).Bench.plan()
+	require.NoError(t, err)
+	require.NotNil(t, p.Mix)
+	assert.Len(t, p.Mix.Classes, 1)
 }
 
 // TestGroundTruthColdFromModelReady: for a scale-to-zero endpoint whose
