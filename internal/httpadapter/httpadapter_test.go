@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -190,4 +191,43 @@ func TestStreamRaw(t *testing.T) {
 	assert.Equal(t, []string{"ab"}, got)
 	assert.ErrorIs(t, err, errcodes.StreamInterrupted)
 	assert.ErrorIs(t, err, boom)
+}
+
+// holdingBody serves data, then blocks its reader until it is closed: a
+// server that keeps the connection open after its stream's end marker.
+type holdingBody struct {
+	r      io.Reader
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (b *holdingBody) Read(p []byte) (int, error) {
+	if n, err := b.r.Read(p); n > 0 || err != io.EOF {
+		return n, err
+	}
+	<-b.closed
+	return 0, errors.New("read on closed body")
+}
+
+func (b *holdingBody) Close() error {
+	b.once.Do(func() { close(b.closed) })
+	return nil
+}
+
+// TestStreamEndNotHeldByTheServer: after the end marker, Next returns at
+// once (within drainSync) even when the server holds the connection
+// open, and the body is closed within drainWait.
+func TestStreamEndNotHeldByTheServer(t *testing.T) {
+	body := &holdingBody{r: strings.NewReader("data: a\n\ndata: END\n\n"), closed: make(chan struct{})}
+	s := NewStream(nil, body, StreamConfig{Provider: "p", Framing: FramingSSE, Decoder: &recDecoder{}, MaxFrame: 64})
+	start := time.Now()
+	got, err := drain(s)
+	assert.Equal(t, []string{"a"}, got)
+	assert.ErrorIs(t, err, io.EOF)
+	assert.Less(t, time.Since(start), drainWait, "the end is not held for the drain")
+	select {
+	case <-body.closed:
+	case <-time.After(5 * drainWait):
+		t.Fatal("the body was never closed")
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -73,8 +74,39 @@ type Stream struct {
 
 var _ cloudreq.ChunkStream = (*Stream)(nil)
 
-// maxDrain bounds what is read after a stream's end marker.
-const maxDrain = 64 << 10
+// What is read after a stream's end marker: at most maxDrain bytes, for at
+// most drainWait, of which Next waits drainSync.
+const (
+	maxDrain  = 64 << 10
+	drainWait = 500 * time.Millisecond
+	drainSync = 50 * time.Millisecond
+)
+
+// drainThenClose reads what follows a stream's end marker (the chunked
+// terminator, at most a little trailing data), so that net/http can reuse
+// the connection (closing an unread body closes it, and the next request
+// would pay a new handshake), then closes body. The terminator usually came
+// with the marker, and the drain ends at once; Next waits for it up to
+// drainSync, so that the connection is back in the pool when the stream
+// ends. A server that holds the connection open after its marker must not
+// hold the stream's end: the drain goes on apart, closing body after
+// drainWait at the latest.
+func drainThenClose(body io.ReadCloser) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.AfterFunc(drainWait, func() { _ = body.Close() })
+		_, _ = io.CopyN(io.Discard, body, maxDrain)
+		t.Stop()
+		_ = body.Close()
+	}()
+	t := time.NewTimer(drainSync)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
 
 // NewStream returns a Stream reading body, whose head is what the response
 // headers said.
@@ -159,12 +191,9 @@ func (s *Stream) Next() (cloudreq.StreamChunk, error) {
 		return cloudreq.StreamChunk{}, s.fail(err)
 	}
 	if end {
-		// Read what follows the end marker (the chunked terminator, at
-		// most a little trailing data) so that net/http can reuse the
-		// connection: closing an unread body closes the connection, and
-		// the next request would pay a new TCP handshake.
-		_, _ = io.CopyN(io.Discard, s.body, maxDrain)
-		return cloudreq.StreamChunk{}, s.fail(io.EOF)
+		s.err = io.EOF
+		s.once.Do(func() { drainThenClose(s.body) })
+		return cloudreq.StreamChunk{}, io.EOF
 	}
 	ch.Data = frame
 	return ch, nil
