@@ -145,7 +145,12 @@ func (r *Reader) skipBOM() {
 			r.started = true
 			return
 		}
-		r.in.fill()
+		if !r.in.fill() {
+			// A limit under the BOM's length leaves no room to tell: the
+			// bytes are kept, and the line limit refuses them.
+			r.started = true
+			return
+		}
 	}
 }
 

@@ -273,3 +273,21 @@ func TestEventSlicesAreReused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "bbbb", string(first), "Data is only valid until the next Next")
 }
+
+// TestTinyLimitWithBOMPrefix: a limit too small to tell a byte order mark
+// ends in ErrLineTooLong, not in a loop.
+func TestTinyLimitWithBOMPrefix(t *testing.T) {
+	for _, limit := range []int{1, 2} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := readAll(NewReader(strings.NewReader("\xEF\xBBxdata: a\n\n"), Limits{MaxLine: limit, MaxEvent: limit}))
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, ErrLineTooLong, "limit %d", limit)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("limit %d: Next did not return", limit)
+		}
+	}
+}
