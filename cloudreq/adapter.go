@@ -68,7 +68,8 @@ type ChunkStream interface {
 	// ended without its end marker).
 	Next() (StreamChunk, error)
 	// Close releases the connection. It is safe to call at any point and
-	// more than once.
+	// more than once, from any goroutine; called while Next is blocked, it
+	// makes Next return.
 	Close() error
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -142,5 +144,52 @@ func TestObserverPanicDropped(t *testing.T) {
 		assert.Equal(t, 200, resp.StatusCode)
 		_, err = c.Invoke(context.Background(), &cloudreq.CloudRequest{Provider: "nope"})
 		assert.ErrorIs(t, err, errcodes.InvalidParam)
+	}
+}
+
+// deafStream is a ChunkStream whose Next ignores its context: after one
+// chunk it blocks until the stream is closed.
+type deafStream struct {
+	n      int
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (s *deafStream) Response() *cloudreq.CloudResponse { return &cloudreq.CloudResponse{StatusCode: 200} }
+func (s *deafStream) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return nil
+}
+func (s *deafStream) Next() (cloudreq.StreamChunk, error) {
+	if s.n++; s.n == 1 {
+		return cloudreq.StreamChunk{Text: "t", Content: true}, nil
+	}
+	<-s.closed
+	return cloudreq.StreamChunk{}, io.ErrClosedPipe
+}
+
+type deafAdapter struct{ typedNilAdapter }
+
+func (deafAdapter) Stream(context.Context, *cloudreq.Call) (cloudreq.ChunkStream, error) {
+	return &deafStream{closed: make(chan struct{})}, nil
+}
+
+// TestCloseUnblocksADeafNext: Close from another goroutine ends a Next
+// blocked in an adapter's read that does not watch the context.
+func TestCloseUnblocksADeafNext(t *testing.T) {
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{deafAdapter{}}})
+	require.NoError(t, err)
+	s, err := c.Stream(context.Background(), req())
+	require.NoError(t, err)
+	require.True(t, s.Next())
+	done := make(chan bool, 1)
+	go func() { done <- s.Next() }()
+	time.Sleep(20 * time.Millisecond) // let Next block in the read
+	require.NoError(t, s.Close())
+	select {
+	case more := <-done:
+		assert.False(t, more)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock Next")
 	}
 }

@@ -390,17 +390,25 @@ func (s *Stream) Response() *CloudResponse {
 // any point, from any goroutine, more than once.
 func (s *Stream) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.done || s.closed {
+		s.mu.Unlock()
 		return nil
 	}
 	s.closed = true
 	if s.reading {
 		// Next is blocked in a read, a backoff or a reopening attempt:
-		// cancel them all, and let Next finish the stream.
+		// cancel them all, and let Next finish the stream. Closing the
+		// adapter's stream too unblocks a read that does not watch the
+		// context; outside the lock, as that Close may wait for the read.
 		s.cancel(errClosed)
+		cs := s.cs
+		s.mu.Unlock()
+		if cs != nil {
+			_ = safely(cs.Close)
+		}
 		return nil
 	}
 	s.finishLocked(nil)
+	s.mu.Unlock()
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
@@ -162,13 +163,13 @@ type stream struct {
 	o      Outcome
 	head   *cloudreq.CloudResponse
 	i      int
-	closed bool
+	closed atomic.Bool // Close may come from any goroutine
 }
 
 func (s *stream) Response() *cloudreq.CloudResponse { return s.head }
 
 func (s *stream) Next() (cloudreq.StreamChunk, error) {
-	if s.closed {
+	if s.closed.Load() {
 		return cloudreq.StreamChunk{}, errcodes.New(errcodes.Canceled, "closed")
 	}
 	if s.i < len(s.o.Chunks) {
@@ -189,4 +190,4 @@ func (s *stream) Next() (cloudreq.StreamChunk, error) {
 	return cloudreq.StreamChunk{}, io.EOF
 }
 
-func (s *stream) Close() error { s.closed = true; return nil }
+func (s *stream) Close() error { s.closed.Store(true); return nil }
