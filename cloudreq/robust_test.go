@@ -155,7 +155,9 @@ type deafStream struct {
 	once   sync.Once
 }
 
-func (s *deafStream) Response() *cloudreq.CloudResponse { return &cloudreq.CloudResponse{StatusCode: 200} }
+func (s *deafStream) Response() *cloudreq.CloudResponse {
+	return &cloudreq.CloudResponse{StatusCode: 200}
+}
 func (s *deafStream) Close() error {
 	s.once.Do(func() { close(s.closed) })
 	return nil
