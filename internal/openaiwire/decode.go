@@ -51,7 +51,7 @@ type wireBody struct {
 	Usage   *wireUsage   `json:"usage"`
 }
 
-var errorKey = []byte(`"error"`)
+var errorKey, choicesKey = []byte(`"error"`), []byte(`"choices"`)
 
 // ErrNotJSON is returned by Decode for a body that is not a JSON object.
 var ErrNotJSON = errors.New("openaiwire: body is not a JSON object")
@@ -75,7 +75,9 @@ func (d *decoder) decode(data []byte) (Result, error) {
 	if len(data) == 0 || data[0] != '{' {
 		return Result{}, ErrNotJSON
 	}
-	if bytes.Contains(data, errorKey) {
+	// Every content or usage chunk has choices; an error object has an
+	// "error" key or value, or (Azure's flat form) neither.
+	if bytes.Contains(data, errorKey) || !bytes.Contains(data, choicesKey) {
 		if eb, ok := errorObject(data); ok {
 			return Result{Error: &eb}, nil
 		}
@@ -123,13 +125,16 @@ func join(a, b string) string {
 // member or "object":"error".
 func errorObject(data []byte) (ErrorBody, bool) {
 	var probe struct {
-		Object string          `json:"object"`
-		Error  json.RawMessage `json:"error"`
+		Object  string          `json:"object"`
+		Error   json.RawMessage `json:"error"`
+		Status  int             `json:"status"`  // Azure's flat form
+		Message *string         `json:"message"` // with Status
 	}
 	if json.Unmarshal(data, &probe) != nil {
 		return ErrorBody{}, false
 	}
-	if (len(probe.Error) == 0 || bytes.Equal(probe.Error, []byte("null"))) && probe.Object != "error" {
+	flat := probe.Status >= 400 && probe.Message != nil
+	if (len(probe.Error) == 0 || bytes.Equal(probe.Error, []byte("null"))) && probe.Object != "error" && !flat {
 		return ErrorBody{}, false
 	}
 	return ParseError(data)

@@ -112,6 +112,23 @@ func TestDecode(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, r.Error)
 	assert.Equal(t, 500, r.Error.Status)
+
+	// Azure's flat envelope and older vLLM's are errors too; a chunk-like
+	// object without choices is not.
+	for body, status := range map[string]int{
+		`{"status":422,"code":"parameter_not_supported","detail":{"parameter":"x"},"message":"x is not supported"}`: 422,
+		`{"object":"error","message":"old vllm says no","type":"BadRequestError","param":null,"code":400}`:          400,
+	} {
+		r, err := Decode([]byte(body))
+		require.NoError(t, err, body)
+		require.NotNil(t, r.Error, body)
+		assert.Equal(t, status, r.Error.Status, body)
+		assert.NotEmpty(t, r.Error.Message, body)
+	}
+	r, err = Decode([]byte(`{"id":"x","object":"chat.completion.chunk","usage":{"prompt_tokens":1,"completion_tokens":2}}`))
+	require.NoError(t, err)
+	assert.Nil(t, r.Error)
+	require.NotNil(t, r.Usage)
 	_, err = Decode([]byte(`[1]`))
 	assert.ErrorIs(t, err, ErrNotJSON)
 	_, err = Decode([]byte(`{"choices":`))
