@@ -233,7 +233,7 @@ func parseStrict(b []byte, v any, what string) error {
 func decodeYAML(b []byte, v any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = errcodes.Errorf(errcodes.InvalidParam, "bench: parse plan: malformed YAML (%v)", r)
+			err = fmt.Errorf("malformed YAML (%v)", r) // parseStrict says what was parsed
 		}
 	}()
 	return yaml.UnmarshalWithOptions(b, v, yaml.DisallowUnknownField())
