@@ -541,7 +541,7 @@ func (cl *call) postDeserialize(ctx context.Context, resp *CloudResponse, e *err
 	if err := safely(func() error { out = h.PostDeserialize(ctx, cl.req, resp, in); return nil }); err != nil {
 		out = err
 	}
-	if nilerr.Is(out) {
+	if out == nil || nilerr.Is(out) {
 		return e
 	}
 	return normalizeWith(out, errcodes.Unknown, cl.req.Provider)

@@ -163,7 +163,7 @@ var _ cloudreq.Hooks = (*Set)(nil)
 // error, naming the hook that refused.
 func (s *Set) PreValidate(ctx context.Context, req *cloudreq.CloudRequest) error {
 	for _, e := range s.Validate.snapshot() {
-		if err := e.h.PreValidate(ctx, req); !nilerr.Is(err) {
+		if err := e.h.PreValidate(ctx, req); err != nil && !nilerr.Is(err) {
 			return named(e.name, err)
 		}
 	}
@@ -173,7 +173,7 @@ func (s *Set) PreValidate(ctx context.Context, req *cloudreq.CloudRequest) error
 // PreSerialize runs the PreSerialize chain in order and stops at the first error.
 func (s *Set) PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) error {
 	for _, e := range s.Serialize.snapshot() {
-		if err := e.h.PreSerialize(ctx, req); !nilerr.Is(err) {
+		if err := e.h.PreSerialize(ctx, req); err != nil && !nilerr.Is(err) {
 			return named(e.name, err)
 		}
 	}
@@ -184,7 +184,7 @@ func (s *Set) PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) erro
 // outcome the previous ones left; the first veto stops the chain.
 func (s *Set) PostDeserialize(ctx context.Context, req *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error {
 	for _, e := range s.Deserialize.snapshot() {
-		if verr := e.h.PostDeserialize(ctx, req, resp, err); !nilerr.Is(verr) {
+		if verr := e.h.PostDeserialize(ctx, req, resp, err); verr != nil && !nilerr.Is(verr) {
 			return verr
 		}
 	}
