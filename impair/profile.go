@@ -1,0 +1,261 @@
+package impair
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Link is the impairment of one direction of a connection.
+type Link struct {
+	// Delay is the one-way delay added to every byte.
+	Delay time.Duration
+	// Jitter varies the delay uniformly within ±Jitter (never below zero).
+	// Bytes stay in order, as on a TCP connection: a byte is never
+	// delivered before one written earlier.
+	Jitter time.Duration
+	// Loss is the probability (0 to 1) that a segment of SegmentSize bytes
+	// is lost. A connection is a reliable stream, so a loss is a delay, not
+	// missing bytes: the segment and everything behind it wait
+	// Profile.RetransmitDelay more, as for a retransmission timeout.
+	Loss float64
+	// Rate is the link's bandwidth in bits per second; 0 is unlimited.
+	// Bytes queue behind one another at that rate before the delay.
+	Rate int64
+}
+
+// IsZero reports whether the link adds nothing.
+func (l Link) IsZero() bool { return l == Link{} }
+
+// Profile is the impairment of a connection: one Link per direction, and
+// the seed of its random draws.
+type Profile struct {
+	// Up is the direction client → server (what the client writes); Down
+	// is server → client (what it reads).
+	Up, Down Link
+	// RetransmitDelay is what a lost segment costs (default
+	// DefaultRetransmitDelay).
+	RetransmitDelay time.Duration
+	// Seed seeds the draws of jitter and loss. A Dialer's n-th connection
+	// draws from (Seed, n), so a run with the same connections in the same
+	// order draws the same values.
+	Seed uint64
+}
+
+// SegmentSize is the size of the segments a Link's Loss applies to: a
+// TCP segment's payload on an Ethernet path (1500-byte MTU, IPv4 and TCP
+// headers with timestamps).
+const SegmentSize = 1448
+
+// DefaultRetransmitDelay is the cost of a lost segment by default: Linux's
+// minimum TCP retransmission timeout.
+const DefaultRetransmitDelay = 200 * time.Millisecond
+
+// IsZero reports whether the profile impairs nothing.
+func (p Profile) IsZero() bool { return p.Up.IsZero() && p.Down.IsZero() }
+
+// rto is the retransmission delay in effect.
+func (p Profile) rto() time.Duration {
+	if p.RetransmitDelay > 0 {
+		return p.RetransmitDelay
+	}
+	return DefaultRetransmitDelay
+}
+
+// Validate reports the first value out of range.
+func (p Profile) Validate() error {
+	for _, d := range []struct {
+		name string
+		l    Link
+	}{{"up", p.Up}, {"down", p.Down}} {
+		l := d.l
+		switch {
+		case l.Delay < 0:
+			return fmt.Errorf("impair: %s delay %v is negative", d.name, l.Delay)
+		case l.Jitter < 0:
+			return fmt.Errorf("impair: %s jitter %v is negative", d.name, l.Jitter)
+		case math.IsNaN(l.Loss) || l.Loss < 0 || l.Loss > 1:
+			return fmt.Errorf("impair: %s loss %v is not between 0 and 1 (0%% to 100%%)", d.name, l.Loss)
+		case l.Rate < 0:
+			return fmt.Errorf("impair: %s rate %d bit/s is negative", d.name, l.Rate)
+		}
+	}
+	if p.RetransmitDelay < 0 {
+		return fmt.Errorf("impair: retransmit delay %v is negative", p.RetransmitDelay)
+	}
+	return nil
+}
+
+// Parse reads a profile from its text form: settings separated by commas
+// or spaces, each key=value.
+//
+//	delay=20ms       one-way delay, in each direction (a round trip gains 40 ms)
+//	jitter=5ms       ± uniform variation of the delay
+//	loss=0.5%        segment loss probability (also 0.005)
+//	rate=100mbit     bandwidth: bit, kbit, mbit or gbit per second (1000-based)
+//	rto=200ms        what a lost segment costs (RetransmitDelay)
+//	seed=7           the seed of the draws
+//
+// delay, jitter, loss and rate apply to both directions; prefixed with
+// "up." or "down." they set one only, and win over the unprefixed form
+// whatever their order ("delay=10ms,down.delay=30ms"). An empty spec is the
+// zero Profile.
+func Parse(spec string) (Profile, error) {
+	var p Profile
+	var both, up, down [4]*string // delay, jitter, loss, rate
+	fields := strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+	for _, f := range fields {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || v == "" {
+			return Profile{}, fmt.Errorf("impair: %q is not key=value", f)
+		}
+		name := k
+		k = strings.ToLower(k)
+		switch k {
+		case "rto":
+			d, err := parseDuration(k, v)
+			if err != nil {
+				return Profile{}, err
+			}
+			p.RetransmitDelay = d
+			continue
+		case "seed":
+			s, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return Profile{}, fmt.Errorf("impair: seed %q is not a non-negative integer", v)
+			}
+			p.Seed = s
+			continue
+		}
+		set := &both
+		switch {
+		case strings.HasPrefix(k, "up."):
+			set, k = &up, k[len("up."):]
+		case strings.HasPrefix(k, "down."):
+			set, k = &down, k[len("down."):]
+		}
+		i := slices.Index(linkKeys[:], k)
+		if i < 0 {
+			return Profile{}, fmt.Errorf("impair: unknown setting %q (want delay, jitter, loss or rate, each maybe prefixed up. or down., rto or seed)", name)
+		}
+		set[i] = &v
+	}
+	for i, k := range linkKeys {
+		for _, s := range []struct {
+			l   *Link
+			val *string
+		}{{&p.Up, both[i]}, {&p.Down, both[i]}, {&p.Up, up[i]}, {&p.Down, down[i]}} {
+			if s.val == nil {
+				continue
+			}
+			if err := setLink(s.l, k, *s.val); err != nil {
+				return Profile{}, err
+			}
+		}
+	}
+	return p, p.Validate()
+}
+
+// linkKeys are a Link's settings in Parse's text form.
+var linkKeys = [4]string{"delay", "jitter", "loss", "rate"}
+
+func setLink(l *Link, k, v string) error {
+	var err error
+	switch k {
+	case "delay":
+		l.Delay, err = parseDuration(k, v)
+	case "jitter":
+		l.Jitter, err = parseDuration(k, v)
+	case "loss":
+		l.Loss, err = parseLoss(v)
+	case "rate":
+		l.Rate, err = parseRate(v)
+	}
+	return err
+}
+
+func parseDuration(k, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("impair: %s %q is not a duration (like 20ms)", k, v)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("impair: %s %v is negative", k, d)
+	}
+	return d, nil
+}
+
+func parseLoss(v string) (float64, error) {
+	s, pct := strings.CutSuffix(v, "%")
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("impair: loss %q is not a number (like 0.5%% or 0.005)", v)
+	}
+	if pct {
+		f /= 100
+	}
+	if f < 0 || f > 1 {
+		return 0, fmt.Errorf("impair: loss %q is not between 0%% and 100%%", v)
+	}
+	return f, nil
+}
+
+// rateUnits are the bandwidth units Parse knows, longest suffix first.
+var rateUnits = []struct {
+	suffix string
+	mult   float64
+}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}}
+
+func parseRate(v string) (int64, error) {
+	lv := strings.ToLower(v)
+	for _, u := range rateUnits {
+		num, ok := strings.CutSuffix(lv, u.suffix)
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(num, 64)
+		if err != nil || math.IsNaN(f) || f < 0 || f*u.mult > math.MaxInt64 {
+			break
+		}
+		return int64(f * u.mult), nil
+	}
+	return 0, fmt.Errorf("impair: rate %q is not a bandwidth (like 100mbit; units bit, kbit, mbit, gbit)", v)
+}
+
+// String returns the profile in Parse's form, both directions spelled out
+// when they differ: Parse(p.String()) == p.
+func (p Profile) String() string {
+	var parts []string
+	if p.Up == p.Down {
+		parts = appendLink(parts, "", p.Up)
+	} else {
+		parts = appendLink(parts, "up.", p.Up)
+		parts = appendLink(parts, "down.", p.Down)
+	}
+	if p.RetransmitDelay != 0 {
+		parts = append(parts, "rto="+p.RetransmitDelay.String())
+	}
+	if p.Seed != 0 {
+		parts = append(parts, "seed="+strconv.FormatUint(p.Seed, 10))
+	}
+	return strings.Join(parts, ",")
+}
+
+func appendLink(parts []string, prefix string, l Link) []string {
+	if l.Delay != 0 {
+		parts = append(parts, prefix+"delay="+l.Delay.String())
+	}
+	if l.Jitter != 0 {
+		parts = append(parts, prefix+"jitter="+l.Jitter.String())
+	}
+	if l.Loss != 0 {
+		parts = append(parts, prefix+"loss="+strconv.FormatFloat(l.Loss, 'g', -1, 64))
+	}
+	if l.Rate != 0 {
+		parts = append(parts, prefix+"rate="+strconv.FormatInt(l.Rate, 10)+"bit")
+	}
+	return parts
+}

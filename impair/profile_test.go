@@ -1,0 +1,74 @@
+package impair_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/impair"
+)
+
+func TestParse(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		spec string
+		want impair.Profile
+	}{
+		{"", impair.Profile{}},
+		{"delay=20ms", impair.Profile{Up: impair.Link{Delay: 20 * ms}, Down: impair.Link{Delay: 20 * ms}}},
+		{"delay=20ms, jitter=2ms loss=0.5% rate=100mbit", impair.Profile{
+			Up:   impair.Link{Delay: 20 * ms, Jitter: 2 * ms, Loss: 0.005, Rate: 100_000_000},
+			Down: impair.Link{Delay: 20 * ms, Jitter: 2 * ms, Loss: 0.005, Rate: 100_000_000}}},
+		// A direction's own setting wins, whatever the order.
+		{"down.delay=30ms,delay=10ms", impair.Profile{Up: impair.Link{Delay: 10 * ms}, Down: impair.Link{Delay: 30 * ms}}},
+		{"UP.Rate=1.5kbit,loss=0.01,rto=1s,seed=42", impair.Profile{
+			Up: impair.Link{Rate: 1500, Loss: 0.01}, Down: impair.Link{Loss: 0.01}, RetransmitDelay: time.Second, Seed: 42}},
+		{"rate=1gbit,down.rate=8bit", impair.Profile{Up: impair.Link{Rate: 1e9}, Down: impair.Link{Rate: 8}}},
+	} {
+		got, err := impair.Parse(tc.spec)
+		require.NoError(t, err, tc.spec)
+		assert.Equal(t, tc.want, got, tc.spec)
+		again, err := impair.Parse(got.String())
+		require.NoError(t, err, got.String())
+		assert.Equal(t, got, again, "String reads back: %q", got.String())
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for spec, want := range map[string]string{
+		"delay":             `"delay" is not key=value`,
+		"delay=":            `"delay=" is not key=value`,
+		"latency=5ms":       `unknown setting "latency"`,
+		"sideways.delay=1s": `unknown setting "sideways.delay"`,
+		"delay=20":          `delay "20" is not a duration`,
+		"jitter=-1ms":       `jitter -1ms is negative`,
+		"loss=150%":         `loss "150%" is not between 0% and 100%`,
+		"loss=NaN":          `loss "NaN" is not a number`,
+		"loss=-0.1":         `loss "-0.1" is not between`,
+		"rate=100mbps":      `rate "100mbps" is not a bandwidth`,
+		"rate=-5kbit":       `rate "-5kbit" is not a bandwidth`,
+		"rate=1e30gbit":     `rate "1e30gbit" is not a bandwidth`,
+		"seed=-1":           `seed "-1" is not a non-negative integer`,
+		"rto=soon":          `rto "soon" is not a duration`,
+	} {
+		_, err := impair.Parse(spec)
+		require.Error(t, err, spec)
+		assert.Contains(t, err.Error(), want, spec)
+		assert.Contains(t, err.Error(), "impair: ", spec)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	assert.NoError(t, impair.Profile{}.Validate())
+	assert.ErrorContains(t, impair.Profile{Down: impair.Link{Delay: -1}}.Validate(), "down delay")
+	assert.ErrorContains(t, impair.Profile{Up: impair.Link{Loss: 2}}.Validate(), "up loss")
+	assert.ErrorContains(t, impair.Profile{Up: impair.Link{Rate: -1}}.Validate(), "up rate")
+	assert.ErrorContains(t, impair.Profile{RetransmitDelay: -1}.Validate(), "retransmit delay")
+}
+
+func TestIsZero(t *testing.T) {
+	assert.True(t, impair.Profile{Seed: 5, RetransmitDelay: time.Second}.IsZero(), "a seed alone impairs nothing")
+	assert.False(t, impair.Profile{Down: impair.Link{Rate: 1}}.IsZero())
+}
