@@ -290,6 +290,7 @@ func (c *Conn) send() {
 func (c *Conn) receive() {
 	defer c.done.Done()
 	q := c.down
+	buf := make([]byte, readSize)
 	for {
 		q.mu.Lock()
 		for q.bytes >= maxQueued && !q.closed {
@@ -303,11 +304,10 @@ func (c *Conn) receive() {
 		if closed {
 			return
 		}
-		buf := make([]byte, readSize)
 		n, err := c.under.Read(buf)
 		now := time.Now()
 		if n > 0 {
-			q.push(segment{b: buf[:n:n], at: c.downS.arrival(now, n)})
+			q.push(segment{b: append([]byte(nil), buf[:n]...), at: c.downS.arrival(now, n)})
 		}
 		if err != nil {
 			q.push(segment{err: err, at: c.downS.arrival(now, 0)})

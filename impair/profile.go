@@ -252,10 +252,30 @@ func appendLink(parts []string, prefix string, l Link) []string {
 		parts = append(parts, prefix+"jitter="+l.Jitter.String())
 	}
 	if l.Loss != 0 {
-		parts = append(parts, prefix+"loss="+strconv.FormatFloat(l.Loss, 'g', -1, 64))
+		parts = append(parts, prefix+"loss="+formatLoss(l.Loss))
 	}
 	if l.Rate != 0 {
-		parts = append(parts, prefix+"rate="+strconv.FormatInt(l.Rate, 10)+"bit")
+		parts = append(parts, prefix+"rate="+formatRate(l.Rate))
 	}
 	return parts
+}
+
+// formatLoss writes a loss as a percentage when that reads back exactly,
+// else as a fraction.
+func formatLoss(f float64) string {
+	pct := strconv.FormatFloat(f*100, 'g', -1, 64) + "%"
+	if back, err := parseLoss(pct); err == nil && back == f {
+		return pct
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// formatRate writes a rate in the largest unit that divides it.
+func formatRate(r int64) string {
+	for _, u := range rateUnits {
+		if m := int64(u.mult); r%m == 0 {
+			return strconv.FormatInt(r/m, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(r, 10) + "bit"
 }
