@@ -225,7 +225,7 @@ func (c *collector) result() *TargetResult {
 	t := c.t
 	tr := &TargetResult{
 		Name: t.Name, Provider: t.Provider, Service: t.Service, Endpoint: t.Endpoint,
-		Model: t.Model, Action: t.Action, Stream: t.Stream,
+		Model: t.Model, Action: t.Action, Stream: t.Stream, Network: t.Network,
 		Load: c.plan.Load.String(), Begin: c.start,
 		Sent: c.sent.Load(), Late: c.late.Load(), Recorder: c.rec,
 		Series: c.series, Points: c.points, Ladder: c.ladderTrace,

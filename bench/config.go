@@ -17,6 +17,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/impair"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
@@ -82,6 +83,11 @@ type Target struct {
 	// ScaleToZero is the endpoint's scale-to-zero window, for cold-start
 	// classification of the first request and of requests after idle gaps.
 	ScaleToZero Duration `json:"scale_to_zero,omitempty" yaml:"scale_to_zero,omitempty"`
+	// Network impairs the target's connections (package impair's text
+	// form, e.g. "delay=20ms,jitter=2ms,loss=0.1%,rate=100mbit"): the run
+	// measures the endpoint as seen across such a network. Prepare
+	// validates it and writes it in its canonical form.
+	Network string `json:"network,omitempty" yaml:"network,omitempty"`
 }
 
 // Payload is what a request sends: a raw body (file or inline) for the
@@ -377,6 +383,13 @@ func (t *Target) prepare() error {
 	}
 	if err := t.Payload.read(); err != nil {
 		return err
+	}
+	if t.Network != "" {
+		np, err := impair.Parse(t.Network)
+		if err != nil {
+			return errcodes.Wrap(err, errcodes.InvalidParam, fmt.Sprintf("bench: target %q: network: %v", t.Name, err))
+		}
+		t.Network = np.String()
 	}
 	if t.Action == cloudreq.ActionInvoke && len(t.Payload.body) == 0 {
 		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: invoke needs a payload file or body", t.Name)

@@ -101,6 +101,7 @@ func TestPrepareRejects(t *testing.T) {
 		{"missing payload file", func(p *Plan) { p.Targets[0].Payload.File = "testdata/nope" }, "payload file"},
 		{"bad sla", func(p *Plan) { p.SLAs = []latency.SLA{{Metric: latency.TTFT, Percentile: 95}} }, "threshold"},
 		{"negative limit", func(p *Plan) { p.Limits.Warmup = -1 }, "negative"},
+		{"bad network", func(p *Plan) { p.Targets[0].Network = "delay=20" }, `target "m": network: impair: delay "20" is not a duration`},
 		{"ttft ladder, whole bodies", func(p *Plan) {
 			p.Load = Load{Model: LoadLadder, Ladder: Ladder{Metric: MetricTTFT}}
 			p.Targets[0].Stream = false
@@ -116,6 +117,12 @@ func TestPrepareRejects(t *testing.T) {
 			assert.Contains(t, err.Error(), "ERR_INVALID_PARAM")
 		})
 	}
+}
+
+func TestPrepareNetworkCanonical(t *testing.T) {
+	p := &Plan{Targets: []Target{{Provider: "openai", Model: "m", Network: "loss=0.5% delay=20ms down.delay=30ms"}}, Limits: Limits{Requests: 1}}
+	require.NoError(t, p.Prepare())
+	assert.Equal(t, "up.delay=20ms,up.loss=0.5%,down.delay=30ms,down.loss=0.5%", p.Targets[0].Network)
 }
 
 func TestPublicPlanHidesSecrets(t *testing.T) {

@@ -75,7 +75,7 @@ func Merge(results ...*Result) (*Result, error) {
 func emptyLike(t *TargetResult) *TargetResult {
 	return &TargetResult{
 		Name: t.Name, Provider: t.Provider, Service: t.Service, Endpoint: t.Endpoint, Model: t.Model,
-		Action: t.Action, Stream: t.Stream, Load: t.Load, Begin: t.Begin, CPU: -1, MachineCPU: -1,
+		Action: t.Action, Stream: t.Stream, Load: t.Load, Network: t.Network, Begin: t.Begin, CPU: -1, MachineCPU: -1,
 		Recorder: &latency.Recorder{}, Series: &Series{Width: Duration(firstBucket)},
 	}
 }

@@ -340,6 +340,28 @@ func (r *Result) renderSummary(w io.Writer, md, detail bool) error {
 	return ew.err
 }
 
+// networks describes the targets' network impairments: one part when
+// every target had the same, else one per target that had one.
+func networks(ts []Target) []string {
+	same := true
+	for _, t := range ts {
+		same = same && t.Network == ts[0].Network
+	}
+	if same {
+		if len(ts) == 0 || ts[0].Network == "" {
+			return nil
+		}
+		return []string{"network " + ts[0].Network}
+	}
+	var out []string
+	for _, t := range ts {
+		if t.Network != "" {
+			out = append(out, t.Name+" over network "+t.Network)
+		}
+	}
+	return out
+}
+
 // describe writes the one-line description of the run.
 func (r *Result) describe(w io.Writer) {
 	if r.Plan == nil {
@@ -368,6 +390,7 @@ func (r *Result) describe(w io.Writer) {
 			}
 		}
 	}
+	parts = append(parts, networks(p.Targets)...)
 	hosts := ""
 	if len(r.Hosts) > 1 {
 		hosts = fmt.Sprintf(" — merged from %d machines", len(r.Hosts))

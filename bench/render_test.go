@@ -250,3 +250,18 @@ func TestDisplaySeries(t *testing.T) {
 	assert.Len(t, displaySeries(busy).Buckets, 30)
 	assert.Nil(t, displaySeries(nil))
 }
+
+func TestDescribeNetworks(t *testing.T) {
+	a, b := Target{Name: "a"}, Target{Name: "b"}
+	assert.Nil(t, networks([]Target{a, b}), "no impairment, nothing said")
+	a.Network, b.Network = "delay=20ms", "delay=20ms"
+	assert.Equal(t, []string{"network delay=20ms"}, networks([]Target{a, b}))
+	b.Network = ""
+	assert.Equal(t, []string{"a over network delay=20ms"}, networks([]Target{a, b}))
+
+	r := synthetic(t, "m1", 100, 0, 10, 0)
+	r.Plan.Targets[0].Network = "delay=5ms,loss=1%"
+	var out bytes.Buffer
+	require.NoError(t, r.Render(&out, FormatText, RenderOptions{}))
+	assert.Contains(t, out.String(), ", network delay=5ms,loss=1%")
+}

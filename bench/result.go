@@ -50,6 +50,9 @@ type TargetResult struct {
 	Action   string `json:"action"`
 	Stream   bool   `json:"stream"`
 	Load     string `json:"load"`
+	// Network is the impairment the target's connections went through
+	// (Target.Network), if any.
+	Network string `json:"network,omitempty"`
 	// Begin is when the measured run started; Wall is how long it took,
 	// to the last response.
 	Begin time.Time `json:"begin"`

@@ -20,12 +20,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
 
 	"github.com/cloudinfer/cloudinfer/bench"
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/impair"
 	"github.com/cloudinfer/cloudinfer/latency"
 	"github.com/cloudinfer/cloudinfer/providers/azureml"
 	"github.com/cloudinfer/cloudinfer/providers/openai"
@@ -85,6 +88,7 @@ type benchCmd struct {
 	TimeScale float64 `help:"Embedded emulator's time scale (1: real time)." default:"1" group:"Emulator"`
 
 	Retries int           `help:"Retries per request (0: none, so every failure is seen)." group:"Client"`
+	Network string        `help:"Impair every target's connections, e.g. \"delay=20ms,jitter=2ms,loss=0.1%,rate=100mbit\" (each direction; up./down. prefixes for one; seed=N). See go doc ./impair." placeholder:"SPEC" group:"Client"`
 	Timeout time.Duration `help:"Per-request timeout." default:"2m" group:"Client"`
 
 	Out      string `help:"Result JSON file (default: bench-results/bench-TIME.json)." placeholder:"FILE" group:"Output"`
@@ -355,6 +359,11 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 			for i := range p.Targets {
 				p.Targets[i].Stream = false
 			}
+		}
+	}
+	if c.Network != "" {
+		for i := range p.Targets {
+			p.Targets[i].Network = c.Network // the flag wins over the file
 		}
 	}
 	if err := c.checkNumbers(); err != nil {
@@ -640,20 +649,20 @@ func (e *environment) emulated(t *bench.Target) bool { return e.emu != nil && to
 
 // adapterFactories build a provider's adapter for a target; emu is the
 // embedded emulator when the target goes to it.
-var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error){
-	cloudreq.ProviderOpenAI: func(_ context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
-		o := openai.Options{BaseURL: t.URL, APIKey: os.Getenv("OPENAI_API_KEY"), HTTPClient: benchHTTPClient}
+var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error){
+	cloudreq.ProviderOpenAI: func(_ context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
+		o := openai.Options{BaseURL: t.URL, APIKey: os.Getenv("OPENAI_API_KEY"), HTTPClient: n.http}
 		if emu != nil {
 			o.BaseURL, o.AllowInsecureHTTP = emu.URL(), true
 		}
 		return openai.New(o)
 	},
-	cloudreq.ProviderAzure: func(_ context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
+	cloudreq.ProviderAzure: func(_ context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
 		// Credentials: AZUREML_API_KEY when set, else Microsoft Entra's
 		// default chain (azidentity.DefaultAzureCredential) — except for a
 		// plain-http loopback URL (a local emulator), sent no credential
 		// unless a key is set.
-		o := azureml.Options{EndpointURL: t.URL, Region: t.Region, Key: os.Getenv("AZUREML_API_KEY"), HTTPClient: benchHTTPClient}
+		o := azureml.Options{EndpointURL: t.URL, Region: t.Region, Key: os.Getenv("AZUREML_API_KEY"), HTTPClient: n.http}
 		switch {
 		case emu != nil:
 			o.EndpointURL, o.Anonymous, o.Key, o.AllowInsecureHTTP = emu.URL()+"/azureml/{endpoint}", true, "", true
@@ -662,16 +671,16 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 		}
 		return azureml.New(o)
 	},
-	cloudreq.ProviderAlibaba: func(_ context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
+	cloudreq.ProviderAlibaba: func(_ context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
 		// PAI-EAS authenticates with the service token: EAS_TOKEN.
-		o := paieas.Options{Endpoint: t.URL, Token: os.Getenv("EAS_TOKEN"), HTTPClient: benchHTTPClient}
+		o := paieas.Options{Endpoint: t.URL, Token: os.Getenv("EAS_TOKEN"), HTTPClient: n.http}
 		if emu != nil {
 			o.Endpoint, o.Token, o.AllowInsecureHTTP = emu.URL(), "", true
 		}
 		return paieas.New(o)
 	},
-	cloudreq.ProviderAWS: func(ctx context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
-		o := sagemaker.Options{Region: t.Region, BaseEndpoint: t.URL, HTTPClient: benchHTTPClient}
+	cloudreq.ProviderAWS: func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
+		o := sagemaker.Options{Region: t.Region, BaseEndpoint: t.URL, HTTPClient: n.http}
 		switch {
 		case emu != nil:
 			o.BaseEndpoint, o.AllowInsecureHTTP = emu.URL(), true
@@ -690,8 +699,8 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 		}
 		return sagemaker.New(ctx, o)
 	},
-	cloudreq.ProviderGCP: func(ctx context.Context, t *bench.Target, emu *emulator.Server) (cloudreq.Adapter, error) {
-		o := vertex.Options{Project: t.Project, Location: t.Location, Endpoint: t.GRPCAddr}
+	cloudreq.ProviderGCP: func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
+		o := vertex.Options{Project: t.Project, Location: t.Location, Endpoint: t.GRPCAddr, ClientOptions: n.grpc}
 		switch {
 		case emu != nil:
 			o.Endpoint, o.Insecure = emu.GRPCAddr(), true
@@ -727,16 +736,51 @@ func loopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// benchHTTPClient is the HTTP client of the HTTP adapters: one pool, with
-// as many idle connections per host as a run may have requests in flight,
-// so that a high-rate run reuses connections instead of opening new ones
-// (the standard transport keeps 2 per host).
-var benchHTTPClient = func() *http.Client {
+// benchTransport is the transport of the HTTP adapters: as many idle
+// connections per host as a run may have requests in flight, so that a
+// high-rate run reuses connections instead of opening new ones (the
+// standard transport keeps 2 per host).
+var benchTransport = func() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = bench.DefaultMaxInFlight
-	return &http.Client{Transport: tr}
+	return tr
 }()
+
+// benchHTTPClient is the HTTP client of the HTTP adapters of targets
+// without a network impairment: one pool for them all.
+var benchHTTPClient = &http.Client{Transport: benchTransport}
+
+// netOpts are how a target's adapter reaches the network: the HTTP
+// adapters' client and Vertex's extra client options.
+type netOpts struct {
+	http *http.Client
+	grpc []option.ClientOption
+}
+
+// netFor returns the target's network options: the shared client, or,
+// when the target has a network impairment, a client and a gRPC dialer of
+// its own whose connections take it.
+func netFor(t *bench.Target) (netOpts, error) {
+	if t.Network == "" {
+		return netOpts{http: benchHTTPClient}, nil
+	}
+	p, err := impair.Parse(t.Network)
+	if err != nil {
+		return netOpts{}, errcodes.Wrap(err, errcodes.InvalidParam, "bench: target "+t.Name+": network: "+err.Error())
+	}
+	tr, err := p.Transport(benchTransport, nil)
+	if err != nil {
+		return netOpts{}, errcodes.Wrap(err, errcodes.InvalidParam, "bench: "+err.Error())
+	}
+	dial := p.Dialer(nil)
+	return netOpts{
+		http: &http.Client{Transport: tr},
+		grpc: []option.ClientOption{option.WithGRPCDialOption(grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return dial(ctx, "tcp", addr)
+		}))},
+	}, nil
+}
 
 // defaultProvider is the default run's provider: OpenAI-compatible (vLLM's
 // own protocol, as in the reference measurements) when built in, else the
@@ -759,7 +803,11 @@ func (e *environment) adapter(ctx context.Context, t *bench.Target) (cloudreq.Ad
 	if e.emulated(t) {
 		emu = e.emu
 	}
-	ad, err := f(ctx, t, emu)
+	n, err := netFor(t)
+	if err != nil {
+		return nil, err
+	}
+	ad, err := f(ctx, t, emu, n)
 	if err != nil {
 		var ce *errcodes.Error
 		if errors.As(err, &ce) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kong"
 	"github.com/stretchr/testify/assert"
@@ -301,4 +302,32 @@ func TestRateAloneMeansOpenLoopAndNegativesRefused(t *testing.T) {
 		require.Error(t, err, args)
 		assert.Contains(t, err.Error(), "must not be negative", args)
 	}
+}
+
+// TestNetworkImpairsEveryTransport runs one HTTP and the gRPC provider
+// over a 20 ms (each way) link: every streamed request's TTFT then holds
+// at least one round trip (40 ms) on top of the emulator's few
+// milliseconds, and the result names the network.
+func TestNetworkImpairsEveryTransport(t *testing.T) {
+	for _, prov := range []string{"openai", "gcp"} {
+		t.Run(prov, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r.json")
+			c := parse(t, "bench", "--provider", prov, "--endpoint", "phi-3-mini", "--time-scale", "0.01",
+				"--requests", "3", "--warmup", "0", "--quiet", "--out", out, "--network", "delay=20ms seed=3")
+			var text bytes.Buffer
+			require.NoError(t, c.Bench.run(context.Background(), &text, nil))
+			assert.Contains(t, text.String(), "network delay=20ms,seed=3")
+			res, err := bench.ReadResult(out)
+			require.NoError(t, err)
+			tr := res.Targets[0]
+			assert.Equal(t, "delay=20ms,seed=3", tr.Network)
+			assert.Zero(t, tr.Counts().Failed, "%v", tr.ErrorExamples)
+			ttft := tr.Dist(latency.TTFT, "", "")
+			require.Equal(t, uint64(3), ttft.Count())
+			assert.GreaterOrEqual(t, ttft.Min(), int64(40*time.Millisecond), "a round trip of the link")
+		})
+	}
+	c := parse(t, "bench", "--network", "delay=soon", "--quiet")
+	err := c.Bench.run(context.Background(), &bytes.Buffer{}, nil)
+	assert.ErrorContains(t, err, `network: impair: delay "soon" is not a duration`)
 }

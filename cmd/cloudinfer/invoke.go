@@ -36,6 +36,7 @@ type invokeCmd struct {
 	Type      string            `help:"Content type of --body." default:"application/json"`
 	Stream    bool              `help:"Stream the response and print chunks as they arrive."`
 	Header    map[string]string `help:"Extra request header (repeatable), e.g. -H X-Emulator-Inject=throttle." short:"H"`
+	Network   string            `help:"Impair the connection, e.g. \"delay=20ms,jitter=2ms\" (see go doc ./impair)." placeholder:"SPEC"`
 	Retries   int               `help:"Retries after the first attempt." default:"2"`
 	Timeout   time.Duration     `help:"Overall deadline of the call." default:"60s"`
 	TimeScale float64           `name:"time-scale" help:"Embedded emulator time scale." default:"1"`
@@ -52,7 +53,7 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 	t := bench.Target{
 		Provider: c.Provider, Endpoint: c.Endpoint, Model: c.Model, Variant: c.Variant, Path: c.Path,
 		URL: c.URL, GRPCAddr: c.GRPCAddr, Region: c.Region, Project: c.Project, Location: c.Location,
-		Stream: c.Stream, Header: c.Header,
+		Stream: c.Stream, Header: c.Header, Network: c.Network,
 	}
 	if t.Endpoint == "" && t.Provider != cloudreq.ProviderOpenAI {
 		// The cloud providers address an endpoint; the model names it.
