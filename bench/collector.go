@@ -39,6 +39,13 @@ type collector struct {
 	errs atomic.Int64
 	late atomic.Int64
 
+	// cut is set when the run cancels the calls still in flight at its
+	// end; the cancellations that follow are counted in cutN, not
+	// measured. unsent counts the open loop's due sends never made.
+	cut    atomic.Bool
+	cutN   atomic.Int64
+	unsent atomic.Int64
+
 	scheduled atomic.Uint64 // float64 bits
 
 	ladder      *stepStats
@@ -140,6 +147,10 @@ func (c *collector) example(err *errcodes.Error) {
 // add files one measured call.
 func (c *collector) add(s *latency.Sample, tags map[string]string, send time.Time) {
 	c.done.Add(1)
+	if s.Err == string(errcodes.Canceled) && c.cut.Load() {
+		c.cutN.Add(1) // the run ended it: not the endpoint's failure
+		return
+	}
 	if s.Err != "" {
 		c.errs.Add(1)
 	}
@@ -227,7 +238,7 @@ func (c *collector) result() *TargetResult {
 		Name: t.Name, Provider: t.Provider, Service: t.Service, Endpoint: t.Endpoint,
 		Model: t.Model, Action: t.Action, Stream: t.Stream, Network: t.Network,
 		Load: c.plan.Load.String(), Begin: c.start,
-		Sent: c.sent.Load(), Late: c.late.Load(), Recorder: c.rec,
+		Sent: c.sent.Load(), Late: c.late.Load(), Cut: c.cutN.Load(), Unsent: c.unsent.Load(), Recorder: c.rec,
 		Series: c.series, Points: c.points, Ladder: c.ladderTrace,
 		CPU: -1, MachineCPU: -1,
 	}

@@ -98,6 +98,8 @@ func (t *TargetResult) merge(o *TargetResult) error {
 	t.Wall = max(t.Wall, o.Wall)
 	t.Sent += o.Sent
 	t.Late += o.Late
+	t.Cut += o.Cut
+	t.Unsent += o.Unsent
 	t.OfferedRate += o.OfferedRate
 	t.SendRate += o.SendRate
 	if o.CPU > t.CPU {

@@ -340,6 +340,25 @@ func (r *Result) renderSummary(w io.Writer, md, detail bool) error {
 	return ew.err
 }
 
+// notRunTargets names the plan's targets that have no result: ", not run:
+// a, b", or "" when every one has.
+func notRunTargets(r *Result) string {
+	have := map[string]bool{}
+	for _, tr := range r.Targets {
+		have[tr.Name] = true
+	}
+	var missing []string
+	for _, t := range r.Plan.Targets {
+		if !have[t.Name] {
+			missing = append(missing, t.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "; not run: " + strings.Join(missing, ", ")
+}
+
 // networks describes the targets' network impairments: one part when
 // every target had the same, else one per target that had one.
 func networks(ts []Target) []string {
@@ -369,6 +388,9 @@ func (r *Result) describe(w io.Writer) {
 	}
 	p := r.Plan
 	var parts []string
+	if r.Interrupted {
+		parts = append(parts, "INTERRUPTED (partial result"+notRunTargets(r)+")")
+	}
 	parts = append(parts, p.Load.String())
 	if p.Limits.Requests > 0 {
 		parts = append(parts, fmt.Sprintf("%d requests per target", p.Limits.Requests))

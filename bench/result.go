@@ -61,6 +61,14 @@ type TargetResult struct {
 	// passed Load.LateAfter.
 	Sent int64 `json:"sent"`
 	Late int64 `json:"late"`
+	// Cut counts measured requests the run itself canceled, still in
+	// flight after its drain (Options.Drain) or a second interrupt: they
+	// are in Sent but in no figure, neither failed nor successful.
+	Cut int64 `json:"cut,omitempty"`
+	// Unsent counts the open loop's sends that were due before the
+	// duration ended but could not be made by then (plus LateAfter): the
+	// target or the in-flight cap could not keep up. They are not in Sent.
+	Unsent int64 `json:"unsent,omitempty"`
 	// OfferedRate is the open loop's scheduled rate (0 otherwise);
 	// SendRate the rate the sends achieved: (sent − 1) / (last − first send).
 	OfferedRate float64 `json:"offered_rate,omitempty"`
@@ -291,6 +299,15 @@ func (tr *TargetResult) warnings(p *Plan) {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
 			"the client fell behind its schedule: %d of %d sends (%.1f%%) were more than %v late; see the schedule-lag row and the coordinated-omission corrected figures",
 			tr.Late, tr.Sent, 100*float64(tr.Late)/float64(tr.Sent), p.Load.LateAfter))
+	}
+	if tr.Unsent > 0 {
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
+			"%d sends due before the duration ended were never made (the target or --max-in-flight %d could not keep up): the offered load was not applied in full",
+			tr.Unsent, p.Load.MaxInFlight))
+	}
+	if tr.Cut > 0 {
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
+			"%d requests still in flight at the end were canceled by the run: they are left out of every figure", tr.Cut))
 	}
 	if tr.OfferedRate > 0 && tr.SendRate > 0 && tr.SendRate < tr.OfferedRate*(1-RateShortfall) && p.Load.Model == LoadConstant {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf(

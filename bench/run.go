@@ -23,9 +23,14 @@ type Options struct {
 	// (see NewProgress).
 	Progress Progress
 	// Drain bounds the wait for requests still in flight when a target's
-	// limit is reached (default 30 s); those still running then are
-	// canceled and counted as ERR_CANCELED.
+	// limit is reached or the run is interrupted (default 30 s). Those
+	// still running then are canceled by the run and counted apart, as
+	// TargetResult.Cut: they are neither the endpoint's failures nor its
+	// successes.
 	Drain time.Duration
+	// Abort, when closed, ends an interrupted run's drain at once (a
+	// second Ctrl-C): the calls in flight are canceled and counted as Cut.
+	Abort <-chan struct{}
 }
 
 // Progress receives a run's live state. Implementations must not block.
@@ -59,9 +64,11 @@ const DefaultDrain = 30 * time.Second
 // Run prepares p and benchmarks its targets one after another. A target
 // that cannot be reached, or whose every request failed, still has its
 // result: errors are part of what a benchmark measures. A canceled context
-// ends the run early: the result holds the targets measured so far, the
-// interrupted one with a warning, and Interrupted is set. Run returns an
-// error only for a plan that cannot run.
+// ends the run early: no request is sent after it, the requests in flight
+// are waited for (at most Options.Drain, or until Options.Abort), and the
+// result holds the targets measured so far, the interrupted one with a
+// warning, and Interrupted is set. Run returns an error only for a plan
+// that cannot run.
 func Run(ctx context.Context, p *Plan, opts Options) (*Result, error) {
 	if err := p.Prepare(); err != nil {
 		return nil, err
@@ -126,10 +133,11 @@ type target struct {
 	col    *collector
 	obsOpt func(*cloudreq.Options)
 
-	pickMu sync.Mutex
-	picker *Picker
-	bases  map[*Class]*cloudreq.CloudRequest
-	base   *cloudreq.CloudRequest
+	pickMu     sync.Mutex
+	picker     *Picker
+	warmPicker *Picker // the warm-up's deck; nil without a mix
+	bases      map[*Class]*cloudreq.CloudRequest
+	base       *cloudreq.CloudRequest
 
 	sent atomic.Int64
 }
@@ -167,14 +175,21 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	tg.client = client
 	defer client.Close()
 
+	if p.Limits.Warmup > 0 && p.Mix != nil {
+		// The warm-up draws from a deck of its own: the measured deck's
+		// shares stay exact.
+		tg.warmPicker = newPicker(p.Mix, p.Seed^warmupSeed, min(p.Limits.Warmup, DeckSize))
+	}
 	for range p.Limits.Warmup {
 		if ctx.Err() != nil {
 			break
 		}
-		tg.do(ctx, tg.request(time.Time{}), false)
+		tg.do(ctx, tg.warmRequest(), false)
 	}
 	if ctx.Err() != nil {
-		return nil, nil // interrupted during the warm-up: nothing measured
+		tr := tg.col.result()
+		tr.Warnings = append(tr.Warnings, "interrupted during the warm-up: nothing was measured")
+		return tr, nil
 	}
 
 	cpu0 := processCPU()
@@ -196,10 +211,41 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	}
 	tr.warnings(p)
 	if ctx.Err() != nil {
-		tr.Warnings = append(tr.Warnings, fmt.Sprintf("interrupted after %v: the figures cover the requests sent until then; calls in flight were canceled (ERR_CANCELED)",
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf("interrupted after %v: the figures cover the requests sent until then",
 			tr.Wall.D().Round(time.Millisecond)))
 	}
 	return tr, nil
+}
+
+// warmupSeed sets the warm-up deck's seed apart from the measured one's.
+const warmupSeed = 0x5bd1e995
+
+// warmRequest returns the next warm-up request.
+func (tg *target) warmRequest() *cloudreq.CloudRequest {
+	if tg.warmPicker == nil {
+		return tg.request(time.Time{})
+	}
+	pk := tg.warmPicker.Next()
+	r := *tg.bases[pk.Class]
+	r.Tags = pk.Tags
+	return &r
+}
+
+// drain waits for the calls in flight to end (done closed) at most Drain,
+// or until Abort; then it marks the calls still running as cut by the run
+// and cancels them through cancel.
+func (tg *target) drain(done <-chan struct{}, cancel context.CancelFunc) {
+	t := time.NewTimer(tg.opts.Drain)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	case <-tg.opts.Abort:
+	}
+	tg.col.cut.Store(true)
+	cancel()
+	<-done
 }
 
 // request returns the next request to send.
@@ -240,37 +286,37 @@ func (tg *target) do(ctx context.Context, req *cloudreq.CloudRequest, measured b
 }
 
 // closed runs the closed loop: Concurrency workers, each sending when its
-// previous request ends, until a limit.
+// previous request ends, until a limit. The calls in flight when the
+// duration ends, or the run is interrupted, are drained.
 func (tg *target) closed(ctx context.Context) {
 	lim := tg.plan.Limits
-	ctx, cancel := tg.limitContext(ctx)
+	stop, cancelStop := ctx, context.CancelFunc(func() {})
+	if lim.Duration > 0 {
+		stop, cancelStop = context.WithDeadline(ctx, tg.col.start.Add(lim.Duration.D()))
+	}
+	defer cancelStop()
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	deadline := tg.col.start.Add(lim.Duration.D())
 	var wg sync.WaitGroup
 	for range tg.plan.Load.Concurrency {
 		wg.Go(func() {
-			for ctx.Err() == nil {
-				if lim.Duration > 0 && !time.Now().Before(deadline) {
-					return
-				}
+			for stop.Err() == nil {
 				if n := tg.sent.Add(1); lim.Requests > 0 && n > int64(lim.Requests) {
 					return
 				}
 				tg.col.sent.Add(1)
-				tg.do(ctx, tg.request(time.Time{}), true)
+				tg.do(callCtx, tg.request(time.Time{}), true)
 			}
 		})
 	}
-	wg.Wait()
-}
-
-// limitContext returns the context of the measured calls: canceled Drain
-// after the duration limit, so nothing outlives the run for long.
-func (tg *target) limitContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d := tg.plan.Limits.Duration.D(); d > 0 {
-		return context.WithDeadline(ctx, tg.col.start.Add(d+tg.opts.Drain))
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-stop.Done():
 	}
-	return context.WithCancel(ctx)
+	tg.drain(done, cancel)
 }
 
 // open runs an open loop: a dispatcher sleeps until each intended send
@@ -299,9 +345,18 @@ func (tg *target) open(ctx context.Context) {
 	var wg sync.WaitGroup
 	start := tg.col.start
 	limit := p.Limits.Duration.D()
+	// Sends due before the duration's end are made until LateAfter past
+	// it; those the loop could not make by then (the target or the
+	// in-flight cap could not keep up) are counted as unsent.
+	sendCtx, cancelSend := ctx, context.CancelFunc(func() {})
+	if limit > 0 {
+		sendCtx, cancelSend = context.WithDeadline(ctx, start.Add(limit+ld.LateAfter.D()))
+	}
+	defer cancelSend()
+	var unsent int64
 	sleep := newSleeper()
 	defer sleep.stop()
-	for n := 0; ctx.Err() == nil; {
+	for n := 0; sendCtx.Err() == nil; {
 		off := pacer.Peek()
 		if lad != nil && off >= lad.next {
 			if !sleep.until(ctx, start.Add(lad.next)) {
@@ -321,14 +376,16 @@ func (tg *target) open(ctx context.Context) {
 		}
 		pacer.Next()
 		at := start.Add(off)
-		if !sleep.until(ctx, at) {
+		if !sleep.until(sendCtx, at) {
+			unsent++
 			break
 		}
 		select {
 		case slots <- struct{}{}:
-		case <-ctx.Done():
+		case <-sendCtx.Done():
 		}
-		if ctx.Err() != nil {
+		if sendCtx.Err() != nil {
+			unsent++
 			break
 		}
 		n++
@@ -344,20 +401,18 @@ func (tg *target) open(ctx context.Context) {
 		})
 	}
 	stopped := time.Since(start)
-	// Drain: wait for the requests in flight, at most Drain.
+	if ctx.Err() != nil {
+		unsent = 0 // interrupted: the rest of the schedule was not due to run
+	} else if unsent > 0 && lad == nil {
+		for pacer.Peek() < limit {
+			pacer.Next()
+			unsent++
+		}
+	}
+	tg.col.unsent.Store(unsent)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(tg.opts.Drain)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		cancel()
-		<-done
-	case <-ctx.Done():
-		cancel()
-		<-done
-	}
+	tg.drain(done, cancel)
 	if lad != nil {
 		if lad.sent > 0 {
 			lad.end(tg.col, pacer.Rate(), stopped)

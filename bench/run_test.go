@@ -302,6 +302,22 @@ func TestInterruptKeepsWhatWasMeasured(t *testing.T) {
 	assert.LessOrEqual(t, tr.Sent, int64(31), "nothing sent after the interruption")
 	require.NotEmpty(t, tr.Warnings)
 	assert.Contains(t, tr.Warnings[len(tr.Warnings)-1], "interrupted")
+	var out strings.Builder
+	require.NoError(t, res.Render(&out, FormatText, RenderOptions{}))
+	assert.Contains(t, out.String(), "INTERRUPTED (partial result; not run: second)")
+}
+
+func TestInterruptDuringWarmupIsReported(t *testing.T) {
+	fake := &loadAdapter{base: 50 * time.Millisecond}
+	p := &Plan{Targets: []Target{fakeTarget()}, Limits: Limits{Requests: 5, Warmup: 100}}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Millisecond)
+	defer cancel()
+	res, err := Run(ctx, p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	assert.True(t, res.Interrupted)
+	require.Len(t, res.Targets, 1, "the target is listed, not silently missing")
+	assert.Zero(t, res.Targets[0].Sent)
+	assert.Contains(t, strings.Join(res.Targets[0].Warnings, "\n"), "during the warm-up")
 }
 
 func TestCPUReadings(t *testing.T) {
@@ -411,4 +427,99 @@ func TestTTFTSLAOnWholeBodiesHasNoData(t *testing.T) {
 			assert.Equal(t, uint64(5), s.Count)
 		}
 	}
+}
+
+func TestOpenLoopStopsAtTheDurationAndCountsUnsent(t *testing.T) {
+	// One slot and 50 ms requests cap the throughput at 20/s; the
+	// schedule asks for 100/s over 500 ms: 50 sends are due, offsets 0 to
+	// 490 ms. The loop stops at the duration instead of sending the rest
+	// late, and counts them.
+	fake := &loadAdapter{base: 50 * time.Millisecond}
+	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadConstant, Rate: 100, MaxInFlight: 1},
+		Limits: Limits{Duration: Duration(500 * time.Millisecond)}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	assert.Equal(t, int64(50), tr.Sent+tr.Unsent, "every due send is sent or counted unsent")
+	assert.Positive(t, tr.Unsent)
+	assert.Equal(t, tr.Sent, fake.n.Load())
+	assert.Zero(t, tr.Counts().Failed)
+	assert.Contains(t, strings.Join(tr.Warnings, "\n"), "were never made")
+	last := tr.Dist(latency.ScheduleLag, "", "").Max()
+	assert.Less(t, time.Duration(last), 500*time.Millisecond+p.Load.LateAfter.D()+time.Millisecond,
+		"no send is made past the duration (plus LateAfter)")
+}
+
+func TestInterruptDrainsCallsInFlight(t *testing.T) {
+	// 200 ms requests at 100/s: when the run is interrupted at 300 ms,
+	// about 20 are in flight. They are waited for, not canceled.
+	fake := &loadAdapter{base: 200 * time.Millisecond}
+	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadConstant, Rate: 100}, Limits: Limits{Duration: Duration(time.Minute)}}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := Run(ctx, p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	assert.True(t, res.Interrupted)
+	tr := res.Targets[0]
+	c := tr.Counts()
+	assert.Positive(t, tr.Sent)
+	assert.Zero(t, c.Failed, "%v", c.Errors)
+	assert.Equal(t, tr.Sent, c.Requests, "every request sent was measured")
+	assert.Zero(t, tr.Cut)
+	assert.Zero(t, tr.Unsent, "an interruption leaves nothing unsent")
+}
+
+func TestAbortCutsTheDrain(t *testing.T) {
+	for _, closedLoop := range []bool{false, true} {
+		fake := &loadAdapter{base: time.Hour}
+		p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadConstant, Rate: 100}, Limits: Limits{Duration: Duration(time.Minute)}}
+		if closedLoop {
+			p.Load = Load{Concurrency: 4}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		abort := make(chan struct{})
+		go func() { <-ctx.Done(); time.Sleep(50 * time.Millisecond); close(abort) }()
+		res, err := Run(ctx, p, Options{Connect: connectTo(fake), Abort: abort})
+		require.NoError(t, err)
+		tr := res.Targets[0]
+		assert.Positive(t, tr.Cut, "closed loop %v", closedLoop)
+		assert.Equal(t, tr.Sent, tr.Cut, "every call was in flight, and cut")
+		assert.Zero(t, tr.Counts().Requests, "cut calls are in no figure")
+		assert.Contains(t, strings.Join(tr.Warnings, "\n"), "canceled by the run")
+	}
+}
+
+func TestClosedLoopDrainsAtTheDuration(t *testing.T) {
+	// Four workers of 80 ms requests for 200 ms: the calls in flight at
+	// 200 ms finish and count; with a drain shorter than them, they are
+	// cut instead, never failed.
+	for _, drain := range []time.Duration{time.Second, 5 * time.Millisecond} {
+		fake := &loadAdapter{base: 80 * time.Millisecond}
+		p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Concurrency: 4}, Limits: Limits{Duration: Duration(200 * time.Millisecond)}}
+		res, err := Run(context.Background(), p, Options{Connect: connectTo(fake), Drain: drain})
+		require.NoError(t, err)
+		tr := res.Targets[0]
+		c := tr.Counts()
+		assert.Zero(t, c.Failed, "drain %v: %v", drain, c.Errors)
+		assert.Equal(t, tr.Sent, c.Requests+tr.Cut, "drain %v", drain)
+		if drain == time.Second {
+			assert.Zero(t, tr.Cut)
+		} else {
+			assert.Positive(t, tr.Cut)
+		}
+	}
+}
+
+func TestWarmupDoesNotSkewTheMix(t *testing.T) {
+	fake := &loadAdapter{}
+	m := &Mix{Classes: []Class{{Name: "a", Weight: 0.5}, {Name: "b", Weight: 0.5}}}
+	p := &Plan{Targets: []Target{fakeTarget()}, Limits: Limits{Requests: 10, Warmup: 4}, Mix: m}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	for _, c := range []string{"a", "b"} {
+		assert.Equal(t, int64(5), tr.Recorder.Counts(latency.Filter{Class: c}).Requests, "class %s: measured shares are exact", c)
+	}
+	assert.Equal(t, int64(14), fake.n.Load())
 }

@@ -101,6 +101,8 @@ type benchCmd struct {
 
 	MetricsAddr string `help:"Serve Prometheus metrics of the run on this address (e.g. :9464)." group:"Telemetry"`
 	OTLP        string `name:"otlp" help:"Export spans and metrics over OTLP/HTTP to this endpoint." group:"Telemetry"`
+
+	abort <-chan struct{} // closed by a second interrupt
 }
 
 // ReferenceModels are the default run's endpoints: the emulator's A10
@@ -113,10 +115,33 @@ const defaultRequests = 100
 // referenceBudget is the default run's target wall time.
 const referenceBudget = 60 * time.Second
 
-// Run runs the command.
+// Run runs the command. A first interrupt (Ctrl-C, SIGTERM) stops the
+// sending and waits for the requests in flight; a second one cancels them.
+// The partial result is saved either way.
 func (c *benchCmd) Run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	abort := make(chan struct{})
+	c.abort = abort
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-sigs:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(os.Stderr, "\ninterrupted: no more requests are sent; waiting for those in flight (interrupt again to cancel them)")
+		cancel()
+		select {
+		case <-sigs:
+			close(abort)
+		case <-done:
+		}
+	}()
 	return c.run(ctx, os.Stdout, os.Stderr)
 }
 
@@ -141,7 +166,7 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	if err := env.telemetry(ctx); err != nil {
 		return err
 	}
-	opts := bench.Options{Connect: env.connect}
+	opts := bench.Options{Connect: env.connect, Abort: c.abort}
 	if !c.Quiet {
 		opts.Progress = bench.NewProgress(stderr)
 	}
@@ -182,6 +207,9 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 		fmt.Fprintf(stdout, "\nresult: %s\n", out)
 	} else if stderr != nil {
 		fmt.Fprintf(stderr, "result: %s\n", out)
+	}
+	if res.Interrupted {
+		return errcodes.Errorf(errcodes.Canceled, "bench: interrupted: the partial result is in %s", out)
 	}
 	return notRun(res)
 }

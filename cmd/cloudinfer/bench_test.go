@@ -331,3 +331,20 @@ func TestNetworkImpairsEveryTransport(t *testing.T) {
 	err := c.Bench.run(context.Background(), &bytes.Buffer{}, nil)
 	assert.ErrorContains(t, err, `network: impair: delay "soon" is not a duration`)
 }
+
+func TestInterruptedBenchSavesAndFails(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	c := parse(t, "bench", "--endpoint", "phi-3-mini", "--time-scale", "0.01", "--rate", "20", "--duration", "1m",
+		"--warmup", "0", "--quiet", "--out", out)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var text bytes.Buffer
+	err := c.Bench.run(ctx, &text, nil)
+	require.Error(t, err, "an interrupted run does not exit 0")
+	assert.Contains(t, err.Error(), "interrupted: the partial result is in "+out)
+	assert.Contains(t, text.String(), "INTERRUPTED (partial result)")
+	res, rerr := bench.ReadResult(out)
+	require.NoError(t, rerr)
+	assert.True(t, res.Interrupted)
+	assert.Zero(t, res.Targets[0].Counts().Failed, "the calls in flight were waited for, not failed")
+}
