@@ -123,8 +123,9 @@ const (
 
 // NextRate is the ladder's rule: the rate of the next step given the
 // current rate and the step's p95. ok is false when the step produced no
-// completed request, which counts as over the high-water mark (requests
-// were sent and none came back in time). The function is pure, so the
+// completed request, or when failures filled its p95, which counts as
+// over the high-water mark (requests were sent and too few came back in
+// time). The function is pure, so the
 // ladder is tested without a clock.
 func (l Ladder) NextRate(current float64, p95 time.Duration, ok bool) (float64, LadderAction) {
 	switch {
@@ -150,10 +151,14 @@ type LadderStep struct {
 	Sent      int `json:"sent"`
 	Completed int `json:"completed"`
 	Errors    int `json:"errors"`
-	// P95 is the step's p95 of the ladder's metric over its successful
-	// requests; P95Known is false when none completed.
-	P95      Duration `json:"p95"`
-	P95Known bool     `json:"p95_known"`
+	// P95 is the step's p95 of the ladder's metric over its completed
+	// requests, a failure counting as slower than any success; P95Known is
+	// false when none completed, or when failures fill the p95's rank
+	// (more than 5% of the completed requests failed): then P95Failed is
+	// set, the ladder backs off and the step is not held.
+	P95       Duration `json:"p95"`
+	P95Known  bool     `json:"p95_known"`
+	P95Failed bool     `json:"p95_failed,omitempty"`
 	// Action and Next are the ladder's decision after the step (End and
 	// 0 for a partial last step).
 	Action LadderAction `json:"action"`
@@ -175,7 +180,7 @@ type LadderTrace struct {
 func (t *LadderTrace) HighestHeld() (float64, bool) {
 	best, ok := 0.0, false
 	for _, s := range t.Steps {
-		if s.Action != End && s.P95Known && s.P95 <= t.Config.HighWater && s.Completed > 0 && s.Rate > best {
+		if s.Action != End && s.P95Known && !s.P95Failed && s.P95 <= t.Config.HighWater && s.Completed > 0 && s.Rate > best {
 			best, ok = s.Rate, true
 		}
 	}
@@ -185,8 +190,12 @@ func (t *LadderTrace) HighestHeld() (float64, bool) {
 // String renders the step as "step 0 @10.0/s p95=… climb → 60.0/s" for
 // logs.
 func (s LadderStep) String() string {
-	if s.Action == End {
-		return fmt.Sprintf("step %d @%.1f/s p95=%v end (partial, %v)", s.Index, s.Rate, s.P95.D(), s.Length.D())
+	p95 := s.P95.D().String()
+	if s.P95Failed {
+		p95 = "failed"
 	}
-	return fmt.Sprintf("step %d @%.1f/s p95=%v %s → %.1f/s", s.Index, s.Rate, s.P95.D(), s.Action, s.Next)
+	if s.Action == End {
+		return fmt.Sprintf("step %d @%.1f/s p95=%s end (partial, %v)", s.Index, s.Rate, p95, s.Length.D())
+	}
+	return fmt.Sprintf("step %d @%.1f/s p95=%s %s → %.1f/s", s.Index, s.Rate, p95, s.Action, s.Next)
 }

@@ -236,6 +236,8 @@ func ladderRows(l *LadderTrace) [][]string {
 		p95 := "-"
 		if s.P95Known {
 			p95 = ms(float64(s.P95))
+		} else if s.P95Failed {
+			p95 = "failed"
 		}
 		next := fmtNum(s.Next)
 		if s.Action == End {

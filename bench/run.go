@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -433,7 +434,7 @@ type ladderRun struct {
 func (l *ladderRun) step(col *collector, rate float64) float64 {
 	s := l.close(col, rate)
 	next, act := rate, Hold
-	if s.P95Known || s.Sent > 0 {
+	if s.P95Known || s.P95Failed || s.Sent > 0 {
 		next, act = l.cfg.NextRate(rate, s.P95.D(), s.P95Known)
 	}
 	s.Action, s.Next = act, next
@@ -454,14 +455,20 @@ func (l *ladderRun) end(col *collector, rate float64, stopped time.Duration) {
 // close returns the current step's figures and starts counting the next.
 func (l *ladderRun) close(col *collector, rate float64) LadderStep {
 	st := col.ladder.swap()
-	p95, ok := time.Duration(0), st.n > 0
-	if ok {
-		p95 = time.Duration(st.dist.Quantile(0.95))
+	p95, ok, failed := time.Duration(0), st.n > 0, false
+	if st.completed > 0 {
+		// Failures count as slower than any success: the p95 is theirs
+		// when they fill its rank.
+		rank := int(math.Ceil(0.95 * float64(st.completed) * (1 - 1e-12)))
+		failed = rank > st.n
+		if ok && !failed {
+			p95 = time.Duration(st.dist.Quantile(float64(rank) / float64(st.n)))
+		}
 	}
 	s := LadderStep{
 		Index: len(l.steps), Start: Duration(l.next - l.cfg.Step.D()), Rate: rate,
 		Sent: l.sent, Completed: st.completed, Errors: st.errors,
-		P95: Duration(p95), P95Known: ok,
+		P95: Duration(p95), P95Known: ok && !failed, P95Failed: failed,
 	}
 	l.sent = 0
 	return s

@@ -523,3 +523,66 @@ func TestWarmupDoesNotSkewTheMix(t *testing.T) {
 	}
 	assert.Equal(t, int64(14), fake.n.Load())
 }
+
+// failingAdapter throttles all but every fifth request, at once.
+type failingAdapter struct{ loadAdapter }
+
+func (a *failingAdapter) Invoke(ctx context.Context, c *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	if a.n.Add(1)%5 != 0 {
+		return nil, errcodes.New(errcodes.Throttled, "slow down")
+	}
+	return &cloudreq.CloudResponse{StatusCode: 200}, nil
+}
+
+func TestLadderCountsFailuresAsSlow(t *testing.T) {
+	fake := &failingAdapter{}
+	lad := Ladder{Start: 20, Increment: 20, Floor: 10, Target: 60, Step: Duration(200 * time.Millisecond)}
+	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadLadder, Ladder: lad}, Limits: Limits{Duration: Duration(time.Second)}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	require.NotNil(t, tr.Ladder)
+	full := 0
+	for _, s := range tr.Ladder.Steps {
+		t.Log(s)
+		if s.Action == End || s.Completed == 0 {
+			continue
+		}
+		full++
+		assert.True(t, s.P95Failed, "80%% failed: %v", s)
+		assert.Equal(t, BackOff, s.Action, "%v", s)
+	}
+	assert.Positive(t, full)
+	_, held := tr.Ladder.HighestHeld()
+	assert.False(t, held, "no rate where most requests fail is held")
+	var out strings.Builder
+	require.NoError(t, res.Render(&out, FormatText, RenderOptions{}))
+	assert.Contains(t, out.String(), "failed")
+}
+
+func TestLadderStepP95Rank(t *testing.T) {
+	// 20 completed: the p95 is the 19th value. One failure leaves it to
+	// the successes (their largest); two fill it.
+	for _, tc := range []struct {
+		errors int
+		failed bool
+	}{{0, false}, {1, false}, {2, true}} {
+		col := &collector{ladder: newStepStats(MetricE2E)}
+		for i := range 20 - tc.errors {
+			s := latency.Sample{E2E: time.Duration(i+1) * time.Millisecond}
+			s.Has = s.Has.With(latency.E2E)
+			col.ladder.add(&s)
+		}
+		for range tc.errors {
+			col.ladder.add(&latency.Sample{Err: "ERR_THROTTLED"})
+		}
+		l := &ladderRun{cfg: Ladder{Step: Duration(time.Second)}, next: time.Second}
+		s := l.close(col, 10)
+		assert.Equal(t, tc.failed, s.P95Failed, "%d errors", tc.errors)
+		assert.Equal(t, !tc.failed, s.P95Known, "%d errors", tc.errors)
+		if !tc.failed {
+			// 0 errors: the 19th of 1..20 ms; 1 error: the largest of 1..19.
+			assert.InEpsilon(t, float64(19*time.Millisecond), float64(s.P95), 0.01, "%d errors", tc.errors)
+		}
+	}
+}

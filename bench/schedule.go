@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -61,10 +62,18 @@ func (p *Pacer) Next() time.Duration {
 	return off
 }
 
-// Rebase changes the rate from offset at on: the next send is at at
-// (Uniform) or at + Exp(1)/rate (Poisson, memoryless).
+// Rebase changes the rate from offset at on. Uniform: the part of an
+// interval that was left at the old rate (from at to the next send it
+// had scheduled) is left at the new one, so that holding a rate keeps the
+// schedule as it was and a step of length T at rate R sends R·T requests;
+// a schedule already past at starts at at. Poisson: the next send is at
+// at + Exp(1)/rate (memoryless).
 func (p *Pacer) Rebase(at time.Duration, rate float64) {
-	p.rate, p.anchor, p.k = rate, at, 0
+	left := 0.0
+	if p.arrivals == Uniform && p.rate > 0 && p.next > at {
+		left = min((p.next - at).Seconds()*p.rate, 1)
+	}
+	p.rate, p.anchor, p.k = rate, at, left
 	if p.arrivals == Poisson {
 		p.k = p.rng.ExpFloat64()
 	}
@@ -81,5 +90,5 @@ func (p *Pacer) advance() {
 }
 
 func (p *Pacer) offset() time.Duration {
-	return p.anchor + time.Duration(p.k/p.rate*float64(time.Second))
+	return p.anchor + time.Duration(math.Round(p.k/p.rate*float64(time.Second)))
 }

@@ -12,14 +12,45 @@ import (
 func TestPacerUniformIsExact(t *testing.T) {
 	p := NewPacer(Uniform, 300, 1)
 	for i := range 3000 {
-		want := time.Duration(float64(i) / 300 * float64(time.Second))
+		want := time.Duration(math.Round(float64(i) / 300 * float64(time.Second)))
 		require.Equal(t, want, p.Next(), "send %d", i)
 	}
-	// A rate change restarts the schedule at its anchor.
+	// A rate change after a pause restarts the schedule at its anchor.
 	p.Rebase(20*time.Second, 4)
 	assert.Equal(t, 20*time.Second, p.Next())
 	assert.Equal(t, 20*time.Second+250*time.Millisecond, p.Next())
 	assert.Equal(t, 4.0, p.Rate())
+}
+
+func TestPacerRebaseCarriesThePhase(t *testing.T) {
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	// 3/s: sends at 0, 333 and 667 ms. A step boundary at 500 ms finds
+	// half an interval left before 667 ms.
+	p := NewPacer(Uniform, 3, 1)
+	p.Next()
+	p.Next()
+	p.Rebase(500*time.Millisecond, 3)
+	assert.InDelta(t, ms(666.667), p.Next(), float64(time.Microsecond), "holding the rate keeps the schedule")
+	q := NewPacer(Uniform, 3, 1)
+	q.Next()
+	q.Next()
+	q.Rebase(500*time.Millisecond, 6)
+	assert.InDelta(t, ms(500+1000.0/12), q.Next(), float64(time.Microsecond), "half an interval at 6/s")
+	assert.InDelta(t, ms(500+1000.0/12+1000.0/6), q.Next(), float64(time.Microsecond))
+
+	// Over ten 500 ms steps at 3/s the ladder's schedule sends 15, as an
+	// unbroken one does.
+	r := NewPacer(Uniform, 3, 1)
+	sent := 0
+	for step := range 10 {
+		end := time.Duration(step+1) * 500 * time.Millisecond
+		for r.Peek() < end {
+			r.Next()
+			sent++
+		}
+		r.Rebase(end, 3)
+	}
+	assert.Equal(t, 15, sent)
 }
 
 func TestPacerPoissonStatistics(t *testing.T) {
