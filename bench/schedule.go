@@ -71,7 +71,7 @@ func (p *Pacer) Next() time.Duration {
 func (p *Pacer) Rebase(at time.Duration, rate float64) {
 	left := 0.0
 	if p.arrivals == Uniform && p.rate > 0 && p.next > at {
-		left = min((p.next - at).Seconds()*p.rate, 1)
+		left = min((p.next-at).Seconds()*p.rate, 1)
 	}
 	p.rate, p.anchor, p.k = rate, at, left
 	if p.arrivals == Poisson {
