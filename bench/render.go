@@ -106,7 +106,25 @@ func (r *Result) Report() (*latency.Report, error) {
 	if slas == nil {
 		slas = []latency.SLA{}
 	}
-	return rec.Report(latency.ReportOptions{SLAs: slas}), nil
+	rep := rec.Report(latency.ReportOptions{SLAs: slas})
+	// Each target's rates are over its own window: targets run one after
+	// another would otherwise be divided by the span of them all.
+	own := map[latency.GroupKey]latency.GroupReport{}
+	for _, tr := range r.Targets {
+		if tr.Recorder == nil {
+			continue
+		}
+		for _, g := range tr.Recorder.Report(latency.ReportOptions{SLAs: []latency.SLA{}, Metrics: []latency.Metric{}}).Groups {
+			own[g.GroupKey] = g
+		}
+	}
+	for i := range rep.Groups {
+		g := &rep.Groups[i]
+		if o, ok := own[g.GroupKey]; ok {
+			g.RequestRate, g.TokenRate, g.Goodput = o.RequestRate, o.TokenRate, o.Goodput
+		}
+	}
+	return rep, nil
 }
 
 // table writes aligned text or Markdown tables.

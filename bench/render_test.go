@@ -265,3 +265,27 @@ func TestDescribeNetworks(t *testing.T) {
 	require.NoError(t, r.Render(&out, FormatText, RenderOptions{}))
 	assert.Contains(t, out.String(), ", network delay=5ms,loss=1%")
 }
+
+func TestReportRatesPerTarget(t *testing.T) {
+	// m1 runs from 0 to 50 s, m2 from 50 to 100 s: each one's rate is
+	// over its own 50 s, not over the 100 s of both.
+	a, b := synthetic(t, "m1", 100, 0, 50, 0), synthetic(t, "m2", 100, 50, 100, 0)
+	both := a
+	both.Targets = append(both.Targets, b.Targets...)
+	both.Plan.Targets = append(both.Plan.Targets, b.Plan.Targets...)
+	rep, err := both.Report()
+	require.NoError(t, err)
+	seen := 0
+	for _, g := range rep.Groups {
+		if g.Start != latency.AllStarts {
+			continue
+		}
+		seen++
+		own := map[string]*TargetResult{"m1": a.Targets[0], "m2": b.Targets[0]}[g.Endpoint]
+		begin, end := own.Recorder.Window()
+		want := float64(g.Counts.Requests-g.Counts.Failed) / end.Sub(begin).Seconds()
+		assert.InDelta(t, want, g.RequestRate, 1e-9, g.Endpoint)
+		assert.Greater(t, g.RequestRate, 0.9, "%s: about 1/s", g.Endpoint)
+	}
+	assert.Equal(t, 2, seen)
+}
