@@ -17,7 +17,9 @@ import (
 // on each run's start); the chart samples are pooled and thinned to
 // MaxPoints. Ladder traces cannot be summed and are kept from the first
 // result. The inputs are not modified. The same run twice, or runs of
-// different plans, are refused.
+// different plans, are refused; the seeds may differ, and should (give
+// each machine its own --seed), or every machine sends the same arrival
+// times and mix order.
 func Merge(results ...*Result) (*Result, error) {
 	if len(results) == 0 {
 		return nil, errcodes.New(errcodes.InvalidParam, "bench: nothing to merge")
@@ -186,12 +188,28 @@ func (s *Series) copy() *Series {
 	return c
 }
 
-// mergeable refuses results that would merge into a wrong figure: the same
-// run twice (its requests counted twice), or runs of different plans.
-func mergeable(results []*Result) error {
-	plan0, err := json.Marshal(results[0].Plan)
+// planKey is what makes two plans the same for Merge: all but the seed.
+func planKey(p *Plan) ([]byte, error) {
+	var c Plan
+	if p != nil {
+		c = *p
+		c.Seed = 0
+	}
+	b, err := json.Marshal(&c)
 	if err != nil {
-		return errcodes.Wrap(err, errcodes.Internal, "bench: merge: encode plan: "+err.Error())
+		return nil, errcodes.Wrap(err, errcodes.Internal, "bench: merge: encode plan: "+err.Error())
+	}
+	return b, nil
+}
+
+// mergeable refuses results that would merge into a wrong figure: the same
+// run twice (its requests counted twice), or runs of different plans. The
+// plans' seeds may differ: machines that share a seed send the same
+// arrival times and the same mix order, so each should have its own.
+func mergeable(results []*Result) error {
+	plan0, err := planKey(results[0].Plan)
+	if err != nil {
+		return err
 	}
 	type run struct {
 		begin, end time.Time
@@ -208,9 +226,9 @@ func mergeable(results []*Result) error {
 			return errcodes.Errorf(errcodes.InvalidParam, "bench: merge: results %d and %d are the same run (same machines, same start and end): its requests would count twice", j+1, i+1)
 		}
 		seen[k] = i
-		p, err := json.Marshal(r.Plan)
+		p, err := planKey(r.Plan)
 		if err != nil {
-			return errcodes.Wrap(err, errcodes.Internal, "bench: merge: encode plan: "+err.Error())
+			return err
 		}
 		if !bytes.Equal(p, plan0) {
 			return errcodes.Errorf(errcodes.InvalidParam, "bench: merge: result %d ran another plan than result 1; merge only runs of one plan", i+1)

@@ -163,6 +163,11 @@ func TestSaveReadMergeIsExact(t *testing.T) {
 	_, err = Merge(ra, other)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "another plan")
+
+	// Machines with seeds of their own ran the same plan.
+	rb.Plan.Seed = ra.Plan.Seed + 1
+	_, err = Merge(ra, rb)
+	assert.NoError(t, err)
 }
 
 func TestParseResultRejects(t *testing.T) {

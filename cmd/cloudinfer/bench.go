@@ -69,7 +69,7 @@ type benchCmd struct {
 	Requests    int           `help:"Measured requests per target (default 100 when no --duration; the default run: as many as take about a minute, --requests 100 for the full reference run)." group:"Load"`
 	Duration    time.Duration `help:"Measured duration per target." group:"Load"`
 	Warmup      int           `help:"Warm-up requests per target, left out of the results (default 1 for the default run)." default:"-1" group:"Load"`
-	Seed        uint64        `help:"Seed for Poisson arrivals and the mix." group:"Load"`
+	Seed        uint64        `help:"Seed for Poisson arrivals and the mix (give each machine of a merged run its own)." group:"Load"`
 
 	LadderStart      float64       `help:"Ladder: first step's rate (default: the floor)." group:"Ladder"`
 	LadderStep       float64       `help:"Ladder: rate added on a climb (default 50)." group:"Ladder"`

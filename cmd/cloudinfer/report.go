@@ -13,7 +13,7 @@ import (
 type reportCmd struct {
 	Files   []string `arg:"" help:"Saved result files (JSON, from cloudinfer bench)." type:"existingfile"`
 	Compare bool     `help:"Compare two results (A B) side by side, with deltas B − A."`
-	Merge   bool     `help:"Merge results of the same plan run on several machines into one (see --out)."`
+	Merge   bool     `help:"Merge results of the same plan run on several machines into one (see --out); run each machine with its own bench --seed."`
 	Format  string   `help:"Output: text, markdown, csv, json or html." enum:"text,markdown,csv,json,html" default:"text"`
 	Out     string   `help:"Write the output to this file instead of standard output." placeholder:"FILE"`
 	Detail  bool     `help:"Add the full per-group latency report to the text output."`
