@@ -220,7 +220,9 @@ func parseStrict(b []byte, v any, what string) error {
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
-		err = dec.Decode(v)
+		if err = dec.Decode(v); err != nil {
+			err = fmt.Errorf("line %d: %w", jsonErrLine(b, err, dec.InputOffset()), err)
+		}
 	} else {
 		err = decodeYAML(b, v)
 	}
@@ -232,6 +234,22 @@ func parseStrict(b []byte, v any, what string) error {
 		return errcodes.Wrap(err, errcodes.InvalidParam, "bench: parse "+what+": "+firstLine(err.Error()))
 	}
 	return nil
+}
+
+// jsonErrLine returns the line of b that err, from decoding b, is about:
+// at the error's offset when it has one, else where the decoder stopped.
+func jsonErrLine(b []byte, err error, stopped int64) int {
+	off := stopped
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	off = min(max(off, 0), int64(len(b)))
+	return 1 + bytes.Count(b[:off], []byte("\n"))
 }
 
 // decodeYAML decodes strictly, turning a panic of the YAML library (it has

@@ -120,14 +120,19 @@ func readLogCSV(r io.Reader) ([]LogRecord, error) {
 		return nil, errcodes.New(errcodes.InvalidParam, "bench: traffic log: CSV header has no path column")
 	}
 	var recs []LogRecord
-	for line := 2; ; line++ {
+	for {
 		row, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			return recs, nil
 		}
 		if err != nil {
-			return nil, logErr(line, "%v", err)
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				return nil, logErr(pe.StartLine, "%v", pe.Err)
+			}
+			return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: traffic log: "+err.Error())
 		}
+		line, _ := cr.FieldPos(0) // the record's own line: blank lines and quoted line breaks count
 		if len(recs) >= maxLogRecords {
 			return nil, logErr(line, "more than %d records", maxLogRecords)
 		}
@@ -165,7 +170,11 @@ func readLogJSONL(r io.Reader) ([]LogRecord, error) {
 	sc.Buffer(make([]byte, 64<<10), maxLogLine)
 	var recs []LogRecord
 	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
+		b := sc.Bytes()
+		if line == 1 {
+			b = bytes.TrimPrefix(b, []byte("\ufeff")) // a byte order mark
+		}
+		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
 			continue
 		}

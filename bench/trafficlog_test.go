@@ -59,6 +59,10 @@ func TestReadTrafficLogFormats(t *testing.T) {
 		{"empty", "", "", nil, "no CSV header"},
 		{"header only", "csv", "path\n", nil, "no records"},
 		{"unknown format", "xml", "<a/>", nil, "want csv or jsonl"},
+		{"csv line numbers count blank lines", "csv", "path,latency_ms\n/a,10\n\n\n/b,abc\n", nil, "line 5: "},
+		{"csv line numbers count quoted line breaks", "csv", "path,method,latency_ms\n\"/a\nb\",GET,1\n/c,GET,x\n", nil, "line 4: "},
+		{"csv wrong field count", "csv", "path,method\n/a,GET\n\n/b\n", nil, "line 4: wrong number of fields"},
+		{"jsonl with a byte order mark", "", "\ufeff{\"path\":\"/a\"}\n", []LogRecord{{Path: "/a"}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
