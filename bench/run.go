@@ -32,6 +32,9 @@ type Options struct {
 	// Abort, when closed, ends an interrupted run's drain at once (a
 	// second Ctrl-C): the calls in flight are canceled and counted as Cut.
 	Abort <-chan struct{}
+	// Observers see the measured calls (not the warm-up's), after the
+	// run's own collector: telemetry, for instance.
+	Observers []cloudreq.Observer
 }
 
 // Progress receives a run's live state. Implementations must not block.
@@ -150,7 +153,9 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 		return nil, err
 	}
 	tg.col = col
-	tg.obsOpt = func(o *cloudreq.Options) { o.Observers = append(o.Observers, tg.col) }
+	tg.obsOpt = func(o *cloudreq.Options) {
+		o.Observers = append(append(o.Observers, tg.col), opts.Observers...)
+	}
 	tg.base = buildRequest(t, nil)
 	if p.Mix != nil {
 		size := DeckSize

@@ -586,3 +586,21 @@ func TestLadderStepP95Rank(t *testing.T) {
 		}
 	}
 }
+
+// countingObserver counts the calls it sees.
+type countingObserver struct{ n atomic.Int64 }
+
+func (o *countingObserver) StartCall(ctx context.Context, _ *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
+	o.n.Add(1)
+	return ctx, nil
+}
+
+func TestOptionsObserversSeeTheMeasuredCallsOnly(t *testing.T) {
+	fake := &loadAdapter{}
+	obs := &countingObserver{}
+	p := &Plan{Targets: []Target{fakeTarget()}, Limits: Limits{Requests: 5, Warmup: 3}}
+	_, err := Run(context.Background(), p, Options{Connect: connectTo(fake), Observers: []cloudreq.Observer{obs}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(8), fake.n.Load())
+	assert.Equal(t, int64(5), obs.n.Load(), "the warm-up is not observed")
+}

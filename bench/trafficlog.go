@@ -46,7 +46,10 @@ const (
 // "latency_ms":…, "tags":{…}}.
 //
 // Credential headers (Authorization, cookies, API keys) are dropped: a
-// mix never replays a logged secret, and results never show one.
+// mix never replays a logged secret, and results never show one. So are
+// the logged connection's own headers (Host, Content-Length, Connection,
+// Transfer-Encoding, Accept-Encoding, Proxy-*…), which would not fit the
+// new one.
 func ReadTrafficLog(r io.Reader, format string) ([]LogRecord, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if format == "" {
@@ -245,10 +248,22 @@ func parseHeaderField(s string) (map[string]string, error) {
 	return dropSecrets(h), nil
 }
 
+// transportHeaders are logged headers that belong to the logged
+// connection, not to the request: replaying them would break the new one
+// (a stale length or host) or turn off the client's own handling (an
+// Accept-Encoding stops Go's transparent decompression).
+var transportHeaders = []string{"Host", "Content-Length", "Connection", "Keep-Alive", "Transfer-Encoding",
+	"Te", "Trailer", "Upgrade", "Accept-Encoding"}
+
 func dropSecrets(h map[string]string) map[string]string {
 	for k := range h {
+		ck := http.CanonicalHeaderKey(k)
+		if slices.Contains(transportHeaders, ck) || strings.HasPrefix(ck, "Proxy-") {
+			delete(h, k)
+			continue
+		}
 		for _, s := range hooks.SensitiveHeaders {
-			if http.CanonicalHeaderKey(k) == http.CanonicalHeaderKey(s) {
+			if ck == http.CanonicalHeaderKey(s) {
 				delete(h, k)
 			}
 		}

@@ -62,6 +62,8 @@ func TestReadTrafficLogFormats(t *testing.T) {
 		{"csv line numbers count blank lines", "csv", "path,latency_ms\n/a,10\n\n\n/b,abc\n", nil, "line 5: "},
 		{"csv line numbers count quoted line breaks", "csv", "path,method,latency_ms\n\"/a\nb\",GET,1\n/c,GET,x\n", nil, "line 4: "},
 		{"csv wrong field count", "csv", "path,method\n/a,GET\n\n/b\n", nil, "line 4: wrong number of fields"},
+		{"connection headers dropped", "jsonl", "{\"path\":\"/a\",\"headers\":{\"accept-encoding\":\"gzip\",\"Host\":\"old\",\"Content-Length\":\"9\",\"Proxy-Authorization\":\"x\",\"X-Keep\":\"1\"}}\n",
+			[]LogRecord{{Path: "/a", Header: map[string]string{"X-Keep": "1"}}}, ""},
 		{"jsonl with a byte order mark", "", "\ufeff{\"path\":\"/a\"}\n", []LogRecord{{Path: "/a"}}, ""},
 	}
 	for _, tt := range tests {

@@ -167,6 +167,9 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 		return err
 	}
 	opts := bench.Options{Connect: env.connect, Abort: c.abort}
+	if env.obs != nil {
+		opts.Observers = []cloudreq.Observer{env.obs} // the measured calls only, as the results
+	}
 	if !c.Quiet {
 		opts.Progress = bench.NewProgress(stderr)
 	}
@@ -665,9 +668,6 @@ func (e *environment) connect(ctx context.Context, t *bench.Target) (*cloudreq.C
 		Retry:             cloudreq.RetryOptions{MaxAttempts: 1 + max(e.cmd.Retries, 0)},
 		Timeout:           e.cmd.Timeout,
 		ScaleToZeroWindow: t.ScaleToZero.D(),
-	}
-	if e.obs != nil {
-		opts.Observers = append(opts.Observers, e.obs)
 	}
 	return cloudreq.New(opts)
 }
