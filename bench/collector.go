@@ -144,11 +144,27 @@ func (c *collector) example(err *errcodes.Error) {
 	c.examples[code] = msg
 }
 
+// sentAt widens the window of first sends by one call's. c.mu is held.
+func (c *collector) sentAt(send time.Time) {
+	if send.IsZero() {
+		return
+	}
+	if c.first.IsZero() || send.Before(c.first) {
+		c.first = send
+	}
+	if send.After(c.last) {
+		c.last = send
+	}
+}
+
 // add files one measured call.
 func (c *collector) add(s *latency.Sample, tags map[string]string, send time.Time) {
 	c.done.Add(1)
 	if s.Err == string(errcodes.Canceled) && c.cut.Load() {
 		c.cutN.Add(1) // the run ended it: not the endpoint's failure
+		c.mu.Lock()
+		c.sentAt(send) // but it was sent: the send rate counts it
+		c.mu.Unlock()
 		return
 	}
 	if s.Err != "" {
@@ -163,14 +179,7 @@ func (c *collector) add(s *latency.Sample, tags map[string]string, send time.Tim
 	c.rec.Add(s)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !send.IsZero() {
-		if c.first.IsZero() || send.Before(c.first) {
-			c.first = send
-		}
-		if send.After(c.last) {
-			c.last = send
-		}
-	}
+	c.sentAt(send)
 	if s.End.After(c.end) {
 		c.end = s.End
 	}

@@ -487,6 +487,11 @@ func TestAbortCutsTheDrain(t *testing.T) {
 		assert.Equal(t, tr.Sent, tr.Cut, "every call was in flight, and cut")
 		assert.Zero(t, tr.Counts().Requests, "cut calls are in no figure")
 		assert.Contains(t, strings.Join(tr.Warnings, "\n"), "canceled by the run")
+		if !closedLoop {
+			// 100/s for 100 ms: about 10 sends, every one cut; the
+			// achieved rate still counts them all.
+			assert.InDelta(t, 100, tr.SendRate, 25, "the cut calls were sent")
+		}
 	}
 }
 
