@@ -95,8 +95,10 @@ type Classifier struct {
 
 // endpointState is what a Classifier remembers about one endpoint.
 type endpointState struct {
-	// ends holds the end times of the last completed calls (a ring).
+	// ends holds the end times of the last completed calls (a ring), and
+	// froms, at the same index, since when each call knew the model up.
 	ends    [recentEnds]time.Time
+	froms   [recentEnds]time.Time
 	next    int
 	total   int
 	evicted bool
@@ -174,13 +176,16 @@ func FirstByteTime(tl *Timeline) (time.Duration, bool) {
 //     warm does not undo this: its report covers that attempt only. Short
 //     of this evidence, a server's warm report makes the call Warm
 //     (server-reported) and rules out 3 and 4;
-//  3. no call to the endpoint had completed before this call's first send
-//     (first-request, when firstIsCold), or the last completion before it
-//     was longer ago than the scale-to-zero window (idle-gap): cold, with
-//     no known ready time or overhead. Only successful calls classified
-//     before this one count: a call still in flight at this one's end, or
-//     one that failed, is not seen, so a call sent while another has kept
-//     the endpoint busy for longer than the window is taken as cold;
+//  3. no call to the endpoint had shown its model up by this call's first
+//     send (first-request, when firstIsCold), or the last time one did was
+//     longer ago than the scale-to-zero window (idle-gap): cold, with no
+//     known ready time or overhead. A call shows the model up from its
+//     first send to its end when it was warm, and from its model-ready
+//     time (else its first byte) to its end when it may have been cold, so
+//     a call sent while a long one was being served is not taken for the
+//     first after an idle gap. Only successful calls classified before
+//     this one count: a call still in flight at this one's end, or one
+//     that failed, is not seen;
 //  4. the time to first byte exceeds k × the endpoint's warm p50:
 //     SuspectedCold (slow-first-byte), never Cold. The p50 is refreshed as
 //     warm calls accrue, so that it covers at least 98% of them.
@@ -214,8 +219,7 @@ func (c *Classifier) Classify(ev Evidence) Start {
 	if es == nil || c.last != ev.Endpoint {
 		es = c.state(ev.Endpoint)
 	}
-	prev, seen, known := es.lastEndBefore(firstSend)
-	es.record(end)
+	prev, seen, known := es.lastActiveBefore(firstSend)
 
 	switch {
 	case ev.ServerCold != nil || ev.NotReadyThenReady:
@@ -232,7 +236,23 @@ func (c *Classifier) Classify(ev Evidence) Start {
 	if st.Kind == Warm && hasFBT && fbt >= 0 {
 		es.warm.add(fbt)
 	}
+	es.record(upSince(st, ev.Timeline, firstSend, lastSend, fbt, hasFBT, end), end)
 	return st
+}
+
+// upSince is since when a classified call shows the model up: its first
+// send when it was warm; when it may have been cold, its model-ready time,
+// else its first byte, else its end.
+func upSince(st Start, tl *Timeline, firstSend, lastSend time.Time, fbt time.Duration, hasFBT bool, end time.Time) time.Time {
+	switch {
+	case st.Kind == Warm && !firstSend.IsZero():
+		return firstSend
+	case tl != nil && !tl.ModelReady.IsZero():
+		return tl.ModelReady
+	case hasFBT && !lastSend.IsZero():
+		return lastSend.Add(fbt)
+	}
+	return end
 }
 
 // state returns the endpoint's state, made on its first call, and makes it
@@ -333,28 +353,37 @@ func (w *warmFBT) median() float64 {
 	return w.p50
 }
 
-// lastEndBefore returns the latest recorded completion at or before t.
-// seen is false when none is; known is false when that cannot be told
-// because older completions were evicted from the ring.
-func (es *endpointState) lastEndBefore(t time.Time) (last time.Time, seen, known bool) {
+// lastActiveBefore returns the latest time at or before t when a recorded
+// call showed the model up: the latest end at or before t, or t itself
+// when a call that showed it up by t ended after t. seen is false when no
+// call showed it up by t; known is false when that cannot be told because
+// older calls were evicted from the ring.
+func (es *endpointState) lastActiveBefore(t time.Time) (last time.Time, seen, known bool) {
 	if es.total > 0 && !es.latest.After(t) {
-		// Every call ended before t (calls one after another): no scan.
+		// Every call ended by t (calls one after another): no scan.
 		return es.latest, true, true
 	}
 	n := min(es.total, recentEnds)
 	for i := 0; i < n; i++ {
+		if es.froms[i].After(t) {
+			continue
+		}
 		e := es.ends[i]
-		if !e.After(t) && (!seen || e.After(last)) {
+		if e.After(t) {
+			e = t // up at t
+		}
+		if !seen || e.After(last) {
 			last, seen = e, true
 		}
 	}
 	return last, seen, seen || !es.evicted
 }
 
-func (es *endpointState) record(end time.Time) {
+func (es *endpointState) record(from, end time.Time) {
 	if es.total >= recentEnds {
 		es.evicted = true
 	}
+	es.froms[es.next] = from
 	es.ends[es.next] = end
 	if es.total == 0 || end.After(es.latest) {
 		es.latest = end

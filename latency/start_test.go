@@ -196,34 +196,59 @@ func TestClassifierIsSafeForConcurrentUse(t *testing.T) {
 // TestLastEndBeforeMatchesFullScan checks the endpoint state's answer, with
 // and without its no-scan path, against a scan of every end ever recorded,
 // for calls that end out of order as concurrent ones do.
-func TestLastEndBeforeMatchesFullScan(t *testing.T) {
+func TestLastActiveBeforeMatchesFullScan(t *testing.T) {
 	base := time.Now()
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
 	var es endpointState
-	var all []time.Time
+	type span struct{ from, end time.Time }
+	var all []span
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 500 {
-		// Ends 10 ms apart, each up to 40 ms late: neighbours swap order.
+		// Ends 10 ms apart, each up to 40 ms late: neighbours swap order;
+		// each call up for up to 60 ms before its end.
 		end := at(i*10 + rng.IntN(40))
+		from := end.Add(-time.Duration(rng.IntN(60)) * time.Millisecond)
 		for _, probe := range []time.Time{end.Add(-25 * time.Millisecond), end, end.Add(time.Hour)} {
 			want, wantSeen := time.Time{}, false
-			for _, e := range all {
-				if !e.After(probe) && (!wantSeen || e.After(want)) {
+			for _, sp := range all {
+				if sp.from.After(probe) {
+					continue
+				}
+				e := sp.end
+				if e.After(probe) {
+					e = probe
+				}
+				if !wantSeen || e.After(want) {
 					want, wantSeen = e, true
 				}
 			}
-			got, seen, known := es.lastEndBefore(probe)
+			got, seen, known := es.lastActiveBefore(probe)
 			if !known {
 				continue
 			}
 			require.Equal(t, wantSeen, seen, "call %d", i)
 			require.True(t, want.Equal(got), "call %d: got %v, want %v", i, got.Sub(base), want.Sub(base))
 		}
-		es.record(end)
-		all = append(all, end)
+		es.record(from, end)
+		all = append(all, span{from, end})
 	}
 }
 
+// TestClassifierLongCallKeepsTheEndpointUp: a call sent while a long warm
+// one was being served is not the first after an idle gap, even when the
+// last completion before it is older than the window.
+func TestClassifierLongCallKeepsTheEndpointUp(t *testing.T) {
+	c := NewClassifier(10*time.Second, true)
+	classify := func(tl *Timeline) Start { return c.Classify(Evidence{Endpoint: "e", Timeline: tl}) }
+	assert.Equal(t, ReasonFirstRequest, classify(call(0, 10, 20, false)).Reason)
+	// A 60 s stream, warm (sent 1 s after the first ended).
+	assert.Equal(t, Warm, classify(call(1_000, 50, 60_000, true)).Kind)
+	// Sent 50 s in, while it was being served; the last completion before
+	// it is 50 s old, but the endpoint was busy: warm.
+	assert.Equal(t, Start{Kind: Warm, Reason: ReasonNoEvidence}, classify(call(50_000, 40, 15_000, true)))
+	// 20 s after everything ended: idle gap.
+	assert.Equal(t, ReasonIdleGap, classify(call(85_000, 40, 100, true)).Reason)
+}
 // TestClassifierKeepsEndpointsApart: calls that alternate between endpoints
 // each see their own endpoint's history, the latest endpoint's state being
 // kept at hand or not.
