@@ -249,6 +249,7 @@ func TestClassifierLongCallKeepsTheEndpointUp(t *testing.T) {
 	// 20 s after everything ended: idle gap.
 	assert.Equal(t, ReasonIdleGap, classify(call(85_000, 40, 100, true)).Reason)
 }
+
 // TestClassifierKeepsEndpointsApart: calls that alternate between endpoints
 // each see their own endpoint's history, the latest endpoint's state being
 // kept at hand or not.
