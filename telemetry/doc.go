@@ -42,12 +42,15 @@
 // Each call is one span of kind CLIENT named "{gen_ai.operation.name}
 // {gen_ai.request.model}" ("invoke" or "chat" alone when the request names
 // no model), from the call's start to its end (for a Stream, until it is
-// drained or closed). Its attributes:
+// drained or closed). The span starts before the PreSerialize hooks run;
+// when they change Target.Endpoint, Target.Model or Target.Variant, the
+// span's name and target attributes (and every metric's) are those of the
+// request the attempts sent. Its attributes:
 //
 //	gen_ai.operation.name           always
 //	gen_ai.provider.name            always
 //	gen_ai.request.stream           always: Stream (true) or Invoke (false)
-//	gen_ai.request.model            Target.Model, when set
+//	gen_ai.request.model            Target.Model, when set (after the PreSerialize hooks)
 //	gen_ai.request.max_tokens       generate, when set
 //	gen_ai.request.temperature      generate, when set
 //	gen_ai.request.top_p            generate, when set
@@ -56,9 +59,9 @@
 //	gen_ai.output.messages          non-streaming generate, CaptureContent only
 //	gen_ai.response.finish_reasons  when the response gave one
 //	gen_ai.usage.input_tokens       when known
-//	gen_ai.usage.output_tokens      when known (server usage, or counted from a stream)
+//	gen_ai.usage.output_tokens      when known: server usage, or counted from a stream's chunks (never a counted 0)
 //	gen_ai.response.time_to_first_chunk  streams: first content chunk − final attempt's send (s)
-//	server.address, server.port     when Target.Endpoint is a URL (host and port only)
+//	server.address, server.port     when Target.Endpoint is a URL (host and port only; after the hooks)
 //	http.response.status_code       the final status, success or failure
 //	error.type                      failed calls: the errcodes code (ERR_THROTTLED, …)
 //	cloudinfer.service              CloudRequest.Service
@@ -67,11 +70,11 @@
 //	cloudinfer.variant              Target.Variant, when set
 //	cloudinfer.request.class        CloudRequest.Class, when set
 //	cloudinfer.request.id           the client request id (after the PreSerialize hooks)
-//	cloudinfer.response.request_id  the provider's request id
+//	cloudinfer.response.request_id  the provider's request id (redacted)
 //	cloudinfer.attempts             number of attempts made
 //	cloudinfer.e2e                  call duration, start to end (s)
 //	cloudinfer.phase.queue          call start → final attempt's send, backoff included (s)
-//	cloudinfer.usage.source         "server" or "counted"
+//	cloudinfer.usage.source         with gen_ai.usage.output_tokens: "server" or "counted"
 //	cloudinfer.start.kind           warm, cold or suspected-cold
 //	cloudinfer.start.reason         the evidence (server-reported, not-ready-then-ready, …)
 //	cloudinfer.start.connection_cold  the final attempt opened a new connection
@@ -80,11 +83,12 @@
 //	cloudinfer.sla_clock            streams: "send" or "model-ready"
 //	cloudinfer.tpot                 streams with ≥ 2 output tokens: (E2E − TTFT)/(N_out − 1) (s)
 //	cloudinfer.error.retryable      failed calls
-//	cloudinfer.error.provider_code  failed calls, the provider's native code
+//	cloudinfer.error.provider_code  failed calls, the provider's native code (redacted)
 //
 // A failed call's span has status Error with the description "CODE: message"
-// built from the error's portable fields; the native error it wraps, which
-// may quote what a server or transport saw, is never recorded.
+// built from the error's portable fields, with credentials hidden as in the
+// logs (RedactAttr); the native error it wraps, which may quote what a
+// server or transport saw, is never recorded.
 //
 // Each attempt is a child span of kind INTERNAL named "cloudinfer.attempt"
 // (off with Options.NoAttemptSpans), timed from the attempt's send to its
@@ -121,7 +125,12 @@
 //   - operation.duration: every call, start to end; error.type on failure,
 //     cloudinfer.start.kind on success.
 //   - token.usage: successful calls whose usage is known, one value per
-//     gen_ai.token.type (input, output).
+//     gen_ai.token.type (input, output). The output value is recorded only
+//     when the count is known: reported by the server (zero included), or
+//     counted from a stream's chunks and more than zero (an invoke
+//     stream's opaque chunks count nothing, which is not zero tokens). It
+//     carries cloudinfer.usage.source, "server" or "counted", so that
+//     server-reported and counted values can be told apart.
 //   - time_to_first_chunk: successful streams, first content chunk − final
 //     attempt's send (MEASUREMENT.md's TTFT from send), with
 //     cloudinfer.start.kind so that cold starts can be told apart.
@@ -148,10 +157,15 @@
 // each attempt's outcome; see LogHook for what a record holds. Header values
 // go through hooks.RedactHeaders (Authorization — bearer tokens, keys and
 // EAS signatures —, x-api-key, api-key, X-Amz-Security-Token and the other
-// hooks.SensitiveHeaders), endpoint URLs through hooks.RedactURL (credential
-// query parameters such as key, sig, token and user info). RedactHandler
-// and RedactAttr are a second line of defence for any slog handler: they
-// hide the values of credential-named keys, authorization schemes and
-// credential query parameters in free text, and write *errcodes.Error values
-// from their portable fields only.
+// hooks.SensitiveHeaders), endpoint URLs and request paths through
+// hooks.RedactURL (credential query parameters such as key, sig, token and
+// code, and user info). RedactHandler and RedactAttr are a second line of
+// defence for any slog handler: they hide the values of credential-named
+// keys (SensitiveKey, whatever their spelling: api_key, apiKey,
+// clientSecret, …; token counts such as output_tokens stay visible),
+// and in free text authorization schemes, credential headers written
+// "Name: value", credential query parameters, key=value pairs and JSON
+// members with a credential's name; maps, structs and other composite
+// values are redacted too, and *errcodes.Error values are written from
+// their portable fields only.
 package telemetry

@@ -129,15 +129,23 @@ type Providers struct {
 	MeterProvider  *sdkmetric.MeterProvider
 }
 
-// Shutdown flushes and stops both providers.
+// Shutdown flushes and stops both providers, concurrently, so that a trace
+// backend that does not answer cannot use up ctx before the final metric
+// export is made; it returns both providers' errors, joined.
 func (p *Providers) Shutdown(ctx context.Context) error {
-	return errors.Join(p.TracerProvider.Shutdown(ctx), p.MeterProvider.Shutdown(ctx))
+	terr := make(chan error, 1)
+	go func() { terr <- p.TracerProvider.Shutdown(ctx) }()
+	merr := p.MeterProvider.Shutdown(ctx)
+	return errors.Join(<-terr, merr)
 }
 
 // OTLP returns providers that export spans and metrics over OTLP/HTTP
 // (protobuf) to endpoint: a URL ("http://collector:4318",
 // "https://otlp.example.com/base"), under which /v1/traces and /v1/metrics
-// are used, or a bare "host:port", which means plain HTTP.
+// are used, or a bare "host:port", which means plain HTTP. The endpoint
+// alone decides between TLS and plain HTTP: the OTEL_EXPORTER_OTLP_*ENDPOINT
+// and OTEL_EXPORTER_OTLP_*INSECURE variables cannot turn an https endpoint
+// into a plain-HTTP one.
 func OTLP(ctx context.Context, endpoint string, optFns ...func(*OTLPOptions)) (*Providers, error) {
 	var o OTLPOptions
 	for _, f := range optFns {
@@ -171,14 +179,14 @@ func OTLP(ctx context.Context, endpoint string, optFns ...func(*OTLPOptions)) (*
 		return nil, errcodes.Wrap(rerr, errcodes.InvalidParam, "telemetry: resource: "+rerr.Error())
 	}
 
-	topts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(host), otlptracehttp.WithURLPath(base + "/v1/traces"),
+	// The full URL, not a host and a path: WithEndpointURL also sets
+	// whether the exporter uses TLS, from the scheme, overriding
+	// OTEL_EXPORTER_OTLP_*ENDPOINT and OTEL_EXPORTER_OTLP_*INSECURE, which
+	// would otherwise send an https endpoint's headers over plain HTTP.
+	topts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(otlpURL(host, base, "/v1/traces", insecure)),
 		otlptracehttp.WithTimeout(o.Timeout)}
-	mopts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpoint(host), otlpmetrichttp.WithURLPath(base + "/v1/metrics"),
+	mopts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(otlpURL(host, base, "/v1/metrics", insecure)),
 		otlpmetrichttp.WithTimeout(o.Timeout)}
-	if insecure {
-		topts = append(topts, otlptracehttp.WithInsecure())
-		mopts = append(mopts, otlpmetrichttp.WithInsecure())
-	}
 	if len(o.Headers) > 0 {
 		topts = append(topts, otlptracehttp.WithHeaders(o.Headers))
 		mopts = append(mopts, otlpmetrichttp.WithHeaders(o.Headers))
@@ -197,6 +205,16 @@ func OTLP(ctx context.Context, endpoint string, optFns ...func(*OTLPOptions)) (*
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
 			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(o.Interval)))),
 	}, nil
+}
+
+// otlpURL is the URL of one signal's OTLP endpoint: http for an insecure
+// endpoint, https otherwise.
+func otlpURL(host, base, signal string, insecure bool) string {
+	u := url.URL{Scheme: "https", Host: host, Path: base + signal}
+	if insecure {
+		u.Scheme = "http"
+	}
+	return u.String()
 }
 
 // parseOTLPEndpoint splits an OTLP endpoint into host:port, base path and

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -267,4 +268,119 @@ func TestOTLPHeaderVariablesNotSentInClear(t *testing.T) {
 			require.NoError(t, ps.Shutdown(ctx))
 		})
 	}
+}
+
+// TestOTLPHTTPSNotDowngradedByEnv: an https endpoint is exported over TLS
+// whatever the OTEL_EXPORTER_OTLP_* variables say, so that its headers
+// never go out in clear. The endpoint is a plain-HTTP server: a TLS
+// exporter fails its handshake, a downgraded one reaches the handler.
+func TestOTLPHTTPSNotDowngradedByEnv(t *testing.T) {
+	const secret = "SECRET123"
+	for _, tc := range []struct {
+		name string
+		env  func(plainURL string) map[string]string
+	}{
+		{"insecure", func(string) map[string]string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_INSECURE": "true"}
+		}},
+		{"per-signal-insecure", func(string) map[string]string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_TRACES_INSECURE": "true", "OTEL_EXPORTER_OTLP_METRICS_INSECURE": "true"}
+		}},
+		{"http-endpoint", func(u string) map[string]string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": u}
+		}},
+		{"per-signal-http-endpoints", func(u string) map[string]string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": u + "/v1/traces", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": u + "/v1/metrics"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var conns, inClear, withHeader atomic.Int64
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				inClear.Add(1)
+				if r.Header.Get("X-Collector-Key") != "" {
+					withHeader.Add(1)
+				}
+				w.WriteHeader(http.StatusOK)
+			}))
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.Start()
+			defer srv.Close()
+			for k, v := range tc.env(srv.URL) {
+				t.Setenv(k, v)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			ps, err := OTLP(ctx, "https://"+srv.Listener.Addr().String()+"/otlp", func(o *OTLPOptions) {
+				o.Headers = map[string]string{"X-Collector-Key": secret}
+				o.Interval = time.Hour
+				o.Timeout = 5 * time.Second
+			})
+			require.NoError(t, err)
+			_, span := ps.TracerProvider.Tracer("test").Start(ctx, "s")
+			span.End()
+			cnt, err := ps.MeterProvider.Meter("test").Int64Counter("c")
+			require.NoError(t, err)
+			cnt.Add(ctx, 1)
+			_ = ps.Shutdown(ctx) // fails: the server does not speak TLS
+			assert.Positive(t, conns.Load(), "the exporters tried the endpoint")
+			assert.Zero(t, withHeader.Load(), "the collector's header was sent over plain HTTP")
+			assert.Zero(t, inClear.Load(), "an https endpoint was exported to over plain HTTP")
+		})
+	}
+}
+
+// TestProvidersShutdownConcurrent: a trace backend that never answers does
+// not keep Shutdown from making the final metric export.
+func TestProvidersShutdownConcurrent(t *testing.T) {
+	release := make(chan struct{})
+	metricSeen := make(chan struct{})
+	var metricExports atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/v1/traces"):
+			select { // a stuck trace backend
+			case <-release:
+			case <-r.Context().Done():
+			}
+		case strings.HasSuffix(r.URL.Path, "/v1/metrics"):
+			if metricExports.Add(1) == 1 {
+				close(metricSeen)
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	defer close(release)
+
+	ps, err := OTLP(context.Background(), srv.URL, func(o *OTLPOptions) {
+		o.Interval = time.Hour // only Shutdown exports
+		o.Timeout = time.Minute
+	})
+	require.NoError(t, err)
+	_, span := ps.TracerProvider.Tracer("test").Start(context.Background(), "s")
+	span.End()
+	cnt, err := ps.MeterProvider.Meter("test").Int64Counter("c")
+	require.NoError(t, err)
+	cnt.Add(context.Background(), 1)
+
+	// The deadline stands for the caller's shutdown budget; it is cut short
+	// once the metrics have arrived, so the test does not wait for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-metricSeen:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err = ps.Shutdown(ctx)
+	require.Error(t, err, "the trace export never completed")
+	assert.EqualValues(t, 1, metricExports.Load(), "the final metric export reached the collector")
 }

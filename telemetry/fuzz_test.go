@@ -62,8 +62,8 @@ func FuzzParseOTLPEndpoint(f *testing.F) {
 }
 
 // FuzzRedactString checks that a credential placed after an authorization
-// scheme, in a URL's query or in a key=value pair is hidden whatever text
-// surrounds it.
+// scheme, in a URL's query, in a key=value pair, in a header line or in a
+// JSON member is hidden whatever text surrounds it.
 func FuzzRedactString(f *testing.F) {
 	f.Add("calling", "0123456789abcdef", "now")
 	f.Add("", "SeNtInEl42424242", "")
@@ -81,9 +81,15 @@ func FuzzRedactString(f *testing.F) {
 			prefix + " https://h.example/p?sig=" + tok + " " + suffix,
 			prefix + " api_key=" + tok + " " + suffix,
 			prefix + " x-amz-security-token=" + tok + "&" + suffix,
+			prefix + " client_secret=" + tok + "&" + suffix,
+			prefix + " accessToken=" + tok + " " + suffix,
+			prefix + "\nAuthorization: " + tok + "\n" + suffix,
+			prefix + "\nX-Api-Key: " + tok + "\r\n" + suffix,
+			prefix + ` {"api_key": "` + tok + `"} ` + suffix,
+			prefix + " /cb?code=" + tok + "&" + suffix,
 		} {
 			if out := redactString(form); strings.Contains(out, tok) {
-				t.Fatalf("redactString(%q) = %q", form, out)
+				t.Fatalf("redactString(%q) = %q", masked(form, tok), masked(out, tok))
 			}
 		}
 	})

@@ -41,9 +41,10 @@ type LogOptions struct {
 // LogHook logs, through log/slog, a summary of each request before it is
 // serialized (hooks.PreSerializer) and of each attempt's outcome
 // (hooks.PostDeserializer). Headers are logged with their values redacted
-// (hooks.RedactHeaders), endpoint URLs with hooks.RedactURL, and errors from
-// their portable fields only; bodies only with CaptureContent. Its logger's
-// handler is wrapped in RedactHandler as a second line of defence.
+// (hooks.RedactHeaders), endpoint URLs and request paths with
+// hooks.RedactURL, and errors from their portable fields only; bodies only
+// with CaptureContent. Its logger's handler is wrapped in RedactHandler as
+// a second line of defence.
 //
 // Register it at the end of the PreSerialize and PostDeserialize chains
 // (Install does), so that it sees the request id and the final outcome, or
@@ -186,7 +187,7 @@ func (h *LogHook) requestAttrs(req *cloudreq.CloudRequest) []slog.Attr {
 	}
 	opt("variant", req.Target.Variant)
 	opt("model", req.Target.Model)
-	opt("path", req.Target.Path)
+	opt("path", logPath(req.Target.Path))
 	opt("request_id", req.RequestID)
 	opt("class", req.Class)
 	return attrs
@@ -223,6 +224,16 @@ func logEndpoint(ep string) string {
 		return hooks.RedactURL(ep)
 	}
 	return ep
+}
+
+// logPath returns a request path through hooks.RedactURL, which takes a
+// relative reference too: its query may carry credentials ("?sig=…",
+// "?code=…"). An empty path stays empty.
+func logPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	return hooks.RedactURL(p)
 }
 
 func stepUp(l slog.Level) slog.Level {

@@ -220,3 +220,192 @@ func TestRedactHandler(t *testing.T) {
 	assert.Equal(t, map[string]any{"x-amz-security-token": hooks.Redacted, "ok": true}, m["call"])
 	assert.False(t, slog.New(RedactHandler(slog.NewJSONHandler(&buf, nil))).Enabled(context.Background(), slog.LevelDebug))
 }
+
+// TestLogHookPathRedacted: the request path is logged through
+// hooks.RedactURL, whose list of credential parameters ("code" among them)
+// is longer than what free-text redaction knows.
+func TestLogHookPathRedacted(t *testing.T) {
+	const secret = "SECRET123"
+	for _, tc := range []struct{ path, want string }{
+		{"/v1/x", "/v1/x"},
+		{"/oauth/cb?code=" + secret + "&state=s1", "/oauth/cb?code=%5BREDACTED%5D&state=s1"},
+		{"/v1/chat?sig=" + secret, "/v1/chat?sig=%5BREDACTED%5D"},
+		{"v1/predict?token=" + secret + "&n=2", "v1/predict?n=2&token=%5BREDACTED%5D"},
+	} {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewJSONHandler(&buf, nil))
+		c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{&cloudreqtest.Adapter{}}}, WithLogging(logger, LogOptions{}))
+		require.NoError(t, err)
+		req := generateReq()
+		req.Target.Path = tc.path
+		_, err = c.Invoke(context.Background(), req)
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		recs := jsonLines(t, &buf)
+		require.Len(t, recs, 2)
+		for _, r := range recs {
+			p, _ := r["path"].(string)
+			assert.Equal(t, tc.want, masked(p, secret), "path")
+		}
+		assert.NotContains(t, masked(buf.String(), secret), "<LEAKED", "the secret reached the log")
+	}
+}
+
+// TestSensitiveKey: credential names are recognised whatever their
+// spelling; names of token counts and the package's own keys are not.
+func TestSensitiveKey(t *testing.T) {
+	for _, k := range []string{
+		"apiKey", "apikey", "API_KEY", "api-key", "x.api_key", "openai_api_key", "accessToken", "access_token",
+		"authToken", "clientSecret", "client_secret", "sessionToken", "secretAccessKey", "aws_secret_access_key",
+		"bearerToken", "bearer_token", "refresh_token", "id_token", "idToken", "eas_token", "token", "key", "sig",
+		"signature", "x-amz-signature", "X-Amz-Credential", "credentials", "password", "dbPassword", "passwd",
+		"privateKey", "private_key", "storageAccountKey", "Authorization", "Proxy-Authorization", "X-Api-Key",
+		"Api-Key", "Ocp-Apim-Subscription-Key", "X-Goog-Api-Key", "X-Amz-Security-Token", "Cookie", "Set-Cookie",
+		"auth.token", "jwt",
+	} {
+		assert.True(t, SensitiveKey(k), "%s is a credential's name", k)
+	}
+	for _, k := range []string{
+		"tokens", "output_tokens", "input_tokens", "token_count", "tokenCount", "max_tokens", "maxTokens",
+		"max_new_tokens", "max_completion_tokens", "prompt_tokens", "completion_tokens", "total_tokens",
+		"tokens_per_second", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.request.max_tokens",
+		"gen_ai.token.type", "token_type", "tokenizer", "time_to_first_token", "first-token", "itl-token",
+		"eos_token", "max_token", "secret_name", "apiKeyId", "credential_source", "signature_version",
+		"code", "status", "provider_code", "request_id", "provider_request_id", "endpoint", "model", "path",
+		"message", "monkey", "keyboard", "",
+	} {
+		assert.False(t, SensitiveKey(k), "%s is not a credential's name", k)
+	}
+}
+
+// TestPackageKeysNotSensitive: no key this package writes (log records,
+// span attributes, metric attributes) is taken for a credential's name,
+// so that token counts and codes stay readable.
+func TestPackageKeysNotSensitive(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	throttled := errcodes.New(errcodes.Throttled, "slow down")
+	throttled.HTTPStatus, throttled.ProviderCode, throttled.RetryAfter, throttled.RequestID = 429, "Throttling", time.Millisecond, "r-0"
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Err: throttled}, {Chunks: []cloudreq.StreamChunk{
+		{Text: "a"}, {Text: "b", FinishReason: "stop", Usage: &cloudreq.Usage{InputTokens: 3, OutputTokens: 2}}}},
+		{Response: &cloudreq.CloudResponse{StatusCode: 200, Text: "hi", FinishReason: "stop", RequestID: "p-1",
+			Usage: cloudreq.Usage{InputTokens: 3, OutputTokens: 2, Source: "server"}}}}}
+	r := newRig(t, Options{CaptureContent: true}, fake, WithLogging(logger, LogOptions{Level: slog.LevelDebug, CaptureContent: true}))
+	req := generateReq()
+	req.Target.Variant, req.Target.Path = "v", "/p"
+	s, err := r.client.Stream(context.Background(), req)
+	require.NoError(t, err)
+	for s.Next() {
+	}
+	require.NoError(t, s.Err())
+	_, err = r.client.Invoke(context.Background(), generateReq())
+	require.NoError(t, err)
+
+	keys := map[string]bool{}
+	for _, rec := range jsonLines(t, &buf) {
+		for k := range rec {
+			keys[k] = true
+		}
+	}
+	for _, sp := range r.spans.Ended() {
+		for _, kv := range sp.Attributes() {
+			keys[string(kv.Key)] = true
+		}
+	}
+	for _, m := range r.metrics(t) {
+		for _, set := range metricAttrSets(m) {
+			for _, kv := range set.ToSlice() {
+				keys[string(kv.Key)] = true
+			}
+		}
+	}
+	for _, k := range []string{"input_tokens", "output_tokens", "max_tokens", "gen_ai.usage.output_tokens", "gen_ai.token.type"} {
+		require.True(t, keys[k], "%s was written", k)
+	}
+	for k := range keys {
+		assert.False(t, SensitiveKey(k), "the package's key %s is taken for a credential", k)
+	}
+}
+
+// TestRedactStringForms: credentials in header lines, prefixed key=value
+// names, JSON members and a query's "code" are hidden; counts and codes in
+// prose are not.
+func TestRedactStringForms(t *testing.T) {
+	const secret = "SECRET123"
+	for _, tc := range []struct{ in, want string }{
+		{"Authorization: Bearer " + secret + "abc", "Authorization: [REDACTED]"},
+		{"Authorization: " + secret, "Authorization: [REDACTED]"},
+		{"proxy-authorization: Basic " + secret + "xyz", "proxy-authorization: [REDACTED]"},
+		{"X-Api-Key: " + secret, "X-Api-Key: [REDACTED]"},
+		{"api-key:" + secret, "api-key:[REDACTED]"},
+		{"Ocp-Apim-Subscription-Key: " + secret, "Ocp-Apim-Subscription-Key: [REDACTED]"},
+		{"X-Goog-Api-Key: " + secret, "X-Goog-Api-Key: [REDACTED]"},
+		{"Host: h\r\nX-Amz-Security-Token: " + secret + "\r\nAccept: */*", "Host: h\r\nX-Amz-Security-Token: [REDACTED]\r\nAccept: */*"},
+		{"request had Authorization: AWS4-HMAC-SHA256 Credential=" + secret + "/x, Signature=" + secret, "request had Authorization: [REDACTED]"},
+		{"client_secret=" + secret + "&grant_type=client_credentials", "client_secret=[REDACTED]&grant_type=client_credentials"},
+		{"refresh_token=" + secret, "refresh_token=[REDACTED]"},
+		{"id_token=" + secret, "id_token=[REDACTED]"},
+		{"aws_secret_access_key=" + secret, "aws_secret_access_key=[REDACTED]"},
+		{"accessToken=" + secret + " apiKey='" + secret + " x'", "accessToken=[REDACTED] apiKey=[REDACTED]"},
+		{`{"api_key": "` + secret + `", "model": "m"}`, `{"api_key": "[REDACTED]", "model": "m"}`},
+		{`{"clientSecret":"` + secret + `","n":1}`, `{"clientSecret":"[REDACTED]","n":1}`},
+		{`{"Authorization": "Bearer ` + secret + `xyz"}`, `{"Authorization": "[REDACTED]"}`},
+		{`{"max_tokens": 64, "token_count": "12", "tokens": "3"}`, `{"max_tokens": 64, "token_count": "12", "tokens": "3"}`},
+		{"/oauth/cb?code=" + secret + "&state=s1", "/oauth/cb?code=[REDACTED]&state=s1"},
+		{"/cb?state=s1&code=" + secret, "/cb?state=s1&code=[REDACTED]"},
+		{"exit code=7, status: ok", "exit code=7, status: ok"},
+		{"max_tokens=64 output_tokens=7 token_count=3", "max_tokens=64 output_tokens=7 token_count=3"},
+		{"Authorization header missing", "Authorization header missing"},
+	} {
+		got := redactString(tc.in)
+		assert.Equal(t, tc.want, masked(got, secret), masked(tc.in, secret))
+	}
+}
+
+type testNote string
+
+type testLevel int
+
+type testStringer struct{}
+
+func (testStringer) String() string { return "calling with api_key=SECRET123" }
+
+// TestRedactAttrComposite: maps, structs, slices and named types are
+// redacted, not printed as they are.
+func TestRedactAttrComposite(t *testing.T) {
+	const secret = "SECRET123"
+	for _, tc := range []struct {
+		in   any
+		want string // as the text handler prints attribute "v"
+	}{
+		{map[string][]string{"Authorization": {"Bearer " + secret + "abc"}, "Accept": {"a/b"}}, `v.Accept=a/b v.Authorization=[REDACTED]`},
+		{map[string][]string{"x-goog-api-key": {secret}, "X-Note": {"token=" + secret}}, `v.X-Note="token=[REDACTED]" v.x-goog-api-key=[REDACTED]`},
+		{map[string]string{"apiKey": secret, "model": "m", "X-Api-Key": secret}, `v.X-Api-Key=[REDACTED] v.apiKey=[REDACTED] v.model=m`},
+		{url.Values{"code": {secret}, "state": {"s1"}, "client_secret": {secret}}, `v.client_secret=[REDACTED] v.code=[REDACTED] v.state=s1`},
+		{struct {
+			APIKey string
+			N      int
+		}{secret, 1}, `v="{\"APIKey\":\"[REDACTED]\",\"N\":1}"`},
+		{&struct{ Password string }{secret}, `v="{\"Password\":\"[REDACTED]\"}"`},
+		{[]string{"Authorization: " + secret}, `v="[\"Authorization: [REDACTED]\"]"`},
+		{map[string]any{"nested": map[string]string{"access_token": secret}}, `v="{\"nested\":{\"access_token\":\"[REDACTED]\"}}"`},
+		{testNote("token=" + secret), `v="token=[REDACTED]"`},
+		{testStringer{}, `v="calling with api_key=[REDACTED]"`},
+		{testLevel(3), `v=3`},
+		{make(chan int), ``}, // not JSON: printed by fmt (an address), checked for the secret only
+	} {
+		var buf bytes.Buffer
+		l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == slog.LevelKey || a.Key == slog.MessageKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+		l.LogAttrs(context.Background(), slog.LevelInfo, "", RedactAttr(nil, slog.Any("v", tc.in)))
+		out := masked(strings.TrimSpace(buf.String()), secret)
+		if tc.want != "" {
+			assert.Equal(t, tc.want, out, "%T", tc.in)
+		}
+		assert.NotContains(t, out, "<LEAKED", "%T", tc.in)
+	}
+}

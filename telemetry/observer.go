@@ -106,6 +106,8 @@ func (o *Observer) StartCall(ctx context.Context, req *cloudreq.CloudRequest, st
 		op:       OperationName(req.Provider, req.Action),
 		provider: ProviderName(req.Provider, req.Service),
 		model:    req.Target.Model,
+		endpoint: req.Target.Endpoint,
+		variant:  req.Target.Variant,
 		srv:      serverOf(req.Target.Endpoint),
 	}
 	attrs := []attribute.KeyValue{
@@ -162,9 +164,14 @@ type call struct {
 	op       string
 	provider string
 	model    string
+	endpoint string // the Target.Endpoint srv was derived from
+	variant  string
 	srv      server
 	prevCode string // error code of the previous attempt
 	base     []attribute.KeyValue
+	// retargeted: the target was read again after the PreSerialize hooks
+	// (see retarget).
+	retargeted bool
 }
 
 func (c *call) serverAttrs() []attribute.KeyValue {
@@ -200,21 +207,55 @@ func (c *call) baseSet(extra ...attribute.KeyValue) attribute.Set {
 	return attribute.NewSet(append(slices.Clip(c.base), extra...)...)
 }
 
-// refreshModel picks up a model that a PreSerialize hook set after the
-// span started, renaming the span as the conventions name it.
-func (c *call) refreshModel() {
-	if c.model != "" || c.req.Target.Model == "" {
+// retarget derives the call's target attributes again from the request
+// the attempts sent. StartCall runs before the PreSerialize hooks, which may
+// rewrite the client's working copy of the request (set a default model,
+// route to another endpoint or variant); the attempts send the rewritten
+// request. It runs once, at the end of the first attempt, or at the end of
+// the call when no attempt was made, before anything is recorded, so that
+// the span's name and attributes and every metric of the call carry the
+// final values.
+func (c *call) retarget() {
+	if c.retargeted {
 		return
 	}
-	c.model = c.req.Target.Model
-	c.base = nil
-	c.span.SetName(SpanName(c.op, c.model))
-	c.span.SetAttributes(semconv.GenAIRequestModelKey.String(c.model))
+	c.retargeted = true
+	t := c.req.Target
+	var attrs []attribute.KeyValue
+	if t.Endpoint != c.endpoint {
+		old := c.srv
+		c.endpoint, c.srv = t.Endpoint, serverOf(t.Endpoint)
+		attrs = append(attrs, c.serverAttrs()...)
+		// A span cannot drop an attribute: one the new endpoint has no
+		// value for is emptied rather than left stale.
+		if old.address != "" && c.srv.address == "" {
+			attrs = append(attrs, semconv.ServerAddressKey.String(""))
+		}
+		if old.port > 0 && c.srv.port == 0 {
+			attrs = append(attrs, semconv.ServerPortKey.Int(0))
+		}
+		if old.endpoint != "" && c.srv.endpoint == "" {
+			attrs = append(attrs, attribute.String(attrEndpoint, ""))
+		}
+	}
+	if t.Model != c.model {
+		c.model = t.Model
+		c.span.SetName(SpanName(c.op, c.model))
+		attrs = append(attrs, semconv.GenAIRequestModelKey.String(c.model))
+	}
+	if t.Variant != c.variant {
+		c.variant = t.Variant
+		attrs = append(attrs, attribute.String(attrVariant, c.variant))
+	}
+	if len(attrs) > 0 {
+		c.base = nil
+		c.span.SetAttributes(attrs...)
+	}
 }
 
 // EndAttempt implements cloudreq.CallObserver.
 func (c *call) EndAttempt(a latency.Attempt, err *errcodes.Error) {
-	c.refreshModel()
+	c.retarget()
 	ctx := c.ctx
 	if a.Number > 1 {
 		et := c.prevCode
@@ -239,42 +280,45 @@ func (c *call) EndAttempt(a latency.Attempt, err *errcodes.Error) {
 		attrs = append(attrs, semconv.HTTPResponseStatusCodeKey.Int(a.Status))
 	}
 	attrs = append(attrs, phaseAttrs(a)...)
+	end := a.End
+	if end.IsZero() {
+		end = time.Now()
+	}
 	_, s := c.o.tracer.Start(ctx, AttemptSpanName,
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(a.Send), trace.WithAttributes(attrs...))
+	defer s.End(trace.WithTimestamp(end))
 	for _, ev := range phaseEvents(a) {
 		s.AddEvent(ev.name, trace.WithTimestamp(ev.at))
 	}
 	if err != nil {
 		s.SetAttributes(semconv.ErrorTypeKey.String(err.ErrorType()))
 		if err.ProviderCode != "" {
-			s.SetAttributes(attribute.String(attrProviderCode, err.ProviderCode))
+			s.SetAttributes(attribute.String(attrProviderCode, redactString(err.ProviderCode)))
 		}
 		s.SetStatus(codes.Error, err.ErrorType())
 	}
-	end := a.End
-	if end.IsZero() {
-		end = time.Now()
-	}
-	s.End(trace.WithTimestamp(end))
 }
 
 // EndCall implements cloudreq.CallObserver: it finishes the span and
 // records the call's metrics.
 func (c *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *errcodes.Error) {
-	c.refreshModel()
 	ctx := c.ctx
 	span := c.span
 	end := time.Now()
 	if tl != nil && !tl.End.IsZero() {
 		end = tl.End
 	}
+	// Ended whatever happens below: the client drops a panic from an
+	// observer, and a span never ended is never exported.
+	defer span.End(trace.WithTimestamp(end))
+	c.retarget()
 	var attempts int
 	if tl != nil {
 		attempts = len(tl.Attempts)
 	}
 	span.SetAttributes(attribute.Int(attrAttempts, attempts))
 	if id := c.req.RequestID; id != "" {
-		span.SetAttributes(attribute.String(attrRequestID, id))
+		span.SetAttributes(attribute.String(attrRequestID, redactString(id)))
 	}
 
 	var extra []attribute.KeyValue // metric attributes beyond the base
@@ -286,7 +330,7 @@ func (c *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 		extra = append(extra, semconv.ErrorTypeKey.String(et))
 		span.SetAttributes(semconv.ErrorTypeKey.String(et), attribute.Bool(attrRetryable, err.Retryable))
 		if err.ProviderCode != "" {
-			span.SetAttributes(attribute.String(attrProviderCode, err.ProviderCode))
+			span.SetAttributes(attribute.String(attrProviderCode, redactString(err.ProviderCode)))
 		}
 		if err.HTTPStatus != 0 {
 			span.SetAttributes(semconv.HTTPResponseStatusCodeKey.Int(err.HTTPStatus))
@@ -309,7 +353,6 @@ func (c *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 	if resp != nil {
 		c.recordSuccess(ctx, span, resp, tl, set)
 	}
-	span.End(trace.WithTimestamp(end))
 }
 
 // endResponse sets the span attributes of a successful call.
@@ -321,17 +364,17 @@ func (c *call) endResponse(span trace.Span, resp *cloudreq.CloudResponse) {
 		span.SetAttributes(semconv.GenAIResponseFinishReasonsKey.StringSlice([]string{resp.FinishReason}))
 	}
 	if resp.RequestID != "" {
-		span.SetAttributes(attribute.String(attrResponseReqID, resp.RequestID))
+		span.SetAttributes(attribute.String(attrResponseReqID, redactString(resp.RequestID)))
 	}
 	u := resp.Usage
 	if u.InputTokens > 0 {
 		span.SetAttributes(semconv.GenAIUsageInputTokensKey.Int(u.InputTokens))
 	}
-	if u.OutputTokens > 0 || u.Source != "" {
+	if outputTokensKnown(u) {
 		span.SetAttributes(semconv.GenAIUsageOutputTokensKey.Int(u.OutputTokens))
-	}
-	if u.Source != "" {
-		span.SetAttributes(attribute.String(attrUsageSource, u.Source))
+		if src := usageSource(u); src != "" {
+			span.SetAttributes(attribute.String(attrUsageSource, src))
+		}
 	}
 	st := resp.Start
 	if st.Kind != "" {
@@ -356,8 +399,13 @@ func (c *call) recordSuccess(ctx context.Context, span trace.Span, resp *cloudre
 	if u.InputTokens > 0 {
 		c.o.tokens.RecordSet(ctx, int64(u.InputTokens), c.baseSet(semconv.GenAITokenTypeKey.String(string(genaiconv.TokenTypeInput))))
 	}
-	if u.OutputTokens > 0 || u.Source != "" {
-		c.o.tokens.RecordSet(ctx, int64(u.OutputTokens), c.baseSet(semconv.GenAITokenTypeKey.String(string(genaiconv.TokenTypeOutput))))
+	if outputTokensKnown(u) {
+		out := semconv.GenAITokenTypeKey.String(string(genaiconv.TokenTypeOutput))
+		if src := usageSource(u); src != "" {
+			c.o.tokens.RecordSet(ctx, int64(u.OutputTokens), c.baseSet(out, attribute.String(attrUsageSource, src)))
+		} else {
+			c.o.tokens.RecordSet(ctx, int64(u.OutputTokens), c.baseSet(out))
+		}
 	}
 	if tl == nil {
 		return
@@ -393,14 +441,44 @@ func (c *call) recordSuccess(ctx context.Context, span trace.Span, resp *cloudre
 	}
 }
 
+// Values of cloudreq.Usage.Source.
+const (
+	usageFromServer = "server"
+	usageCounted    = "counted"
+)
+
+// usageSource returns where u's output-token count came from, "server" or
+// "counted", or "" when the adapter did not say (or said something else:
+// the value is a metric attribute, so it is kept to the two known ones).
+func usageSource(u cloudreq.Usage) string {
+	switch u.Source {
+	case usageFromServer, usageCounted:
+		return u.Source
+	}
+	return ""
+}
+
+// outputTokensKnown reports whether u's output-token count is a known
+// value: reported by the server (zero included), or counted from the
+// chunks of a stream that carried token counts. A "counted" zero means
+// nothing was counted (an invoke stream's opaque chunks), not that nothing
+// was generated, so it is unknown; so is a zero whose source is not said.
+func outputTokensKnown(u cloudreq.Usage) bool {
+	if u.Source == usageFromServer {
+		return true
+	}
+	return u.OutputTokens > 0
+}
+
 // statusDescription describes a failure for the span status from the
-// error's portable fields only. The wrapped native error is left out: it
-// may quote what the provider or transport saw, credentials included.
+// error's portable fields only, with any credential they quote hidden (as
+// the logs hide it). The wrapped native error is left out: it may quote
+// what the provider or transport saw, credentials included.
 func statusDescription(e *errcodes.Error) string {
 	if e.Message == "" {
 		return string(e.Code)
 	}
-	return string(e.Code) + ": " + e.Message
+	return redactString(string(e.Code) + ": " + e.Message)
 }
 
 type phaseEvent struct {

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -420,4 +421,285 @@ func TestStreamInterrupted(t *testing.T) {
 	atts := r.attemptSpans()
 	require.Len(t, atts, 1, "never retried after the first chunk")
 	assert.Equal(t, attribute.StringValue("ERR_STREAM_INTERRUPTED"), attrMap(atts[0].Attributes())["error.type"])
+}
+
+// TestSpanStatusRedacted: a failure's description, provider code and the
+// provider's request id are redacted on spans as they are in logs.
+func TestSpanStatusRedacted(t *testing.T) {
+	const secret = "SECRET123"
+	withCode := func(code, msg string) *errcodes.Error {
+		e := errcodes.New(errcodes.Unauthenticated, msg)
+		e.ProviderCode = code
+		return e
+	}
+	for _, tc := range []struct {
+		name    string
+		outcome cloudreqtest.Outcome
+		status  string // the call span's status description, when it failed
+	}{
+		{"url-in-message", cloudreqtest.Outcome{Err: withCode("", "POST https://h.example/v1?key="+secret+" refused")},
+			"ERR_UNAUTHENTICATED: POST https://h.example/v1?key=%5BREDACTED%5D refused"},
+		{"bearer-in-message", cloudreqtest.Outcome{Err: withCode("", "sent Bearer "+secret+"abcdef")},
+			"ERR_UNAUTHENTICATED: sent Bearer [REDACTED]"},
+		{"kv-in-message", cloudreqtest.Outcome{Err: withCode("", "bad api_key="+secret)},
+			"ERR_UNAUTHENTICATED: bad api_key=[REDACTED]"},
+		{"provider-code", cloudreqtest.Outcome{Err: withCode("Denied token="+secret, "denied")},
+			"ERR_UNAUTHENTICATED: denied"},
+		{"response-request-id", cloudreqtest.Outcome{Response: &cloudreq.CloudResponse{StatusCode: 200, RequestID: "r-1 sig=" + secret}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, Options{}, &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{tc.outcome}})
+			_, _ = r.client.Invoke(context.Background(), generateReq())
+			span := r.callSpan(t)
+			if tc.status != "" {
+				assert.Equal(t, codes.Error, span.Status().Code)
+				assert.Equal(t, tc.status, masked(span.Status().Description, secret), "status description")
+			}
+			for _, s := range r.spans.Ended() {
+				assertNoToken(t, secret, "span "+s.Name(), spanStrings(s)...)
+			}
+		})
+	}
+}
+
+// TestHookRetargetsCall: a PreSerialize hook that changes the endpoint,
+// model or variant changes the span's name and attributes and every
+// metric's attributes to what the attempts sent.
+func TestHookRetargetsCall(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		endpoint       string // "" keeps generateReq's
+		model, variant string
+		wantName       string
+		wantSpan       map[string]attribute.Value
+		wantMetric     map[string]attribute.Value // the base attributes of every metric
+	}{
+		{
+			name: "endpoint", endpoint: "https://other.example.com:8443/v2?key=abcdefgh", model: "llama-3-8b",
+			wantName: "chat llama-3-8b",
+			wantSpan: map[string]attribute.Value{
+				"server.address":       attribute.StringValue("other.example.com"),
+				"server.port":          attribute.IntValue(8443),
+				"cloudinfer.endpoint":  attribute.StringValue("https://other.example.com:8443/v2"),
+				"gen_ai.request.model": attribute.StringValue("llama-3-8b"),
+			},
+			wantMetric: map[string]attribute.Value{
+				"gen_ai.operation.name": attribute.StringValue("chat"),
+				"gen_ai.provider.name":  attribute.StringValue("openai"),
+				"gen_ai.request.model":  attribute.StringValue("llama-3-8b"),
+				"server.address":        attribute.StringValue("other.example.com"),
+				"server.port":           attribute.IntValue(8443),
+				"cloudinfer.endpoint":   attribute.StringValue("https://other.example.com:8443/v2"),
+			},
+		},
+		{
+			name: "model", model: "phi-3-mini", wantName: "chat phi-3-mini",
+			wantSpan: map[string]attribute.Value{
+				"server.address":       attribute.StringValue("127.0.0.1"),
+				"gen_ai.request.model": attribute.StringValue("phi-3-mini"),
+			},
+			wantMetric: map[string]attribute.Value{
+				"gen_ai.operation.name": attribute.StringValue("chat"),
+				"gen_ai.provider.name":  attribute.StringValue("openai"),
+				"gen_ai.request.model":  attribute.StringValue("phi-3-mini"),
+				"server.address":        attribute.StringValue("127.0.0.1"),
+				"server.port":           attribute.IntValue(8000),
+				"cloudinfer.endpoint":   attribute.StringValue("http://127.0.0.1:8000/v1"),
+			},
+		},
+		{
+			name: "to-endpoint-name", endpoint: "my-endpoint", model: "m2", variant: "Blue", wantName: "chat m2",
+			wantSpan: map[string]attribute.Value{
+				"server.address":       attribute.StringValue(""),
+				"server.port":          attribute.IntValue(0),
+				"cloudinfer.endpoint":  attribute.StringValue("my-endpoint"),
+				"cloudinfer.variant":   attribute.StringValue("Blue"),
+				"gen_ai.request.model": attribute.StringValue("m2"),
+			},
+			wantMetric: map[string]attribute.Value{
+				"gen_ai.operation.name": attribute.StringValue("chat"),
+				"gen_ai.provider.name":  attribute.StringValue("openai"),
+				"gen_ai.request.model":  attribute.StringValue("m2"),
+				"cloudinfer.endpoint":   attribute.StringValue("my-endpoint"),
+			},
+		},
+		{
+			name: "model-cleared", model: "", wantName: "chat",
+			wantSpan: map[string]attribute.Value{"gen_ai.request.model": attribute.StringValue("")},
+			wantMetric: map[string]attribute.Value{
+				"gen_ai.operation.name": attribute.StringValue("chat"),
+				"gen_ai.provider.name":  attribute.StringValue("openai"),
+				"server.address":        attribute.StringValue("127.0.0.1"),
+				"server.port":           attribute.IntValue(8000),
+				"cloudinfer.endpoint":   attribute.StringValue("http://127.0.0.1:8000/v1"),
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := &hooks.Set{}
+			require.NoError(t, set.Serialize.Add("retarget", hooks.PreSerializeFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
+				if tc.endpoint != "" {
+					r.Target.Endpoint = tc.endpoint
+				}
+				r.Target.Model, r.Target.Variant = tc.model, tc.variant
+				return nil
+			})))
+			fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
+				{Err: errcodes.New(errcodes.Throttled, "slow down")},
+				{Response: &cloudreq.CloudResponse{StatusCode: 200, Usage: cloudreq.Usage{InputTokens: 3, OutputTokens: 2, Source: "server"}}},
+			}}
+			r := newRig(t, Options{}, fake, func(o *cloudreq.Options) { o.Hooks = set })
+			_, err := r.client.Invoke(context.Background(), generateReq())
+			require.NoError(t, err)
+
+			span := r.callSpan(t)
+			assert.Equal(t, tc.wantName, span.Name())
+			a := attrMap(span.Attributes())
+			for k, want := range tc.wantSpan {
+				assert.Equal(t, want, a[k], k)
+			}
+			ms := r.metrics(t)
+			base := func(s attribute.Set) map[string]attribute.Value {
+				m := setMap(s)
+				for _, k := range []string{"error.type", "cloudinfer.start.kind", "gen_ai.token.type", "cloudinfer.usage.source"} {
+					delete(m, k)
+				}
+				return m
+			}
+			dur := floatHist(t, ms, MetricOperationDuration, "s", DurationBuckets)
+			require.Len(t, dur, 1)
+			assert.Equal(t, tc.wantMetric, base(dur[0].Attributes), "duration")
+			for _, name := range []string{MetricRetries, MetricThrottles} {
+				pts := intSum(t, ms, name, map[string]string{MetricRetries: "{retry}", MetricThrottles: "{throttle}"}[name])
+				require.Len(t, pts, 1, name)
+				assert.Equal(t, tc.wantMetric, base(pts[0].Attributes), name)
+			}
+			tok := ms[MetricTokenUsage].Data.(metricdata.Histogram[int64])
+			require.Len(t, tok.DataPoints, 2)
+			for _, dp := range tok.DataPoints {
+				assert.Equal(t, tc.wantMetric, base(dp.Attributes), "token usage")
+			}
+		})
+	}
+}
+
+// TestTokenUsageSource: the output-token count is recorded only when it is
+// known, and says where it came from.
+func TestTokenUsageSource(t *testing.T) {
+	type point struct {
+		typ, source string
+		sum         int64
+	}
+	for _, tc := range []struct {
+		name      string
+		stream    bool
+		outcome   cloudreqtest.Outcome
+		wantAttrs map[string]attribute.Value // span
+		absent    []string                   // span attributes that must not be set
+		wantPts   []point
+	}{
+		{
+			name: "opaque-invoke-stream", stream: true,
+			outcome: cloudreqtest.Outcome{Chunks: []cloudreq.StreamChunk{{Data: []byte(`{"x":1}`)}, {Data: []byte(`{"x":2}`)}}},
+			absent:  []string{"gen_ai.usage.output_tokens", "cloudinfer.usage.source", "gen_ai.usage.input_tokens"},
+		},
+		{
+			name: "counted-stream", stream: true,
+			outcome: cloudreqtest.Outcome{Chunks: []cloudreq.StreamChunk{{Text: "a", Tokens: 1}, {Text: "b", Tokens: 2}}},
+			wantAttrs: map[string]attribute.Value{
+				"gen_ai.usage.output_tokens": attribute.IntValue(3), "cloudinfer.usage.source": attribute.StringValue("counted"),
+			},
+			wantPts: []point{{"output", "counted", 3}},
+		},
+		{
+			name: "server-stream", stream: true,
+			outcome: cloudreqtest.Outcome{Chunks: []cloudreq.StreamChunk{{Text: "a"}, {Text: "b", Usage: &cloudreq.Usage{InputTokens: 5, OutputTokens: 4}}}},
+			wantAttrs: map[string]attribute.Value{
+				"gen_ai.usage.output_tokens": attribute.IntValue(4), "cloudinfer.usage.source": attribute.StringValue("server"),
+				"gen_ai.usage.input_tokens": attribute.IntValue(5),
+			},
+			wantPts: []point{{"input", "", 5}, {"output", "server", 4}},
+		},
+		{
+			name:    "server-zero",
+			outcome: cloudreqtest.Outcome{Response: &cloudreq.CloudResponse{StatusCode: 200, Usage: cloudreq.Usage{InputTokens: 2, Source: "server"}}},
+			wantAttrs: map[string]attribute.Value{
+				"gen_ai.usage.output_tokens": attribute.IntValue(0), "cloudinfer.usage.source": attribute.StringValue("server"),
+			},
+			wantPts: []point{{"input", "", 2}, {"output", "server", 0}},
+		},
+		{
+			name:    "unknown",
+			outcome: cloudreqtest.Outcome{Response: &cloudreq.CloudResponse{StatusCode: 200}},
+			absent:  []string{"gen_ai.usage.output_tokens", "cloudinfer.usage.source"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, Options{}, &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{tc.outcome}})
+			req := generateReq()
+			if tc.stream {
+				req.Action, req.Generate, req.Payload = cloudreq.ActionInvoke, nil, cloudreq.Payload{Body: []byte(`{}`)}
+				s, err := r.client.Stream(context.Background(), req)
+				require.NoError(t, err)
+				for s.Next() {
+				}
+				require.NoError(t, s.Err())
+			} else {
+				_, err := r.client.Invoke(context.Background(), req)
+				require.NoError(t, err)
+			}
+			a := attrMap(r.callSpan(t).Attributes())
+			for k, want := range tc.wantAttrs {
+				assert.Equal(t, want, a[k], k)
+			}
+			for _, k := range tc.absent {
+				assert.NotContains(t, a, k)
+			}
+			var got []point
+			if m, ok := r.metrics(t)[MetricTokenUsage]; ok {
+				for _, dp := range m.Data.(metricdata.Histogram[int64]).DataPoints {
+					sa := setMap(dp.Attributes)
+					got = append(got, point{sa["gen_ai.token.type"].AsString(), sa["cloudinfer.usage.source"].AsString(), dp.Sum})
+				}
+			}
+			assert.ElementsMatch(t, tc.wantPts, got)
+		})
+	}
+}
+
+// panickyMeter is a meter whose float histograms panic when they record.
+type panickyMeter struct{ noop.Meter }
+
+func (panickyMeter) Float64Histogram(string, ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
+	return panickyHistogram{}, nil
+}
+
+type panickyHistogram struct{ noop.Float64Histogram }
+
+func (panickyHistogram) Enabled(context.Context) bool { return true }
+
+func (panickyHistogram) Record(context.Context, float64, ...metric.RecordOption) {
+	panic("recording failed")
+}
+
+type panickyMeterProvider struct{ noop.MeterProvider }
+
+func (panickyMeterProvider) Meter(string, ...metric.MeterOption) metric.Meter { return panickyMeter{} }
+
+// TestCallSpanEndsWhenRecordingPanics: the client drops a panic from an
+// observer; the call's span is ended all the same.
+func TestCallSpanEndsWhenRecordingPanics(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { require.NoError(t, tp.Shutdown(context.Background())) }()
+	obs, err := New(Options{TracerProvider: tp, MeterProvider: panickyMeterProvider{}, NoAttemptSpans: true})
+	require.NoError(t, err)
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{&cloudreqtest.Adapter{}}}, WithObserver(obs))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Invoke(context.Background(), generateReq())
+	require.NoError(t, err)
+	require.Len(t, rec.Started(), 1)
+	require.Len(t, rec.Ended(), 1, "the call span was ended")
+	assert.Equal(t, "chat llama-3-8b", rec.Ended()[0].Name())
 }

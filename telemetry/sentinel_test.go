@@ -145,14 +145,20 @@ func TestSentinelSecret(t *testing.T) {
 	assert.Greater(t, nPoints, 0, "metrics were recorded")
 }
 
+// assertNoToken fails when one of ss holds token; the failure message
+// shows where, with the token masked.
 func assertNoToken(t *testing.T, token, where string, ss ...string) {
 	t.Helper()
 	for _, s := range ss {
 		if strings.Contains(s, token) {
-			t.Errorf("%s holds the sentinel: %q", where, s)
+			t.Errorf("%s holds the sentinel: %q", where, masked(s, token))
 		}
 	}
 }
+
+// masked returns s with every occurrence of secret replaced by a marker, so
+// that a failure message can show s without leaking the secret itself.
+func masked(s, secret string) string { return strings.ReplaceAll(s, secret, "<LEAKED-SECRET>") }
 
 func attrStrings(kvs []attribute.KeyValue) []string {
 	out := make([]string, 0, 2*len(kvs))
