@@ -28,6 +28,8 @@ type Client struct {
 	// lastKey is the endpoint key of the latest call, kept so that calls
 	// to one endpoint, the usual case, build no string.
 	lastKey atomic.Pointer[endpointKey]
+	// closed is set by the first Close: later calls fail at once.
+	closed atomic.Bool
 }
 
 // endpointKey is a request's EndpointKey with the fields it was built from.
@@ -80,8 +82,23 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the adapters that hold resources (io.Closer).
+// Close closes the client and the adapters that hold resources
+// (io.Closer), and returns their errors joined. Only the first Close
+// closes anything; a later one returns nil.
+//
+// After Close, Invoke and Stream fail at once, before any hook or observer
+// runs, with a non-retryable ERR_INVALID_PARAM "cloudreq: the client is
+// closed". Close does not wait for calls in flight nor cancel them; what
+// becomes of them is the adapter's Close: the HTTP adapters close only
+// idle connections, so calls in flight run to their end (their
+// connections go idle afterwards and close after the idle timeout), while
+// Vertex closes its gRPC connections, which ends calls in flight with
+// ERR_CANCELED. Close a client once its calls have ended (cancel their
+// contexts first to stop them).
 func (c *Client) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
 	var errs []error
 	for _, r := range c.adapters {
 		if cl, ok := r.ad.(io.Closer); ok {
@@ -227,6 +244,10 @@ func (cl *call) initTimeline(intended time.Time) {
 // call is usable (for fail) even when err is set.
 func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, optFns []func(*Options)) (*call, context.Context, context.CancelFunc, *errcodes.Error) {
 	cl := &call{o: &c.opts, c: c}
+	if c.closed.Load() {
+		cl.initTimeline(time.Time{})
+		return cl, ctx, func() {}, errClientClosed()
+	}
 	if len(optFns) > 0 {
 		o := c.opts
 		o.Adapters = slices.Clone(o.Adapters)
@@ -293,6 +314,14 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 		cl.payload = p
 	}
 	return cl, ctx, cancel, nil
+}
+
+// errClientClosed is the error of a call on a closed client: a new one
+// for each call, which the caller may change.
+func errClientClosed() *errcodes.Error {
+	e := errcodes.New(errcodes.InvalidParam, "cloudreq: the client is closed")
+	e.Retryable = false
+	return e
 }
 
 // route finds the adapter for req, or explains what is supported.
