@@ -102,7 +102,12 @@ type Options struct {
 	// AllowInsecureHTTP permits a credential over plain http (azcore's
 	// InsecureAllowCredentialWithHTTP). Use it for the local emulator only.
 	AllowInsecureHTTP bool
-	// HTTPClient sends the requests (default: a new http.Client).
+	// HTTPClient sends the requests. A caller's client is the caller's to
+	// tune and to close: its timeout, if any, applies too, and the
+	// adapter's Close leaves its connections alone. Nil: the adapter builds
+	// its own transport (a clone of http.DefaultTransport keeping 256 idle
+	// connections per host, with a 10-minute response header timeout; see
+	// the package doc), which its Close closes.
 	HTTPClient *http.Client
 	// ClientOptions are azcore client options (logging, telemetry,
 	// per-call policies). Their Retry is overridden (MaxRetries -1) and
@@ -123,6 +128,7 @@ type Adapter struct {
 	opts   Options
 	pl     runtime.Pipeline
 	client *http.Client
+	own    *http.Transport        // the transport New built, nil for the caller's client
 	cred   bool                   // a credential is sent
 	lazy   *lazyDefaultCredential // the default credential, when used
 	tokens *tokenSource           // the token credential's wrapper, when used
@@ -175,10 +181,8 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	if n := btoi(opts.Key != "") + btoi(opts.Token != "") + btoi(opts.Credential != nil); n > 1 {
 		return nil, invalid("set only one of Key, Token and Credential")
 	}
-	a := &Adapter{opts: opts, client: opts.HTTPClient, cred: !opts.Anonymous}
-	if a.client == nil {
-		a.client = &http.Client{}
-	}
+	a := &Adapter{opts: opts, cred: !opts.Anonymous}
+	a.client, a.own = httpadapter.Client(opts.HTTPClient)
 	if !strings.Contains(opts.EndpointURL, "{endpoint}") {
 		if _, err := a.checkRoot(opts.EndpointURL); err != nil {
 			return nil, err
@@ -250,9 +254,13 @@ func (a *Adapter) Describe() cloudreq.Description {
 	}
 }
 
-// Close closes the HTTP client's idle connections.
+// Close closes the idle connections of the transport the adapter built
+// for itself; a caller's Options.HTTPClient is left alone. Requests in
+// flight are not interrupted.
 func (a *Adapter) Close() error {
-	a.client.CloseIdleConnections()
+	if a.own != nil {
+		a.own.CloseIdleConnections()
+	}
 	return nil
 }
 

@@ -90,4 +90,20 @@
 // served is kept in Metadata["Azureml-Model-Deployment"]. The cloudinfer
 // emulator's X-Emulator-Cold-Start and X-Emulator-Cold-Start-Ms headers fill
 // CloudResponse.ServerStart. Keys and tokens never appear in errors.
+//
+// # Connections
+//
+// Without Options.HTTPClient the adapter builds its own transport: a clone
+// of http.DefaultTransport (proxy from the environment, HTTP/2) that keeps
+// up to 256 idle connections per host with no total limit (net/http's
+// default keeps 2, so concurrent calls would open and close a connection
+// each), closes them after 90 s idle, and bounds the wait for a response's
+// headers, once the request is written, to 10 minutes. That bound is
+// generous on purpose: a server that does not stream sends its headers
+// only when the whole generation is done. It only keeps a server that
+// never answers from holding a call forever; bound calls more tightly with
+// cloudreq's Timeout, AttemptTimeout and FirstChunkTimeout. A timeout
+// waiting for headers is ERR_TIMEOUT, retryable. Adapter.Close closes that
+// transport's idle connections. A caller's HTTPClient is the caller's to
+// tune and to close: Close leaves it alone.
 package azureml

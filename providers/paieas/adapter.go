@@ -101,7 +101,12 @@ type Options struct {
 	// LegacyStream says whether legacy stream records are cumulative
 	// (default LegacyAuto: detected).
 	LegacyStream LegacyStream
-	// HTTPClient sends the requests (default: a new http.Client).
+	// HTTPClient sends the requests. A caller's client is the caller's to
+	// tune and to close: its timeout, if any, applies too, and the
+	// adapter's Close leaves its connections alone. Nil: the adapter builds
+	// its own transport (a clone of http.DefaultTransport keeping 256 idle
+	// connections per host, with a 10-minute response header timeout; see
+	// the package doc), which its Close closes.
 	HTTPClient *http.Client
 	// AllowInsecureHTTP permits sending the token over plain http. Use it
 	// for the local emulator only.
@@ -124,6 +129,7 @@ type Adapter struct {
 	opts   Options
 	base   string
 	client *http.Client
+	own    *http.Transport // the transport New built, nil for the caller's client
 }
 
 var (
@@ -173,10 +179,8 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &Adapter{opts: opts, client: opts.HTTPClient}
-	if a.client == nil {
-		a.client = &http.Client{}
-	}
+	a := &Adapter{opts: opts}
+	a.client, a.own = httpadapter.Client(opts.HTTPClient)
 	if opts.Endpoint != "" {
 		b, err := a.checkURL(opts.Endpoint)
 		if err != nil {
@@ -216,9 +220,13 @@ func (a *Adapter) Describe() cloudreq.Description {
 	}
 }
 
-// Close closes the HTTP client's idle connections.
+// Close closes the idle connections of the transport the adapter built
+// for itself; a caller's Options.HTTPClient is left alone. Requests in
+// flight are not interrupted.
 func (a *Adapter) Close() error {
-	a.client.CloseIdleConnections()
+	if a.own != nil {
+		a.own.CloseIdleConnections()
+	}
 	return nil
 }
 

@@ -14,4 +14,8 @@
 // It checks invoke, generate, streaming, each error class the emulator
 // injects (X-Emulator-Inject) against the expected portable code,
 // cancellation mid-stream, usage, timing, and a server-reported cold start.
+//
+// RunPool checks an HTTP adapter's connections on an httptest server:
+// that concurrent calls reuse them, and that the adapter's Close closes the
+// idle connections of its own transport only.
 package providertest
