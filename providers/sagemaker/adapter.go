@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -54,14 +56,23 @@ type Options struct {
 	// Region overrides the configuration's region.
 	Region string
 	// Credentials overrides the configuration's credentials, for example
-	// credentials.NewStaticCredentialsProvider(id, secret, "").
+	// credentials.NewStaticCredentialsProvider(id, secret, ""). New wraps a
+	// provider (here or in Config) in an aws.CredentialsCache unless it is
+	// one already, as config.LoadDefaultConfig does: requests then sign
+	// with cached credentials, and Retrieve runs only when they near
+	// expiry, not once per request.
 	Credentials aws.CredentialsProvider
 	// BaseEndpoint overrides the service endpoint, e.g. the emulator's
 	// "http://127.0.0.1:PORT".
 	BaseEndpoint string
-	// HTTPClient sends the requests (an *http.Client works). Nil: the SDK's
-	// default client. An *http.Client is copied, set never to follow
-	// redirects.
+	// HTTPClient sends the requests (an *http.Client works). A caller's
+	// client is the caller's to tune and to close: the adapter's Close
+	// leaves its connections alone. An *http.Client is copied, set never
+	// to follow redirects. Nil (and no HTTPClient in Config): the SDK's
+	// default client, with the adapter's connection pool and header
+	// timeout (256 idle connections per host instead of the SDK's 10,
+	// ResponseHeaderTimeout; see the package doc), which the adapter's
+	// Close closes.
 	HTTPClient aws.HTTPClient
 	// AllowInsecureHTTP permits a plain-http endpoint. Requests are signed
 	// with the credentials, so New refuses an http:// endpoint unless this
@@ -89,6 +100,16 @@ type Options struct {
 // DefaultMaxResponseBytes bounds an InvokeEndpoint answer's body.
 const DefaultMaxResponseBytes = httpadapter.DefaultMaxResponse
 
+// ResponseHeaderTimeout bounds the wait for a response's headers on the
+// adapter's own HTTP client (no Options.HTTPClient): 15 minutes, the
+// inactivity timeout aws-sdk-go-v2 itself assigns SageMaker Runtime (its
+// opt-in default socket read timeouts), longer than the HTTP adapters'
+// 10: an InvokeEndpoint answer comes with its headers only once the model
+// produced all of it. It only keeps an endpoint that never answers from
+// holding a call forever; bound calls more tightly with cloudreq's
+// Timeout, AttemptTimeout and FirstChunkTimeout.
+const ResponseHeaderTimeout = 15 * time.Minute
+
 // Adapter is the cloudreq adapter for SageMaker real-time endpoints
 // (provider "aws", service "sagemaker", actions invoke and generate). It
 // implements cloudreq.Adapter, cloudreq.Streamer, cloudreq.Encoder and
@@ -96,6 +117,7 @@ const DefaultMaxResponseBytes = httpadapter.DefaultMaxResponse
 type Adapter struct {
 	client *sagemakerruntime.Client
 	opts   Options
+	own    *http.Transport // the transport of the adapter's own client; nil for the caller's
 }
 
 var (
@@ -146,6 +168,9 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 	if opts.Credentials != nil {
 		cfg.Credentials = opts.Credentials
 	}
+	cfg.Credentials = cached(cfg.Credentials)
+	callerClient := opts.HTTPClient != nil || (opts.Config != nil && opts.Config.HTTPClient != nil)
+	var own *http.Transport
 	client := sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) {
 		if opts.BaseEndpoint != "" {
 			o.BaseEndpoint = aws.String(opts.BaseEndpoint)
@@ -153,8 +178,16 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 		if opts.HTTPClient != nil {
 			o.HTTPClient = opts.HTTPClient
 		}
+		var mine aws.HTTPClient
+		if b, ok := o.HTTPClient.(*awshttp.BuildableClient); ok && !callerClient {
+			mine, own = ownClient(b)
+			o.HTTPClient = mine
+		}
 		for _, f := range opts.ClientOptions {
 			f(o)
+		}
+		if own != nil && o.HTTPClient != mine {
+			own = nil // ClientOptions set a client of their own
 		}
 		// cloudreq's retry loop is in charge: one attempt per call here.
 		o.Retryer = aws.NopRetryer{}
@@ -172,7 +205,66 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 				"sagemaker: refusing to send AWS credentials over plain http to %s; use https, or set AllowInsecureHTTP for a local emulator", u.Host)
 		}
 	}
-	return &Adapter{client: client, opts: opts}, nil
+	return &Adapter{client: client, opts: opts, own: own}, nil
+}
+
+// ownClient returns the adapter's own client, built from the SDK's default
+// one with its settings resolved (dialer, TLS, timeouts, the read timeout
+// when one is set), a connection pool for concurrent calls and a bound on
+// the wait for response headers, and the transport it owns. The SDK would
+// freeze b into a client whose transport is a copy of b's hidden in a
+// wrapper without CloseIdleConnections: the adapter builds the client
+// itself, so that Close can reach the transport.
+func ownClient(b *awshttp.BuildableClient) (*http.Client, *http.Transport) {
+	t := b.GetTransport()
+	httpadapter.TuneTransport(t)
+	t.ResponseHeaderTimeout = ResponseHeaderTimeout
+	if d, ok := b.GetReadTimeout(); ok && d > 0 {
+		dial := t.DialContext
+		if dial == nil {
+			dial = b.GetDialer().DialContext
+		}
+		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &readTimeoutConn{Conn: c, timeout: d}, nil
+		}
+	}
+	return &http.Client{Transport: t, Timeout: b.GetTimeout()}, t
+}
+
+// readTimeoutConn fails a read that waits longer than timeout for data, as
+// the SDK's BuildableClient does with a read timeout: the deadline moves
+// with each read, so a slow but progressing body is never cut.
+type readTimeoutConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+// Read implements io.Reader.
+func (c *readTimeoutConn) Read(p []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
+		return 0, err
+	}
+	n, err := c.Conn.Read(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, &awshttp.ResponseTimeoutError{TimeoutDur: c.timeout}
+	}
+	return n, err
+}
+
+// cached returns p wrapped in an aws.CredentialsCache, unless it is nil,
+// one already, or anonymous. The sagemakerruntime client uses its
+// Credentials as they are: an uncached provider would be asked for
+// credentials on every request (an STS or IMDS round trip for most).
+func cached(p aws.CredentialsProvider) aws.CredentialsProvider {
+	switch p.(type) {
+	case nil, *aws.CredentialsCache, aws.AnonymousCredentials, *aws.AnonymousCredentials:
+		return p
+	}
+	return aws.NewCredentialsCache(p)
 }
 
 // maxErrorBody bounds what is read of an error response's body.
@@ -243,7 +335,8 @@ func limitBody(limit int64) func(*sagemakerruntime.Options) {
 // noRedirects returns c set never to follow a redirect: net/http would
 // send the signed headers, the session token among them, to wherever a
 // 307 or 308 points (across hosts it strips only Authorization), and
-// SageMaker does not redirect. The SDK's default client is frozen into the
+// SageMaker does not redirect. A BuildableClient (a caller's: the
+// adapter's own is an *http.Client, see ownClient) is frozen into the
 // *http.Client it builds, with all its settings; another aws.HTTPClient
 // is used as it is.
 func noRedirects(c aws.HTTPClient) aws.HTTPClient {
@@ -297,10 +390,12 @@ func (c ownBody) CloseIdleConnections() {
 // Client returns the underlying sagemakerruntime client.
 func (a *Adapter) Client() *sagemakerruntime.Client { return a.client }
 
-// Close closes idle connections when the HTTP client supports it.
+// Close closes the idle connections of the adapter's own HTTP client (the
+// SDK's default one); a caller's HTTPClient is left alone. Requests in
+// flight are not interrupted.
 func (a *Adapter) Close() error {
-	if c, ok := a.client.Options().HTTPClient.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
+	if a.own != nil {
+		a.own.CloseIdleConnections()
 	}
 	return nil
 }

@@ -102,7 +102,24 @@
 //
 // New loads the default AWS configuration (config.LoadDefaultConfig) unless
 // Options.Config is given; Options.Region and Options.Credentials override
-// it. Options.BaseEndpoint points the client elsewhere, the local emulator
-// for instance; since requests are signed, a plain-http endpoint is refused
-// unless Options.AllowInsecureHTTP is set.
+// it. Credentials are cached (aws.CredentialsCache, as LoadDefaultConfig
+// does): a provider given in Options.Credentials or Options.Config that is
+// not cached already is wrapped, so its Retrieve runs when the credentials
+// near expiry, not on every request. Options.BaseEndpoint points the client
+// elsewhere, the local emulator for instance; since requests are signed, a
+// plain-http endpoint is refused unless Options.AllowInsecureHTTP is set.
+//
+// # Connections
+//
+// Without Options.HTTPClient (in Options or Options.Config) the adapter
+// uses the SDK's default client with its settings, except that its
+// transport keeps up to 256 idle connections per host (the SDK keeps 10,
+// so concurrent calls would open and close connections) with no total
+// limit, and bounds the wait for a response's headers to
+// ResponseHeaderTimeout, 15 minutes (so that an endpoint that never
+// answers cannot hold a call forever; a generous bound, since
+// InvokeEndpoint's headers come only with the whole answer). A timeout
+// waiting for headers is ERR_TIMEOUT, retryable.
+// Adapter.Close closes that client's idle connections. A caller's
+// HTTPClient is the caller's to tune and to close: Close leaves it alone.
 package sagemaker
