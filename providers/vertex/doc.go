@@ -101,7 +101,7 @@
 //	ABORTED               409   ERR_UNAVAILABLE      (a concurrency conflict: a retry may succeed)
 //	RESOURCE_EXHAUSTED    429   ERR_THROTTLED        ERR_QUOTA_EXCEEDED with a QuotaFailure detail or an ErrorInfo reason containing QUOTA,
 //	                                                 unless the reason is RATE_LIMIT_EXCEEDED (a per-minute rate quota: throttled);
-//	                                                 ERR_PAYLOAD_TOO_LARGE for grpc-go's "message larger than max" (no details)
+//	                                                 ERR_PAYLOAD_TOO_LARGE for grpc-go's "… larger than max" (no details)
 //	CANCELLED             499   ERR_CANCELED
 //	UNKNOWN               500   ERR_INTERNAL         ERR_MODEL_ERROR with an ErrorInfo reason containing MODEL_ERROR
 //	INTERNAL              500   ERR_INTERNAL         ERR_MODEL_ERROR with an ErrorInfo reason containing MODEL_ERROR
@@ -142,4 +142,27 @@
 // calls). Options.Insecure dials Options.Endpoint in plain text with
 // authentication off, for the emulator; credentials never travel in plain
 // text.
+//
+// A response message is bounded by Options.MaxResponseBytes (default
+// DefaultMaxResponseBytes, 64 MiB, the HTTP adapters' bound on a body;
+// the aiplatform client alone accepts 2 GiB, read whole into memory): a
+// larger unary response, or a larger message of a stream, fails with
+// ERR_PAYLOAD_TOO_LARGE, not retried.
+//
+// Connections with calls in flight send keepalive pings: one that
+// received nothing for 5 minutes is pinged, and closed when no answer
+// comes within 20 s, failing its calls with ERR_UNAVAILABLE (retryable)
+// or, for a stream that delivered a chunk, ERR_STREAM_INTERRUPTED. A dead
+// server, or a connection a NAT or load balancer dropped silently, is so
+// found within about 5 minutes instead of after the operating system's
+// TCP timeouts, which may take far longer. Idle connections are not
+// pinged. Five minutes is the most often a gRPC server accepts pings by
+// default (grpc-go's enforcement policy): a shorter time would make such a
+// server answer a long call's pings with GOAWAY too_many_pings and fail
+// the call. Against a server that permits more, pass a shorter one.
+//
+// Both are dial options placed before Options.ClientOptions, which may
+// override them: option.WithGRPCDialOption with
+// grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(n)) or
+// grpc.WithKeepaliveParams(…).
 package vertex

@@ -110,9 +110,12 @@ func mapError(err error) error {
 			// refills, so the request is throttled, not out of quota.
 		case d.QuotaFailure != nil || strings.Contains(reason, "QUOTA"):
 			code = errcodes.QuotaExceeded
-		case reason == "" && strings.Contains(st.Message(), "message larger than max"):
-			// grpc-go's own message-size limits (client or server side)
-			// carry no details: a documented last-resort string match.
+		case reason == "" && strings.Contains(st.Message(), "larger than max"):
+			// grpc-go's own message-size limits (client or server side:
+			// "received message larger than max", "message after
+			// decompression larger than max", "trying to send message
+			// larger than max") carry no details: a documented
+			// last-resort string match.
 			code = errcodes.PayloadTooLarge
 		}
 	case codes.Unavailable:

@@ -206,10 +206,18 @@ func TestMappingTableMatchesDoc(t *testing.T) {
 }
 
 func TestMessageTooLarge(t *testing.T) {
-	err := mapError(status.Error(codes.ResourceExhausted, "grpc: received message larger than max (9 vs. 4)"))
-	assert.ErrorIs(t, err, errcodes.PayloadTooLarge)
-	assert.Equal(t, 429, errcodes.As(err).HTTPStatus)
-	err = mapError(status.Error(codes.ResourceExhausted, "slow down"))
+	for _, msg := range []string{
+		"grpc: received message larger than max (9 vs. 4)",
+		"grpc: message after decompression larger than max (9 vs. 4)",
+		"grpc: received message after decompression larger than max 4",
+		"trying to send message larger than max (9 vs. 4)",
+	} {
+		err := mapError(status.Error(codes.ResourceExhausted, msg))
+		assert.ErrorIs(t, err, errcodes.PayloadTooLarge, msg)
+		assert.False(t, errcodes.As(err).Retryable, msg)
+		assert.Equal(t, 429, errcodes.As(err).HTTPStatus, msg)
+	}
+	err := mapError(status.Error(codes.ResourceExhausted, "slow down"))
 	assert.ErrorIs(t, err, errcodes.Throttled)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"time"
 
 	aiplatform "cloud.google.com/go/aiplatform/apiv1"
 	"cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
@@ -12,11 +13,13 @@ import (
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
@@ -38,7 +41,28 @@ type Options struct {
 	// authentication off: credentials are never sent over a plain-text
 	// connection (gRPC refuses to, and there is no switch to allow it).
 	Insecure bool
+	// MaxResponseBytes bounds a response message, which gRPC reads whole
+	// into memory (default DefaultMaxResponseBytes, as the HTTP adapters):
+	// a larger one fails with ERR_PAYLOAD_TOO_LARGE. For a stream it
+	// bounds each message. The aiplatform client's own default is 2 GiB.
+	// A gRPC dial option in ClientOptions
+	// (grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(n))) overrides
+	// it.
+	MaxResponseBytes int
 }
+
+// DefaultMaxResponseBytes bounds a response message: 64 MiB, the HTTP
+// adapters' bound on a response body.
+const DefaultMaxResponseBytes = httpadapter.DefaultMaxResponse
+
+// Keepalive pings of the client's connections (see the package doc):
+// a connection with calls in flight that received nothing for
+// keepaliveTime is pinged, and closed, failing its calls, when the answer
+// does not come within keepaliveTimeout.
+const (
+	keepaliveTime    = 5 * time.Minute
+	keepaliveTimeout = 20 * time.Second
+)
 
 // Adapter is the Vertex AI adapter: a cloudreq.Adapter, Streamer, Encoder
 // and io.Closer over one aiplatform PredictionClient. It is safe for
@@ -64,6 +88,10 @@ var (
 // cloudreq retry loop and deadlines are in charge), gRPC's own retries are
 // disabled, the SDK's default OpenTelemetry handler is off (cloudreq's
 // observers trace calls), and a gRPC stats handler times each attempt.
+// Response messages are bounded by Options.MaxResponseBytes and
+// connections with calls in flight send keepalive pings (after 5 minutes
+// without a frame, answer within 20 s); Options.ClientOptions come after
+// these and override them.
 func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	for _, f := range optFns {
 		f(&opts)
@@ -82,11 +110,20 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 			host = opts.Location + "-aiplatform.googleapis.com:443"
 		}
 	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	co := []option.ClientOption{
 		option.WithEndpoint(host),
 		option.WithTelemetryDisabled(),
 		option.WithGRPCDialOption(grpc.WithStatsHandler(latency.NewGRPCStatsHandler())),
 		option.WithGRPCDialOption(grpc.WithDisableRetry()),
+		option.WithGRPCDialOption(grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(opts.MaxResponseBytes))),
+		option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{
+			Time:                keepaliveTime,
+			Timeout:             keepaliveTimeout,
+			PermitWithoutStream: false,
+		})),
 	}
 	if opts.Insecure {
 		co = append(co,
