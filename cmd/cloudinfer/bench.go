@@ -280,6 +280,9 @@ func groundTruth(w io.Writer, emu *emulator.Server, res *bench.Result, warmup in
 		}
 		if !printed {
 			fmt.Fprintln(w, "Emulator ground truth (means, ms; a cold request's TTFT from model-ready): measured vs injected, injected vs the profile's reference")
+			if slices.ContainsFunc(res.Targets, func(tr *bench.TargetResult) bool { return tr.Network != "" }) {
+				fmt.Fprintln(w, "(over an impaired network, what is measured also holds the network's delays: a TTFT at least one round trip)")
+			}
 			fmt.Fprintln(tw, "target\tTTFT measured\tinjected\tΔ\treference\tΔ\tTPOT measured\tinjected\tΔ\treference\tΔ\t")
 			printed = true
 		}

@@ -317,6 +317,7 @@ func TestNetworkImpairsEveryTransport(t *testing.T) {
 			var text bytes.Buffer
 			require.NoError(t, c.Bench.run(context.Background(), &text, nil))
 			assert.Contains(t, text.String(), "network delay=20ms,seed=3")
+			assert.Contains(t, text.String(), "also holds the network's delays")
 			res, err := bench.ReadResult(out)
 			require.NoError(t, err)
 			tr := res.Targets[0]
