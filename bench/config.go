@@ -9,7 +9,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,7 +123,8 @@ type Load struct {
 	// Ladder configures the ladder.
 	Ladder Ladder `json:"ladder,omitzero" yaml:"ladder,omitempty"`
 	// MaxInFlight caps an open loop's requests in flight (default 4096).
-	// At the cap a send waits for a slot — it is late, never dropped.
+	// At the cap a send waits for a slot — it is late, never dropped
+	// (unless the duration ends first: then it is counted as unsent).
 	MaxInFlight int `json:"max_in_flight,omitempty" yaml:"max_in_flight,omitempty"`
 	// LateAfter is the schedule lag beyond which a send counts as late
 	// (default 10 ms).
@@ -221,7 +224,9 @@ func parseStrict(b []byte, v any, what string) error {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err = dec.Decode(v); err != nil {
-			err = fmt.Errorf("line %d: %w", jsonErrLine(b, err, dec.InputOffset()), err)
+			if line, ok := jsonErrLine(b, err); ok {
+				err = fmt.Errorf("line %d: %w", line, err)
+			}
 		}
 	} else {
 		err = decodeYAML(b, v)
@@ -237,9 +242,10 @@ func parseStrict(b []byte, v any, what string) error {
 }
 
 // jsonErrLine returns the line of b that err, from decoding b, is about:
-// at the error's offset when it has one, else where the decoder stopped.
-func jsonErrLine(b []byte, err error, stopped int64) int {
-	off := stopped
+// at the error's offset when it has one; for an unknown field, that of
+// its first key of that name. ok is false when the line is not known.
+func jsonErrLine(b []byte, err error) (line int, ok bool) {
+	var off int64 = -1
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -247,9 +253,22 @@ func jsonErrLine(b []byte, err error, stopped int64) int {
 		off = se.Offset
 	case errors.As(err, &te):
 		off = te.Offset
+	default:
+		// "json: unknown field \"name\"": where the key is.
+		if name, found := strings.CutPrefix(err.Error(), "json: unknown field "); found {
+			if uq, qerr := strconv.Unquote(name); qerr == nil {
+				re := regexp.MustCompile(regexp.QuoteMeta(strconv.Quote(uq)) + `\s*:`)
+				if loc := re.FindIndex(b); loc != nil {
+					off = int64(loc[0])
+				}
+			}
+		}
 	}
-	off = min(max(off, 0), int64(len(b)))
-	return 1 + bytes.Count(b[:off], []byte("\n"))
+	if off < 0 {
+		return 0, false
+	}
+	off = min(off, int64(len(b)))
+	return 1 + bytes.Count(b[:off], []byte("\n")), true
 }
 
 // decodeYAML decodes strictly, turning a panic of the YAML library (it has

@@ -68,7 +68,7 @@ func TestParsePlanErrors(t *testing.T) {
 		{"bad duration", "limits: {duration: soon}\n", "bad duration"},
 		{"json type error has its line", "{\"targets\": [],\n\"limits\": {\"requests\": \"x\"}}", "line 2: json: cannot unmarshal string"},
 		{"json syntax error has its line", "{\n\"targets\": [],\n\n\"seed\": 1,,\n}", "line 4: invalid character ','"},
-		{"json unknown field has its line", "{\"seed\": 1,\n\"targetz\": []}", "line 2: json: unknown field"},
+		{"json unknown field has its line", "{\"seed\": 1,\n\"targetz\": [],\n\"limits\": {},\n\"parallel\": false\n}", "line 2: json: unknown field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -238,16 +238,25 @@ func (tg *target) warmRequest() *cloudreq.CloudRequest {
 }
 
 // drain waits for the calls in flight to end (done closed) at most Drain,
-// or until Abort; then it marks the calls still running as cut by the run
-// and cancels them through cancel.
-func (tg *target) drain(done <-chan struct{}, cancel context.CancelFunc) {
+// or, once ctx (the run) is interrupted, until Abort; then it marks the
+// calls still running as cut by the run and cancels them through cancel.
+func (tg *target) drain(ctx context.Context, done <-chan struct{}, cancel context.CancelFunc) {
 	t := time.NewTimer(tg.opts.Drain)
 	defer t.Stop()
-	select {
-	case <-done:
-		return
-	case <-t.C:
-	case <-tg.opts.Abort:
+	interrupted := ctx.Done()
+	var abort <-chan struct{} // watched once interrupted
+wait:
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			break wait
+		case <-interrupted:
+			interrupted, abort = nil, tg.opts.Abort
+		case <-abort:
+			break wait
+		}
 	}
 	tg.col.cut.Store(true)
 	cancel()
@@ -322,13 +331,15 @@ func (tg *target) closed(ctx context.Context) {
 		return
 	case <-stop.Done():
 	}
-	tg.drain(done, cancel)
+	tg.drain(ctx, done, cancel)
 }
 
 // open runs an open loop: a dispatcher sleeps until each intended send
 // time of the schedule and hands the request to a goroutine, at most
 // MaxInFlight at a time. A send that finds no free slot waits for one: it
-// is late, and its lag is measured; it is never dropped.
+// is late, and its lag is measured; it is never dropped, but a send not
+// made by the duration's end (plus LateAfter) is not made at all, and is
+// counted as unsent.
 func (tg *target) open(ctx context.Context) {
 	p := tg.plan
 	ld := p.Load
@@ -362,7 +373,8 @@ func (tg *target) open(ctx context.Context) {
 	var unsent int64
 	sleep := newSleeper()
 	defer sleep.stop()
-	for n := 0; sendCtx.Err() == nil; {
+	n := 0
+	for sendCtx.Err() == nil {
 		off := pacer.Peek()
 		if lad != nil && off >= lad.next {
 			if !sleep.until(ctx, start.Add(lad.next)) {
@@ -409,16 +421,24 @@ func (tg *target) open(ctx context.Context) {
 	stopped := time.Since(start)
 	if ctx.Err() != nil {
 		unsent = 0 // interrupted: the rest of the schedule was not due to run
-	} else if unsent > 0 && lad == nil {
-		for pacer.Peek() < limit {
-			pacer.Next()
-			unsent++
+	} else if unsent > 0 {
+		// The rest of the schedule due before the duration's end (for a
+		// ladder, before the current step's end: the steps after it were
+		// never decided), within the request limit.
+		end := limit
+		if lad != nil {
+			end = min(end, lad.next)
 		}
+		most := -1
+		if p.Limits.Requests > 0 {
+			most = max(p.Limits.Requests-n-int(unsent), 0)
+		}
+		unsent += int64(pacer.SkipBefore(end, most))
 	}
 	tg.col.unsent.Store(unsent)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	tg.drain(done, cancel)
+	tg.drain(ctx, done, cancel)
 	if lad != nil {
 		if lad.sent > 0 {
 			lad.end(tg.col, pacer.Rate(), stopped)

@@ -609,3 +609,38 @@ func TestOptionsObserversSeeTheMeasuredCallsOnly(t *testing.T) {
 	assert.Equal(t, int64(8), fake.n.Load())
 	assert.Equal(t, int64(5), obs.n.Load(), "the warm-up is not observed")
 }
+
+func TestUnsentWithinTheLimits(t *testing.T) {
+	// The request limit bounds what was due: 10, of which few are sent.
+	fake := &loadAdapter{base: 50 * time.Millisecond}
+	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadConstant, Rate: 100, MaxInFlight: 1},
+		Limits: Limits{Duration: Duration(300 * time.Millisecond), Requests: 10}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	assert.Positive(t, tr.Unsent)
+	assert.Equal(t, int64(10), tr.Sent+tr.Unsent)
+
+	// A ladder counts the rest of the step it stopped in.
+	lad := Ladder{Start: 100, Increment: 20, Floor: 10, Target: 200, Step: Duration(200 * time.Millisecond), HighWater: Duration(time.Second)}
+	p = &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadLadder, Ladder: lad, MaxInFlight: 1},
+		Limits: Limits{Duration: Duration(300 * time.Millisecond)}}
+	res, err = Run(context.Background(), p, Options{Connect: connectTo(&loadAdapter{base: 50 * time.Millisecond})})
+	require.NoError(t, err)
+	tr = res.Targets[0]
+	assert.Greater(t, tr.Unsent, int64(5), "sent %d", tr.Sent)
+	assert.LessOrEqual(t, tr.Sent+tr.Unsent, int64(30), "no more than the 300 ms at 100/s asked")
+}
+
+func TestAbortBeforeAnInterruptCutsNothing(t *testing.T) {
+	fake := &loadAdapter{base: 80 * time.Millisecond}
+	abort := make(chan struct{})
+	close(abort)
+	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Concurrency: 2}, Limits: Limits{Duration: Duration(100 * time.Millisecond)}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake), Abort: abort})
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	assert.False(t, res.Interrupted)
+	assert.Zero(t, tr.Cut, "Abort ends an interrupted run's drain only")
+	assert.Equal(t, tr.Sent, tr.Counts().Requests)
+}

@@ -80,6 +80,40 @@ func (p *Pacer) Rebase(at time.Duration, rate float64) {
 	p.next = p.offset()
 }
 
+// SkipBefore consumes the offsets before end, at most most of them (no
+// limit when most < 0), and returns how many it consumed.
+func (p *Pacer) SkipBefore(end time.Duration, most int) int {
+	if p.next >= end || most == 0 {
+		return 0
+	}
+	if p.arrivals == Uniform {
+		// The offsets anchor + (k+j)/rate before end, counted, not walked
+		// (then nudged past the rounding of offset).
+		at := func(j int) time.Duration {
+			return p.anchor + time.Duration(math.Round((p.k+float64(j))/p.rate*float64(time.Second)))
+		}
+		n := max(int(math.Ceil((end-p.anchor).Seconds()*p.rate-p.k)), 1)
+		for n > 1 && at(n-1) >= end {
+			n--
+		}
+		for at(n) < end {
+			n++
+		}
+		if most >= 0 {
+			n = min(n, most)
+		}
+		p.k += float64(n)
+		p.next = p.offset()
+		return n
+	}
+	n := 0
+	for p.next < end && (most < 0 || n < most) {
+		p.advance()
+		n++
+	}
+	return n
+}
+
 func (p *Pacer) advance() {
 	if p.arrivals == Poisson {
 		p.k += p.rng.ExpFloat64()

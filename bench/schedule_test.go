@@ -87,3 +87,31 @@ func TestArrivalsString(t *testing.T) {
 	assert.Equal(t, "constant", Uniform.String())
 	assert.Equal(t, "poisson", Poisson.String())
 }
+
+func TestPacerSkipBefore(t *testing.T) {
+	for _, arrivals := range []Arrivals{Uniform, Poisson} {
+		for _, rebase := range []bool{false, true} {
+			walk, skip := NewPacer(arrivals, 37, 5), NewPacer(arrivals, 37, 5)
+			for _, p := range []*Pacer{walk, skip} {
+				p.Next()
+				p.Next()
+				if rebase {
+					p.Rebase(40*time.Millisecond, 23) // a fractional phase
+				}
+			}
+			end := 3 * time.Second
+			want := 0
+			for walk.Peek() < end {
+				walk.Next()
+				want++
+			}
+			got := skip.SkipBefore(end, -1)
+			assert.Equal(t, want, got, "%v rebase %v", arrivals, rebase)
+			assert.Equal(t, walk.Peek(), skip.Peek(), "%v rebase %v: the same next offset", arrivals, rebase)
+			assert.Zero(t, skip.SkipBefore(end, -1), "nothing left before end")
+		}
+	}
+	p := NewPacer(Uniform, 100, 1)
+	assert.Equal(t, 10, p.SkipBefore(time.Second, 10), "at most most")
+	assert.Equal(t, 100*time.Millisecond, p.Peek())
+}
