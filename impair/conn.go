@@ -3,7 +3,7 @@ package impair
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -25,19 +25,51 @@ const readSize = 32 << 10
 // shaper computes when the bytes handed to one direction arrive at its
 // far end. It is used by one goroutine at a time.
 type shaper struct {
-	link Link
-	rto  time.Duration
-	rng  *rand.Rand
-	busy time.Time // when the link has sent what it was given
-	last time.Time // the latest arrival scheduled: arrivals keep their order
+	link         Link
+	rto          time.Duration
+	seed, stream uint64
+	pos          uint64    // bytes handed over so far: the stream position
+	busy         time.Time // when the link has sent what it was given
+	last         time.Time // the latest arrival scheduled: arrivals keep their order
 }
 
 func newShaper(l Link, rto time.Duration, seed, stream uint64) *shaper {
-	return &shaper{link: l, rto: rto, rng: rand.New(rand.NewPCG(seed, stream))}
+	return &shaper{link: l, rto: rto, seed: seed, stream: stream}
 }
 
+// Kinds of draw, so that jitter and loss draw apart.
+const (
+	drawJitter = 1
+	drawLoss   = 2
+)
+
+// draw returns a uniform value in [0, 1) for the kind of draw at stream
+// position i: a hash of the seed, the connection's stream, the kind and
+// the position, so that the draws do not depend on how the bytes were
+// split into writes or reads.
+func (s *shaper) draw(kind, i uint64) float64 {
+	x := s.seed ^ mix(s.stream*4+kind) ^ mix(i+0x632be59bd9b4e019)
+	return float64(mix(x)>>11) / (1 << 53)
+}
+
+// mix is SplitMix64's finalizer.
+func mix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// maxWait caps a computed delay, so that absurd sizes or rates cannot
+// overflow a time.Duration: about 146 years.
+const maxWait = time.Duration(math.MaxInt64 / 2)
+
 // arrival returns when n bytes handed over at now arrive; n = 0 is the
-// end of the stream (a FIN), which takes the delay but no bandwidth.
+// end of the stream (a FIN), which takes the delay but no bandwidth. The
+// jitter is drawn by the position of the write's first byte; a write of
+// which any segment (by its first byte's position) is lost arrives one
+// retransmission delay late: TCP recovers the losses of one window
+// together, not one after another.
 func (s *shaper) arrival(now time.Time, n int) time.Time {
 	l := s.link
 	start := now
@@ -45,21 +77,25 @@ func (s *shaper) arrival(now time.Time, n int) time.Time {
 		if s.busy.After(start) {
 			start = s.busy
 		}
-		start = start.Add(time.Duration(float64(n) * 8 * float64(time.Second) / float64(l.Rate)))
+		ser := float64(n) * 8 * float64(time.Second) / float64(l.Rate)
+		start = start.Add(time.Duration(min(ser, float64(maxWait))))
 		s.busy = start
 	}
 	d := l.Delay
 	if l.Jitter > 0 {
-		d += time.Duration((2*s.rng.Float64() - 1) * float64(l.Jitter))
+		d += time.Duration((2*s.draw(drawJitter, s.pos) - 1) * float64(l.Jitter))
 		d = max(d, 0)
 	}
 	if l.Loss > 0 && n > 0 {
-		for seg := 0; seg < n; seg += SegmentSize {
-			if s.rng.Float64() < l.Loss {
+		first := (s.pos + SegmentSize - 1) / SegmentSize // the first segment starting in the write
+		for seg := first; seg*SegmentSize < s.pos+uint64(n); seg++ {
+			if s.draw(drawLoss, seg) < l.Loss {
 				d += s.rto
+				break
 			}
 		}
 	}
+	s.pos += uint64(n)
 	at := start.Add(d)
 	if at.Before(s.last) {
 		at = s.last
@@ -143,7 +179,9 @@ func earliest(a, b time.Time) time.Time {
 // and bandwidth in each direction. Writes return once the bytes are queued
 // (up to 4 MiB, like a socket buffer); reads return bytes once they have
 // arrived. Deadlines apply to those waits. Close drops the bytes still in
-// flight and closes the underlying connection.
+// flight and closes the underlying connection; as for any net.Conn, it
+// must be called, even after the peer closed, to end the connection's
+// two goroutines.
 //
 // Arrivals are timed with the runtime's timers, which on Linux wake up to
 // about 1 ms late: the delays are as configured or up to that much longer.

@@ -74,9 +74,10 @@ func TestRateSerializesBehindEarlierBytes(t *testing.T) {
 	})
 }
 
-func TestLossDelaysBySegments(t *testing.T) {
+func TestLossDelaysTheWriteOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// Every segment lost: 3000 bytes are 3 segments, each 50 ms late.
+		// Every segment lost: 3000 bytes are 3 segments, recovered
+		// together, one retransmission delay (50 ms) late.
 		p := impair.Profile{Up: impair.Link{Delay: time.Millisecond, Loss: 1}, RetransmitDelay: 50 * time.Millisecond}
 		c, srv := pipe(t, p)
 		t0 := time.Now()
@@ -84,8 +85,33 @@ func TestLossDelaysBySegments(t *testing.T) {
 		require.NoError(t, err)
 		got, at := readAt(t, srv, 3000)
 		assert.Len(t, got, 3000, "a loss delays bytes; none go missing")
-		assert.Equal(t, 151*time.Millisecond, at.Sub(t0))
+		assert.Equal(t, 51*time.Millisecond, at.Sub(t0))
 	})
+}
+
+// TestDrawsDoNotDependOnTheSplit sends the same 100 segments as one write
+// and as 100 writes: the same segments are lost, so the last byte arrives
+// at the same time.
+func TestDrawsDoNotDependOnTheSplit(t *testing.T) {
+	p := impair.Profile{Up: impair.Link{Delay: 5 * time.Millisecond, Loss: 0.05}, RetransmitDelay: 10 * time.Millisecond, Seed: 4}
+	last := func(writes int) time.Duration {
+		var d time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			c, srv := pipe(t, p)
+			t0 := time.Now()
+			size := 100 * impair.SegmentSize / writes
+			for range writes {
+				_, err := c.Write(make([]byte, size))
+				require.NoError(t, err)
+			}
+			_, at := readAt(t, srv, 100*impair.SegmentSize)
+			d = at.Sub(t0)
+		})
+		return d
+	}
+	one, split := last(1), last(100)
+	assert.Equal(t, 15*time.Millisecond, one, "at 5%% over 100 segments, this seed loses some")
+	assert.Equal(t, one, split)
 }
 
 func TestJitterStaysInRangeAndInOrder(t *testing.T) {

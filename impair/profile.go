@@ -19,8 +19,10 @@ type Link struct {
 	Jitter time.Duration
 	// Loss is the probability (0 to 1) that a segment of SegmentSize bytes
 	// is lost. A connection is a reliable stream, so a loss is a delay, not
-	// missing bytes: the segment and everything behind it wait
-	// Profile.RetransmitDelay more, as for a retransmission timeout.
+	// missing bytes: the write holding a lost segment, and everything
+	// behind it, wait Profile.RetransmitDelay more, as for a
+	// retransmission timeout, once however many of its segments are lost
+	// (TCP recovers one window's losses together).
 	Loss float64
 	// Rate is the link's bandwidth in bits per second; 0 is unlimited.
 	// Bytes queue behind one another at that rate before the delay.
@@ -39,9 +41,12 @@ type Profile struct {
 	// RetransmitDelay is what a lost segment costs (default
 	// DefaultRetransmitDelay).
 	RetransmitDelay time.Duration
-	// Seed seeds the draws of jitter and loss. A Dialer's n-th connection
-	// draws from (Seed, n), so a run with the same connections in the same
-	// order draws the same values.
+	// Seed seeds the draws of jitter and loss. A draw is tied to its
+	// connection (a Dialer's n-th connection is n) and its direction, and
+	// to a position in the byte stream (a segment's, for loss; a write's
+	// first byte's, for jitter), so a run with the same connections in the
+	// same order loses the same segments, however the bytes were split
+	// into writes and reads.
 	Seed uint64
 }
 
@@ -220,7 +225,10 @@ func parseRate(v string) (int64, error) {
 		if err != nil || math.IsNaN(f) || f < 0 || f*u.mult > math.MaxInt64 {
 			break
 		}
-		return int64(f * u.mult), nil
+		if r := int64(f * u.mult); r > 0 || f == 0 {
+			return r, nil
+		}
+		return 0, fmt.Errorf("impair: rate %q is below 1 bit/s", v)
 	}
 	return 0, fmt.Errorf("impair: rate %q is not a bandwidth (like 100mbit; units bit, kbit, mbit, gbit)", v)
 }
