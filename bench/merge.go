@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/impair"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
@@ -188,12 +189,20 @@ func (s *Series) copy() *Series {
 	return c
 }
 
-// planKey is what makes two plans the same for Merge: all but the seed.
+// planKey is what makes two plans the same for Merge: all but the seeds
+// (the plan's, and its targets' network impairments').
 func planKey(p *Plan) ([]byte, error) {
 	var c Plan
 	if p != nil {
 		c = *p
 		c.Seed = 0
+		c.Targets = slices.Clone(p.Targets)
+		for i := range c.Targets {
+			if np, err := impair.Parse(c.Targets[i].Network); err == nil {
+				np.Seed = 0
+				c.Targets[i].Network = np.String()
+			}
+		}
 	}
 	b, err := json.Marshal(&c)
 	if err != nil {

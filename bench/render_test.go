@@ -164,10 +164,17 @@ func TestSaveReadMergeIsExact(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "another plan")
 
-	// Machines with seeds of their own ran the same plan.
+	// Machines with seeds of their own ran the same plan, their networks'
+	// seeds included.
 	rb.Plan.Seed = ra.Plan.Seed + 1
 	_, err = Merge(ra, rb)
 	assert.NoError(t, err)
+	ra.Plan.Targets[0].Network, rb.Plan.Targets[0].Network = "delay=20ms,seed=1", "delay=20ms,seed=2"
+	_, err = Merge(ra, rb)
+	assert.NoError(t, err)
+	rb.Plan.Targets[0].Network = "delay=30ms,seed=2"
+	_, err = Merge(ra, rb)
+	assert.ErrorContains(t, err, "another plan", "another network is another plan")
 }
 
 func TestParseResultRejects(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -153,7 +154,7 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	if err := c.checkOutputs(); err != nil {
 		return err
 	}
-	env := &environment{cmd: c}
+	env := &environment{cmd: c, plan: plan}
 	defer env.close()
 	if c.needsEmulator(plan) {
 		if err := env.startEmulator(); err != nil {
@@ -592,10 +593,14 @@ func referenceRequests(scale float64, warmup int) int {
 // environment holds what a run starts: the embedded emulator, telemetry.
 type environment struct {
 	cmd  *benchCmd
+	plan *bench.Plan // its seed seeds the network impairments that set none
 	emu  *emulator.Server
 	obs  *telemetry.Observer
 	prom *telemetry.Prometheus
 	otlp *telemetry.Providers
+
+	mu         sync.Mutex
+	transports []*http.Transport // the impaired targets' own, closed with the run
 }
 
 func (e *environment) startEmulator() error {
@@ -656,6 +661,11 @@ func (e *environment) close() {
 	if e.emu != nil {
 		_ = e.emu.Close()
 	}
+	e.mu.Lock()
+	for _, t := range e.transports {
+		t.CloseIdleConnections()
+	}
+	e.mu.Unlock()
 }
 
 // connect builds the client of one target: its provider's adapter, the
@@ -791,8 +801,10 @@ type netOpts struct {
 
 // netFor returns the target's network options: the shared client, or,
 // when the target has a network impairment, a client and a gRPC dialer of
-// its own whose connections take it.
-func netFor(t *bench.Target) (netOpts, error) {
+// its own whose connections take it. An impairment that sets no seed takes
+// the plan's, so that machines of one merged run, each with its own
+// --seed, draw apart.
+func (e *environment) netFor(t *bench.Target) (netOpts, error) {
 	if t.Network == "" {
 		return netOpts{http: benchHTTPClient}, nil
 	}
@@ -800,10 +812,16 @@ func netFor(t *bench.Target) (netOpts, error) {
 	if err != nil {
 		return netOpts{}, errcodes.Wrap(err, errcodes.InvalidParam, "bench: target "+t.Name+": network: "+err.Error())
 	}
+	if p.Seed == 0 && e.plan != nil {
+		p.Seed = e.plan.Seed
+	}
 	tr, err := p.Transport(benchTransport, nil)
 	if err != nil {
 		return netOpts{}, errcodes.Wrap(err, errcodes.InvalidParam, "bench: "+err.Error())
 	}
+	e.mu.Lock()
+	e.transports = append(e.transports, tr)
+	e.mu.Unlock()
 	dial := p.Dialer(nil)
 	return netOpts{
 		http: &http.Client{Transport: tr},
@@ -834,7 +852,7 @@ func (e *environment) adapter(ctx context.Context, t *bench.Target) (cloudreq.Ad
 	if e.emulated(t) {
 		emu = e.emu
 	}
-	n, err := netFor(t)
+	n, err := e.netFor(t)
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 	}
 	t = plan.Targets[0]
 
-	env := &environment{cmd: &benchCmd{TimeScale: c.TimeScale, Seed: 1, Retries: c.Retries, Timeout: c.Timeout}}
+	env := &environment{cmd: &benchCmd{TimeScale: c.TimeScale, Seed: 1, Retries: c.Retries, Timeout: c.Timeout}, plan: plan}
 	defer env.close()
 	if toEmulator(&t) {
 		if err := env.startEmulator(); err != nil {
