@@ -481,10 +481,11 @@ func (l *ladderRun) end(col *collector, rate float64, stopped time.Duration) {
 func (l *ladderRun) close(col *collector, rate float64) LadderStep {
 	st := col.ladder.swap()
 	p95, ok, failed := time.Duration(0), st.n > 0, false
-	if st.completed > 0 {
+	if counted := st.n + st.errors; counted > 0 {
 		// Failures count as slower than any success: the p95 is theirs
-		// when they fill its rank.
-		rank := int(math.Ceil(0.95 * float64(st.completed) * (1 - 1e-12)))
+		// when they fill its rank. (A success without the metric, a
+		// stream with no content, counts as neither.)
+		rank := int(math.Ceil(0.95 * float64(counted) * (1 - 1e-12)))
 		failed = rank > st.n
 		if ok && !failed {
 			p95 = time.Duration(st.dist.Quantile(float64(rank) / float64(st.n)))
