@@ -161,11 +161,18 @@
 // hooks.RedactURL (credential query parameters such as key, sig, token and
 // code, and user info). RedactHandler and RedactAttr are a second line of
 // defence for any slog handler: they hide the values of credential-named
-// keys (SensitiveKey, whatever their spelling: api_key, apiKey,
-// clientSecret, …; token counts such as output_tokens stay visible),
-// and in free text authorization schemes, credential headers written
-// "Name: value", credential query parameters, key=value pairs and JSON
-// members with a credential's name; maps, structs and other composite
-// values are redacted too, and *errcodes.Error values are written from
-// their portable fields only.
+// keys (SensitiveKey, which compares whole words whatever the spelling:
+// api_key, apiKey, clientSecret, admin_token, primaryKey, …; token counts
+// such as output_tokens and max_new_tokens stay visible, and so do names
+// such as secretary or cache_key), and in free text authorization schemes,
+// header lines "Name: value" with a credential's name (to the end of the
+// line), credential query parameters, key=value and "key: value" pairs,
+// and JSON members, escaped JSON members and Python dict members with a
+// credential's name. Maps, structs and other composite values are encoded
+// as JSON and redacted as a tree (a credential-named member's value
+// hidden, every string redacted as free text), or walked with reflect when
+// encoding/json cannot encode them, never printed with fmt; *errcodes.Error
+// values are written from their portable fields only; a nil pointer is
+// written "<nil>", and a String, Error or MarshalJSON method that panics
+// does not crash the program.
 package telemetry

@@ -131,11 +131,22 @@ type Providers struct {
 
 // Shutdown flushes and stops both providers, concurrently, so that a trace
 // backend that does not answer cannot use up ctx before the final metric
-// export is made; it returns both providers' errors, joined.
+// export is made; it returns both providers' errors, joined. A nil
+// provider (a Providers literal that sets only one) is skipped.
 func (p *Providers) Shutdown(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
 	terr := make(chan error, 1)
-	go func() { terr <- p.TracerProvider.Shutdown(ctx) }()
-	merr := p.MeterProvider.Shutdown(ctx)
+	if tp := p.TracerProvider; tp != nil {
+		go func() { terr <- tp.Shutdown(ctx) }()
+	} else {
+		terr <- nil
+	}
+	var merr error
+	if p.MeterProvider != nil {
+		merr = p.MeterProvider.Shutdown(ctx)
+	}
 	return errors.Join(<-terr, merr)
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -383,4 +385,31 @@ func TestProvidersShutdownConcurrent(t *testing.T) {
 	err = ps.Shutdown(ctx)
 	require.Error(t, err, "the trace export never completed")
 	assert.EqualValues(t, 1, metricExports.Load(), "the final metric export reached the collector")
+}
+
+// TestProvidersShutdownNil: a Providers literal missing one provider (or
+// both) shuts down the one it has, without crashing.
+func TestProvidersShutdownNil(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    *Providers
+	}{
+		{"no tracer provider", &Providers{MeterProvider: sdkmetric.NewMeterProvider()}},
+		{"no meter provider", &Providers{TracerProvider: sdktrace.NewTracerProvider()}},
+		{"neither", &Providers{}},
+		{"nil", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("Shutdown panicked: %v", r)
+					}
+				}()
+				err = tc.p.Shutdown(context.Background())
+			}()
+			assert.NoError(t, err)
+		})
+	}
 }

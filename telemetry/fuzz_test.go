@@ -62,8 +62,9 @@ func FuzzParseOTLPEndpoint(f *testing.F) {
 }
 
 // FuzzRedactString checks that a credential placed after an authorization
-// scheme, in a URL's query, in a key=value pair, in a header line or in a
-// JSON member is hidden whatever text surrounds it.
+// scheme, in a URL's query, in a key=value or "key: value" pair, in a
+// header line, in a JSON member (escaped or not, or in an array) or in a
+// Python dict member is hidden whatever text surrounds it.
 func FuzzRedactString(f *testing.F) {
 	f.Add("calling", "0123456789abcdef", "now")
 	f.Add("", "SeNtInEl42424242", "")
@@ -87,6 +88,13 @@ func FuzzRedactString(f *testing.F) {
 			prefix + "\nX-Api-Key: " + tok + "\r\n" + suffix,
 			prefix + ` {"api_key": "` + tok + `"} ` + suffix,
 			prefix + " /cb?code=" + tok + "&" + suffix,
+			prefix + "\nX-Auth-Token: " + tok + "\n" + suffix,
+			prefix + " api_key: " + tok + " " + suffix,
+			prefix + " aws_session_token = " + tok + " " + suffix,
+			prefix + ` {\"api_key\":\"` + tok + `\"} ` + suffix,
+			prefix + ` {'api-key': '` + tok + `'} ` + suffix,
+			prefix + ` {"api_keys": ["x", "` + tok + `"]} ` + suffix,
+			prefix + ` {"primaryKey":"` + tok + `"} ` + suffix,
 		} {
 			if out := redactString(form); strings.Contains(out, tok) {
 				t.Fatalf("redactString(%q) = %q", masked(form, tok), masked(out, tok))

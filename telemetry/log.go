@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
@@ -228,10 +229,15 @@ func logEndpoint(ep string) string {
 
 // logPath returns a request path through hooks.RedactURL, which takes a
 // relative reference too: its query may carry credentials ("?sig=…",
-// "?code=…"). An empty path stays empty.
+// "?code=…"). A path that does not parse as a URL reference (a bad
+// percent-escape, a control character) is redacted as free text instead,
+// rather than replaced whole. An empty path stays empty.
 func logPath(p string) string {
 	if p == "" {
 		return ""
+	}
+	if _, err := url.Parse(p); err != nil {
+		return redactString(p)
 	}
 	return hooks.RedactURL(p)
 }

@@ -409,3 +409,19 @@ func TestRedactAttrComposite(t *testing.T) {
 		assert.NotContains(t, out, "<LEAKED", "%T", tc.in)
 	}
 }
+
+// TestLogPathUnparsable: a path url.Parse rejects is logged with its
+// credentials hidden, not replaced whole.
+func TestLogPathUnparsable(t *testing.T) {
+	const secret = "SECRET123"
+	for _, tc := range []struct{ path, want string }{
+		{"/v1/x%zz", "/v1/x%zz"},
+		{"/v1/x%zz?token=" + secret + "&n=2", "/v1/x%zz?token=[REDACTED]&n=2"},
+		{"/cb\x7f?code=" + secret, "/cb\x7f?code=[REDACTED]"},
+		{"/v1/chat?sig=" + secret, "/v1/chat?sig=%5BREDACTED%5D"},
+		{"", ""},
+	} {
+		got := logPath(tc.path)
+		assert.Equal(t, tc.want, masked(got, secret), masked(tc.path, secret))
+	}
+}
