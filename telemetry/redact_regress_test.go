@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"strings"
 	"testing"
 
@@ -161,6 +162,15 @@ func TestRedactCompositeJSON(t *testing.T) {
 			PrimaryKey   string `json:"primaryKey"`
 			SecondaryKey string `json:"secondaryKey"`
 		}{regressSecret, regressSecret}, `{"primaryKey":"[REDACTED]","secondaryKey":"[REDACTED]"}`},
+		// encoding/json writes bytes as base64, which redaction cannot read.
+		{"bytes in a struct field", struct{ Body []byte }{[]byte(`{"api_key":"` + regressSecret + `"}`)},
+			`{"Body":"{\"api_key\":\"[REDACTED]\"}"}`},
+		{"bytes in a map of any", map[string]any{"body": []byte("token=" + regressSecret), "n": 1},
+			`{"body":"token=[REDACTED]","n":1}`},
+		{"bytes in a slice of structs", []struct{ B []byte }{{[]byte("a=1&sig=" + regressSecret)}},
+			`[{"B":"a=1&sig=[REDACTED]"}]`},
+		{"bytes behind a text marshaler kept", struct{ IP net.IP }{net.IPv4(10, 0, 0, 1)},
+			`{"IP":"10.0.0.1"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := anyText(t, tc.in)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cloudinfer/cloudinfer/hooks"
 )
@@ -29,9 +30,16 @@ var (
 // redactComposite writes a struct, map, slice or pointer as JSON with its
 // credentials hidden (see RedactAttr): encoded by encoding/json when it
 // can, then redacted as a tree (redactJSON), else walked with reflect
-// (jsonWriter.walk). A value whose MarshalJSON or MarshalText panics is
-// written "<TYPE: unprintable>".
+// (jsonWriter.walk). A value that may hold a []byte (mayHoldBytes) is
+// walked too: encoding/json writes bytes as base64, which redaction could
+// not read. A value whose MarshalJSON or MarshalText panics is written
+// "<TYPE: unprintable>".
 func redactComposite(x any) string {
+	if mayHoldBytes(reflect.TypeOf(x)) {
+		var w jsonWriter
+		w.walk(reflect.ValueOf(x), 0)
+		return w.buf.String()
+	}
 	b, err := marshalJSON(x)
 	if err == nil {
 		var w jsonWriter
@@ -64,6 +72,53 @@ func marshalJSON(x any) (b []byte, err error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// holdsBytes caches mayHoldBytes by type.
+var holdsBytes sync.Map // reflect.Type → bool
+
+// mayHoldBytes reports whether encoding/json could reach a byte slice
+// through a value of type t, which it would write as base64: t is one, or
+// holds one (or an interface, which may) in a field, element, map value or
+// pointer, without a JSON or text marshaler of its own on the way.
+func mayHoldBytes(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
+	if v, ok := holdsBytes.Load(t); ok {
+		return v.(bool)
+	}
+	v := typeMayHoldBytes(t, map[reflect.Type]bool{})
+	holdsBytes.Store(t, v)
+	return v
+}
+
+func typeMayHoldBytes(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false // a cycle adds nothing new
+	}
+	seen[t] = true
+	if t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) ||
+		reflect.PointerTo(t).Implements(jsonMarshalerType) || reflect.PointerTo(t).Implements(textMarshalerType) {
+		return false // written as its method says, which redactJSON then sees
+	}
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Slice:
+		return t.Elem().Kind() == reflect.Uint8 || typeMayHoldBytes(t.Elem(), seen)
+	case reflect.Array, reflect.Pointer:
+		return typeMayHoldBytes(t.Elem(), seen)
+	case reflect.Map:
+		return typeMayHoldBytes(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); (f.IsExported() || f.Anonymous) && typeMayHoldBytes(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // jsonWriter writes redacted JSON.
