@@ -12,6 +12,7 @@
 //	OpenAI        {"error":{"message":…,"type":"invalid_request_error","param":…,"code":"…"|null}}
 //	Azure flat    {"status":422,"code":"parameter_not_supported","detail":{…},"message":…}
 //	Hugging Face  {"error":"Model … is currently loading","estimated_time":20.0}
+//	TGI           {"error":"Input validation error: …","error_type":"validation"}
 //	FastAPI       {"detail":"Not Found"}
 //
 // Classifying an error into an errcodes.Code is left to each adapter, which

@@ -21,7 +21,8 @@ type ErrorBody struct {
 	// Code is a string "code" member (OpenAI "insufficient_quota", Azure
 	// "parameter_not_supported"); a numeric code is in Status instead.
 	Code string
-	// Type is the "type" member ("BadRequestError", "invalid_request_error").
+	// Type is the "type" member ("BadRequestError", "invalid_request_error"),
+	// or TGI's "error_type" ("validation", "overloaded", "generation").
 	Type string
 	// Param is the "param" member, if a string.
 	Param string
@@ -62,6 +63,7 @@ type rawError struct {
 	Status        json.RawMessage `json:"status"`
 	Detail        json.RawMessage `json:"detail"`
 	EstimatedTime json.RawMessage `json:"estimated_time"`
+	ErrorType     json.RawMessage `json:"error_type"`
 }
 
 // ParseError parses an error envelope. It reports false when body is not
@@ -87,6 +89,7 @@ func ParseError(body []byte) (ErrorBody, bool) {
 		e.Shape = "nested"
 	case isString(top.Error):
 		e.Message = str(top.Error)
+		e.Type = str(top.ErrorType)
 		e.EstimatedTime = num(top.EstimatedTime)
 		e.Shape = "hf"
 	case str(top.Object) == "error":
@@ -211,6 +214,11 @@ var codeByName = map[string]errcodes.Code{
 	"serviceunavailableerror": errcodes.Unavailable,
 	"timeouterror":            errcodes.Timeout,
 	"modelnotreadyerror":      errcodes.ModelNotReady,
+	// TGI "error_type" values.
+	"validation":            errcodes.InvalidParam,
+	"overloaded":            errcodes.Throttled,
+	"generation":            errcodes.ModelError,
+	"incomplete_generation": errcodes.Internal,
 }
 
 // specificCodes are the codes precise enough to override the HTTP status.
@@ -223,8 +231,9 @@ var specificCodes = map[string]bool{
 // Classify gives the portable code of an OpenAI-compatible error, in this
 // order: a specific "code" or "type" (quota, rate limit, bad key, unknown
 // model, model not ready); a model-loading signal on a 503; the HTTP status
-// (or, in a stream, the status the body states); the generic type; and
-// ERR_UNKNOWN. status is 0 for an error met inside a stream.
+// (or the status the body states, for an error met inside a stream or in
+// a 2xx body); the generic type; and ERR_UNKNOWN. status is 0 for an error
+// met inside a stream.
 //
 // The model-loading signal is Hugging Face's "estimated_time" member or, as
 // a last resort, a 503 whose message says the model is "loading" or "not
@@ -233,7 +242,8 @@ func Classify(status int, e ErrorBody) errcodes.Code {
 	if c, ok := Specific(e); ok {
 		return c
 	}
-	if status == 0 {
+	if status == 0 || (status >= 200 && status < 300) {
+		// No HTTP error status: the body's own status is the evidence.
 		status = e.Status
 	}
 	if status == http.StatusServiceUnavailable && LoadingMessage(e) {

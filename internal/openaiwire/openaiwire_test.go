@@ -32,6 +32,8 @@ func TestParseError(t *testing.T) {
 		{"message only", `{"message":"m"}`, true, ErrorBody{Message: "m", Shape: "flat"}},
 		{"hf", `{"error":"Model x is currently loading","estimated_time":12.5}`, true,
 			ErrorBody{Message: "Model x is currently loading", EstimatedTime: 12.5, Shape: "hf"}},
+		{"tgi", `{"error":"Input validation error: max_new_tokens must be > 0","error_type":"validation"}`, true,
+			ErrorBody{Type: "validation", Message: "Input validation error: max_new_tokens must be > 0", Shape: "hf"}},
 		{"fastapi", `{"detail":"Not Found"}`, true, ErrorBody{Message: "Not Found", Shape: "detail"}},
 		{"string numeric code", `{"error":{"message":"m","code":"429"}}`, true, ErrorBody{Status: 429, Message: "m", Shape: "nested"}},
 		{"odd member types", `{"error":{"message":7,"type":["x"],"code":{"a":1}}}`, true, ErrorBody{Shape: "nested"}},
@@ -76,7 +78,18 @@ func TestClassify(t *testing.T) {
 		{0, ErrorBody{Type: "RateLimitError"}, errcodes.Throttled},
 		{0, ErrorBody{Type: "server_error"}, errcodes.Internal},
 		{0, ErrorBody{}, errcodes.Unknown},
+		// TGI's error_type, met in a stream.
+		{0, ErrorBody{Type: "validation"}, errcodes.InvalidParam},
+		{0, ErrorBody{Type: "overloaded"}, errcodes.Throttled},
+		{0, ErrorBody{Type: "generation"}, errcodes.ModelError},
+		{0, ErrorBody{Type: "incomplete_generation"}, errcodes.Internal},
+		{424, ErrorBody{Type: "generation"}, errcodes.ModelError},
 		{200, ErrorBody{Type: "BadRequestError"}, errcodes.InvalidParam},
+		// An error object in a 2xx body: the status it states decides.
+		{200, ErrorBody{Status: 422, Code: "parameter_not_supported"}, errcodes.InvalidParam},
+		{200, ErrorBody{Status: 429}, errcodes.Throttled},
+		{200, ErrorBody{Status: 503, Type: "server_error"}, errcodes.Unavailable},
+		{200, ErrorBody{Status: 503, Message: "model is loading"}, errcodes.ModelNotReady},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, Classify(tt.status, tt.body), "%d %+v", tt.status, tt.body)

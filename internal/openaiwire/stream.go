@@ -21,6 +21,9 @@ type StreamDecoder struct {
 	// Native wraps an in-stream error body into the provider's native
 	// error type; nil keeps no native error.
 	Native func(ErrorBody) error
+	// Class gives the portable class of an in-stream error body, for a
+	// provider with codes of its own; nil uses Classify(0, body).
+	Class func(ErrorBody) errcodes.Code
 
 	finished bool
 	dec      decoder
@@ -59,7 +62,12 @@ func (d *StreamDecoder) Complete() error {
 }
 
 func (d *StreamDecoder) inStream(eb ErrorBody) *errcodes.Error {
-	class := Classify(0, eb)
+	var class errcodes.Code
+	if d.Class != nil {
+		class = d.Class(eb)
+	} else {
+		class = Classify(0, eb)
+	}
 	msg := eb.Message
 	if msg == "" {
 		msg = "the server reported an error mid-stream"

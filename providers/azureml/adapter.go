@@ -440,7 +440,7 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 	case httpadapter.IsEventStream(head.ContentType):
 		cfg.Framing, cfg.Decoder = httpadapter.FramingSSE, httpadapter.TextDecoder{}
 		if generate || a.chatRoute(call.Request) {
-			cfg.Decoder = &openaiwire.StreamDecoder{Provider: cloudreq.ProviderAzure, RequestID: head.RequestID, Native: native(0)}
+			cfg.Decoder = &openaiwire.StreamDecoder{Provider: cloudreq.ProviderAzure, RequestID: head.RequestID, Native: native(0), Class: streamClass}
 		}
 	case httpadapter.IsJSON(head.ContentType) && generate:
 		cfg.Framing, cfg.MaxFrame, cfg.Decoder = httpadapter.FramingWhole, int(a.opts.MaxResponseBytes), &wholeDecoder{}

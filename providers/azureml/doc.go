@@ -60,10 +60,15 @@
 // envelopes, {"message":…} or plain text — first, then from the status:
 //
 //	signal                                            code                   retryable
-//	code model_not_ready / ModelNotReady / ...        ERR_MODEL_NOT_READY    yes
+//	code model_not_ready / ModelNotReady /            ERR_MODEL_NOT_READY    yes
+//	  DeploymentNotReady / deployment_not_ready
 //	  (503 with "not ready"/"loading" text, last resort)
-//	code insufficient_quota / QuotaExceeded           ERR_QUOTA_EXCEEDED     no
+//	code insufficient_quota / QuotaExceeded /         ERR_QUOTA_EXCEEDED     no
+//	  quota_exceeded
 //	code rate_limit_exceeded / TooManyRequests        ERR_THROTTLED          yes
+//	code invalid_api_key                              ERR_UNAUTHENTICATED    no
+//	code model_not_found / DeploymentNotFound         ERR_NOT_FOUND          no
+//	code context_length_exceeded                      ERR_INVALID_PARAM      no
 //	HTTP 400                                          ERR_INVALID_PARAM      no
 //	HTTP 401                                          ERR_UNAUTHENTICATED    no
 //	HTTP 403                                          ERR_PERMISSION_DENIED  no
@@ -80,7 +85,9 @@
 //	HTTP 504                                          ERR_TIMEOUT            yes
 //	other                                             errcodes.ForHTTPStatus
 //	token acquisition failed                          ERR_UNAUTHENTICATED    no
-//	in-stream data:{"error":…}, truncated stream      ERR_STREAM_INTERRUPTED (see providers/openai)
+//	in-stream data:{"error":…}, truncated stream      ERR_STREAM_INTERRUPTED (see providers/openai); an error
+//	                                                  object's class, by the codes above, else the status
+//	                                                  it states, is in Details["code"]
 //	transport failures                                errcodes.FromTransport
 //	2xx generate body holding no generated text       ERR_UNKNOWN            no
 //	response body over MaxResponseBytes               ERR_PAYLOAD_TOO_LARGE  no

@@ -56,6 +56,8 @@ var statusCodes = map[int]errcodes.Code{
 
 // classify gives the code of an error response: a known error code first,
 // then a not-ready 503 told by its text (last resort), then the status.
+// With status 0 or 2xx (an error object in a stream or a successful body)
+// the status the body states stands in for it, else its type.
 func classify(status int, code string, eb openaiwire.ErrorBody) errcodes.Code {
 	for _, k := range []string{code, eb.Code, eb.Type} {
 		if c, ok := codeByName[strings.ToLower(k)]; ok {
@@ -68,11 +70,16 @@ func classify(status int, code string, eb openaiwire.ErrorBody) errcodes.Code {
 	if c, ok := statusCodes[status]; ok {
 		return c
 	}
-	if c := errcodes.ForHTTPStatus(status); c != "" {
+	if c := errcodes.ForHTTPStatus(status); c != "" && status != 0 {
 		return c
 	}
 	return openaiwire.Classify(0, eb)
 }
+
+// streamClass gives the class of an error object met in a stream (or in a
+// whole body standing in for one): a known error code, else the status
+// the body states, else its type.
+func streamClass(eb openaiwire.ErrorBody) errcodes.Code { return classify(0, "", eb) }
 
 // native returns the function that wraps an in-stream error body as an
 // *azcore.ResponseError.
@@ -110,7 +117,8 @@ func (a *Adapter) fromBody(resp *http.Response, body []byte, eb openaiwire.Error
 	if pc == "" {
 		pc = eb.ProviderCode()
 	}
-	if pc == "" || pc == strconv.Itoa(eb.Status) {
+	if pc == "" || (pc == strconv.Itoa(eb.Status) && resp.StatusCode >= 300) {
+		// The HTTP status, unless a 2xx body states its own.
 		pc = strconv.Itoa(resp.StatusCode)
 	}
 	// azcore's own error type, from the bounded body, is the native error.

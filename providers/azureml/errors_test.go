@@ -30,6 +30,10 @@ func TestErrorMapping(t *testing.T) {
 		{"model not ready code", 503, js, `{"error":{"code":"ModelNotReady","message":"The model is loading"}}`, nil, errcodes.ModelNotReady, "ModelNotReady", true, "The model is loading"},
 		{"model_not_ready header", 503, "text/plain", `busy`, map[string]string{"x-ms-error-code": "model_not_ready"}, errcodes.ModelNotReady, "model_not_ready", true, "busy"},
 		{"503 loading text", 503, "text/plain", `Deployment is not ready to serve traffic`, nil, errcodes.ModelNotReady, "503", true, ""},
+		{"deployment not ready code", 503, js, `{"error":{"code":"DeploymentNotReady","message":"scaling"}}`, nil, errcodes.ModelNotReady, "DeploymentNotReady", true, ""},
+		{"invalid api key", 401, js, `{"error":{"code":"invalid_api_key","message":"bad key"}}`, nil, errcodes.Unauthenticated, "invalid_api_key", false, ""},
+		{"deployment not found", 400, js, `{"error":{"code":"DeploymentNotFound","message":"no such deployment"}}`, nil, errcodes.NotFound, "DeploymentNotFound", false, ""},
+		{"context length", 400, js, `{"error":{"code":"context_length_exceeded","message":"too long"}}`, nil, errcodes.InvalidParam, "context_length_exceeded", false, ""},
 		{"quota", 429, js, `{"error":{"code":"QuotaExceeded","message":"quota"}}`, nil, errcodes.QuotaExceeded, "QuotaExceeded", false, ""},
 		{"rate limit code", 429, js, `{"error":{"code":"TooManyRequests","message":"slow"}}`, map[string]string{"Retry-After": "3"}, errcodes.Throttled, "TooManyRequests", true, ""},
 		{"400", 400, js, `{"message":"bad input"}`, nil, errcodes.InvalidParam, "400", false, "bad input"},
@@ -137,4 +141,30 @@ func TestResponseTooLarge(t *testing.T) {
 	a, _ := server(t, recorder(&seen{}, 200, "application/json", chatReply), func(o *Options) { o.MaxResponseBytes = 16 })
 	_, err := client(t, a).Invoke(ctx(t), generateReq())
 	assert.ErrorIs(t, err, errcodes.PayloadTooLarge)
+}
+
+// TestErrorOn200Body: an error object in a 2xx body is classified by its
+// code, else the status it states, which is then its ProviderCode.
+func TestErrorOn200Body(t *testing.T) {
+	tests := []struct {
+		body  string
+		want  errcodes.Code
+		pcode string
+	}{
+		{`{"error":{"message":"slow down","code":429}}`, errcodes.Throttled, "429"},
+		{`{"status":422,"code":"parameter_not_supported","message":"n is not supported"}`, errcodes.InvalidParam, "parameter_not_supported"},
+		{`{"error":{"code":"TooManyRequests","message":"slow"}}`, errcodes.Throttled, "TooManyRequests"},
+	}
+	for _, tt := range tests {
+		a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, tt.body)
+		})
+		_, err := client(t, a).Invoke(ctx(t), generateReq())
+		var e *errcodes.Error
+		require.ErrorAs(t, err, &e, tt.body)
+		assert.Equal(t, tt.want, e.Code, tt.body)
+		assert.Equal(t, tt.pcode, e.ProviderCode, tt.body)
+		assert.Equal(t, http.StatusOK, e.HTTPStatus, tt.body)
+	}
 }

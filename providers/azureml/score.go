@@ -90,7 +90,7 @@ func (d *wholeDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error) 
 	r, err := decodeScore(frame)
 	if err == nil && r.Error != nil {
 		// An error object: let the OpenAI stream decoder map it.
-		d.errDec.Provider, d.errDec.Native = cloudreq.ProviderAzure, native(0)
+		d.errDec.Provider, d.errDec.Native, d.errDec.Class = cloudreq.ProviderAzure, native(0), streamClass
 		return d.errDec.Decode(frame)
 	}
 	if err != nil {

@@ -140,3 +140,32 @@ func TestStreamInvokeDecoding(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamErrorEventClass: an error event's Azure code is classified as
+// an HTTP error with that code would be.
+func TestStreamErrorEventClass(t *testing.T) {
+	tests := []struct {
+		event     string
+		class     errcodes.Code
+		retryable bool
+	}{
+		{`{"error":{"code":"TooManyRequests","message":"slow down"}}`, errcodes.Throttled, true},
+		{`{"error":{"code":"DeploymentNotReady","message":"warming up"}}`, errcodes.ModelNotReady, true},
+		{`{"error":{"code":"QuotaExceeded","message":"spent"}}`, errcodes.QuotaExceeded, false},
+		{`{"status":429,"code":"rate_limited","message":"slow down"}`, errcodes.Throttled, true},
+		{`{"error":{"message":"boom","type":"server_error"}}`, errcodes.Internal, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.event, func(t *testing.T) {
+			a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+				writeFlushed(w, "text/event-stream", "data: "+tt.event+"\n\n")
+			}, func(o *Options) { o.API = APIChat })
+			out := stream(t, a, generateReq())
+			var e *errcodes.Error
+			require.ErrorAs(t, out.err, &e)
+			assert.Equal(t, errcodes.StreamInterrupted, e.Code)
+			assert.Equal(t, string(tt.class), e.Details["code"])
+			assert.Equal(t, tt.retryable, e.Retryable)
+		})
+	}
+}

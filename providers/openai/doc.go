@@ -26,9 +26,11 @@
 //
 // Every error is an *errcodes.Error with Provider "openai"; the native error
 // is an *APIError (errors.As) for HTTP and in-stream errors. The error body
-// is parsed in any of the three OpenAI-compatible envelopes (current vLLM
+// is parsed in any of the OpenAI-compatible envelopes (current vLLM
 // {"error":{…,"code":400}}, older vLLM {"object":"error",…}, OpenAI
-// {"error":{…,"code":"…"}}); HTML and plain-text bodies become the message.
+// {"error":{…,"code":"…"}}, TGI {"error":"…","error_type":"…"}, whose
+// error_type is the native code); HTML and plain-text bodies become the
+// message.
 // The code comes from, in order:
 //
 //	signal                                           code                   retryable
@@ -51,7 +53,14 @@
 //	HTTP 500                                         ERR_INTERNAL           yes
 //	HTTP 501                                         ERR_INVALID_PARAM      no
 //	HTTP 502, 503 (other 5xx)                        ERR_UNAVAILABLE        yes
-//	in-stream data:{"error":…}                       ERR_STREAM_INTERRUPTED as its class
+//	error object in a 2xx body                       as above, with the status the body states
+//	                                                   (else its type) for the HTTP status
+//	in-stream data:{"error":…}                       ERR_STREAM_INTERRUPTED as its class: the
+//	                                                   code/type rows above, the status the body
+//	                                                   states, else its type, TGI's included
+//	                                                   (validation ERR_INVALID_PARAM, overloaded
+//	                                                   ERR_THROTTLED, generation ERR_MODEL_ERROR,
+//	                                                   incomplete_generation ERR_INTERNAL)
 //	stream without [DONE] or finish_reason           ERR_STREAM_INTERRUPTED yes (before the first chunk)
 //	generate answered 2xx with no completion JSON    ERR_UNKNOWN            no
 //	response body over MaxResponseBytes              ERR_PAYLOAD_TOO_LARGE  no

@@ -167,3 +167,24 @@ func TestErrorOn200Body(t *testing.T) {
 	_, err := client(t, a).Invoke(ctx(t), generateReq("m"))
 	assert.ErrorIs(t, err, errcodes.QuotaExceeded)
 }
+
+// TestErrorOn200BodyStatedStatus: an error object in a 2xx body is
+// classified by the status the body states.
+func TestErrorOn200BodyStatedStatus(t *testing.T) {
+	tests := []struct {
+		body string
+		want errcodes.Code
+	}{
+		{`{"error":{"message":"Too many requests","code":429}}`, errcodes.Throttled},
+		{`{"object":"error","message":"bad n","code":400}`, errcodes.InvalidParam},
+		{`{"error":{"message":"engine down","type":"server_error","code":503}}`, errcodes.Unavailable},
+	}
+	for _, tt := range tests {
+		a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, tt.body)
+		})
+		_, err := client(t, a).Invoke(ctx(t), generateReq("m"))
+		assert.Equal(t, tt.want, errcodes.Of(err), "%s: %v", tt.body, err)
+	}
+}

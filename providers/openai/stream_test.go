@@ -292,3 +292,24 @@ func TestStreamInvokeRaw(t *testing.T) {
 	require.NoError(t, out.err)
 	assert.Equal(t, "one two", text(out.chunks))
 }
+
+// TestStreamMidStreamTGIError: TGI's Messages API reports a failure during
+// generation as {"error":"…","error_type":"…"}; its error_type is the
+// native code.
+func TestStreamMidStreamTGIError(t *testing.T) {
+	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+		send := sseWriter(w)
+		send(helloChunk)
+		send(`data: {"error":"Request failed during generation: Server error: CUDA out of memory","error_type":"generation"}` + "\n\n")
+	})
+	out := stream(t, a, generateReq("m"))
+	assert.Equal(t, "Hello", text(out.chunks))
+	var e *errcodes.Error
+	require.True(t, errors.As(out.err, &e))
+	assert.Equal(t, errcodes.StreamInterrupted, e.Code)
+	assert.Equal(t, "generation", e.ProviderCode)
+	assert.Equal(t, "ERR_MODEL_ERROR", e.Details["code"])
+	var api *APIError
+	require.True(t, errors.As(out.err, &api))
+	assert.Equal(t, "generation", api.Type)
+}

@@ -59,6 +59,7 @@
 //	503   no ready instance (scaling from zero)    ERR_MODEL_NOT_READY    yes
 //	504   gateway timeout                          ERR_TIMEOUT            yes
 //	other by errcodes.ForHTTPStatus
+//	error object in a 2xx body: its specific code, else the status it states, else its type
 //	2xx generate body that is no completion / {"response":…}   ERR_UNKNOWN
 //	response body over MaxResponseBytes                        ERR_PAYLOAD_TOO_LARGE
 //

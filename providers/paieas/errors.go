@@ -99,7 +99,8 @@ func (a *Adapter) bodyError(resp *http.Response, eb openaiwire.ErrorBody, rid st
 		code = openaiwire.Classify(0, eb)
 	}
 	pc := eb.ProviderCode()
-	if pc == "" || pc == strconv.Itoa(eb.Status) {
+	if pc == "" || (pc == strconv.Itoa(eb.Status) && resp.StatusCode >= 300) {
+		// The HTTP status, unless a 2xx body states its own.
 		pc = strconv.Itoa(resp.StatusCode)
 	}
 	msg := eb.Message

@@ -148,3 +148,29 @@ func TestResponseTooLarge(t *testing.T) {
 	_, err := client(t, a).Invoke(ctx(t), generateReq())
 	assert.ErrorIs(t, err, errcodes.PayloadTooLarge)
 }
+
+// TestErrorOn200Body: an error object in a 2xx body is classified by its
+// code, else the status it states, which is then its ProviderCode.
+func TestErrorOn200Body(t *testing.T) {
+	tests := []struct {
+		body  string
+		want  errcodes.Code
+		pcode string
+	}{
+		{`{"error":{"message":"slow down","code":429}}`, errcodes.Throttled, "429"},
+		{`{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}`, errcodes.QuotaExceeded, "insufficient_quota"},
+		{`{"object":"error","message":"bad n","type":"BadRequestError","code":400}`, errcodes.InvalidParam, "BadRequestError"},
+	}
+	for _, tt := range tests {
+		a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, tt.body)
+		})
+		_, err := client(t, a).Invoke(ctx(t), generateReq())
+		var e *errcodes.Error
+		require.ErrorAs(t, err, &e, tt.body)
+		assert.Equal(t, tt.want, e.Code, tt.body)
+		assert.Equal(t, tt.pcode, e.ProviderCode, tt.body)
+		assert.Equal(t, http.StatusOK, e.HTTPStatus, tt.body)
+	}
+}

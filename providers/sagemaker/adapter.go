@@ -455,6 +455,10 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 		if err != nil {
 			e := errcodes.Wrap(err, errcodes.ModelError, "sagemaker: the model's response is not a generation: "+err.Error())
 			e.Provider, e.HTTPStatus, e.RequestID, e.Retryable = cloudreq.ProviderAWS, resp.StatusCode, resp.RequestID, false
+			var ie *inbandError
+			if errors.As(err, &ie) {
+				e.ProviderCode = ie.Code // the model's own error type or code
+			}
 			return nil, e
 		}
 		resp.Text, resp.FinishReason, resp.Usage = g.Text, g.Finish, g.Usage

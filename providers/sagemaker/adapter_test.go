@@ -239,6 +239,9 @@ func TestGenerateInbandErrorBody(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, "validation", ie.Code)
 	assert.Equal(t, errcodes.ModelError, errcodes.Of(err))
+	var e *errcodes.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "validation", e.ProviderCode, "the model's own error type is the native code")
 }
 
 func TestEncode(t *testing.T) {

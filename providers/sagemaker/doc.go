@@ -84,6 +84,9 @@
 //	InternalStreamFailure (in stream)                ERR_STREAM_INTERRUPTED  before the first chunk
 //	any error with HTTP 413                          ERR_PAYLOAD_TOO_LARGE   no
 //	a 2xx body longer than MaxResponseBytes          ERR_PAYLOAD_TOO_LARGE   no
+//	a 2xx generate body that is no generation, or    ERR_MODEL_ERROR         no
+//	  an error object (its type or code in ProviderCode)
+//	an error object in a generate stream             ERR_STREAM_INTERRUPTED  before the first chunk
 //	AccessDeniedException (403)                      ERR_PERMISSION_DENIED   no
 //	InvalidSignatureException, UnrecognizedClientException,
 //	ExpiredTokenException, IncompleteSignature,

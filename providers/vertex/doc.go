@@ -47,7 +47,9 @@
 // Responses: Data is the response in JSON for predict and generateContent
 // (protojson), the HttpBody's bytes for rawPredict. A generate response also
 // has Text (the first candidate's text parts), FinishReason ("stop",
-// "length", "content_filter", or the lower-case Vertex reason) and Usage
+// "length", "content_filter", or the lower-case Vertex reason; a blocked
+// prompt, answered with prompt feedback and no candidates, is
+// "content_filter") and Usage
 // (promptTokenCount, candidatesTokenCount). Metadata holds
 // MetaDeployedModelID, MetaModelVersionID, MetaModel where the service said
 // them, and any x-vertex-ai-* response header. CloudRequest.Header entries

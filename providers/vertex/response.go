@@ -93,10 +93,16 @@ func setMeta(resp *cloudreq.CloudResponse, k, v string) {
 }
 
 // candidateText appends the text parts of the first candidate to sb and
-// returns its portable finish reason ("" while generation goes on).
+// returns its portable finish reason ("" while generation goes on). A
+// response without candidates whose prompt feedback has a block reason (a
+// blocked prompt: Vertex generates nothing) finishes with
+// "content_filter".
 func candidateText(sb *strings.Builder, r *aiplatformpb.GenerateContentResponse) string {
 	cands := r.GetCandidates()
 	if len(cands) == 0 {
+		if r.GetPromptFeedback().GetBlockReason() != aiplatformpb.GenerateContentResponse_PromptFeedback_BLOCKED_REASON_UNSPECIFIED {
+			return "content_filter"
+		}
 		return ""
 	}
 	c := cands[0]

@@ -326,3 +326,37 @@ func TestRawText(t *testing.T) {
 }
 
 func errEOF() error { return io.EOF }
+
+// blockedPrompt is the message Vertex answers a blocked prompt with: prompt
+// feedback and usage, no candidates.
+func blockedPrompt() *aiplatformpb.GenerateContentResponse {
+	return &aiplatformpb.GenerateContentResponse{
+		PromptFeedback: &aiplatformpb.GenerateContentResponse_PromptFeedback{
+			BlockReason:        aiplatformpb.GenerateContentResponse_PromptFeedback_PROHIBITED_CONTENT,
+			BlockReasonMessage: "The prompt was blocked",
+		},
+		UsageMetadata: &aiplatformpb.GenerateContentResponse_UsageMetadata{PromptTokenCount: 4},
+		ResponseId:    "resp-blocked",
+	}
+}
+
+func TestStreamGenerateBlockedPrompt(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.genChunks = []*aiplatformpb.GenerateContentResponse{blockedPrompt()}
+	})
+	c, _ := newFakeClient(t, addr)
+	s, err := c.Stream(context.Background(), genReq())
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Empty(t, strings.Join(drain(t, s), ""))
+	require.NoError(t, s.Err(), "a blocked prompt is an answer, not a truncated stream")
+	assert.Equal(t, "content_filter", s.Response().FinishReason)
+}
+
+func TestCandidateTextBlockedPrompt(t *testing.T) {
+	var sb strings.Builder
+	assert.Equal(t, "content_filter", candidateText(&sb, blockedPrompt()))
+	assert.Empty(t, sb.String())
+	assert.Equal(t, "", candidateText(&sb, &aiplatformpb.GenerateContentResponse{}))
+}
