@@ -264,6 +264,8 @@ func (c *call) waitHold(ctx context.Context) error {
 // start and the concurrency queue. On success it fixes the token schedule.
 // When it returns errStateFault or the call already carries an error fault,
 // the caller answers c.fault(); any other error means the client went away.
+// The profile's request timeout bounds the cold-start and queue waits too:
+// a request still waiting when it is up gets the timeout fault then.
 func (c *call) admit(ctx context.Context) error {
 	if f := c.fault(); f.isError() || f == FaultResetBeforeHeaders || f == FaultHTML502 {
 		if f == FaultThrottle || f == FaultQueueFull || f == FaultModelNotReady {
@@ -277,14 +279,31 @@ func (c *call) admit(ctx context.Context) error {
 		c.retryIn = wait
 		return errStateFault
 	}
+	p := c.ep.prof
+	var deadline time.Time // the server's own timeout (zero: none)
+	waitCtx := ctx         // ends at the deadline too
+	if p.RequestTimeoutMs > 0 {
+		deadline = c.rec.Arrival.Add(c.ep.scaled(p.RequestTimeoutMs))
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	// waitErr turns a wait cut by the deadline, not by the client, into the timeout fault.
+	waitErr := func(err error) error {
+		if !deadline.IsZero() && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			c.setFault(FaultTimeout)
+			return errStateFault
+		}
+		return err
+	}
 	st := c.ep.arrive(now, c.coldMs)
 	c.arrived = true
 	switch {
 	case c.forced:
 		c.rec.Cold = true
 		c.rec.ColdStartMs = ms(c.ep.scaled(c.coldMs))
-		if err := c.s.sleepUntil(ctx, now.Add(c.ep.scaled(c.coldMs))); err != nil {
-			return err
+		if err := c.s.sleepUntil(waitCtx, now.Add(c.ep.scaled(c.coldMs))); err != nil {
+			return waitErr(err)
 		}
 	case st.cold && c.ep.ColdMode == ColdReject:
 		c.setFault(FaultModelNotReady)
@@ -293,26 +312,25 @@ func (c *call) admit(ctx context.Context) error {
 	case st.cold:
 		c.rec.Cold = true
 		c.rec.ColdStartMs = ms(st.wait)
-		if err := c.s.sleepUntil(ctx, now.Add(st.wait)); err != nil {
-			return err
+		if err := c.s.sleepUntil(waitCtx, now.Add(st.wait)); err != nil {
+			return waitErr(err)
 		}
 	}
 	q0 := time.Now()
-	active, err := c.ep.acquire(ctx, c.s.closed)
+	active, err := c.ep.acquire(waitCtx, c.s.closed)
 	if errors.Is(err, errQueueFull) {
 		c.setFault(FaultQueueFull)
 		c.retryIn = c.ep.scaled(c.prefill + c.tpot*float64(c.n))
 		return errStateFault
 	}
 	if err != nil {
-		return err
+		return waitErr(err)
 	}
 	c.slotHeld = true
 	start := time.Now()
 	c.rec.QueueMs = ms(start.Sub(q0))
 	c.rec.Active = active
 
-	p := c.ep.prof
 	prefill := c.prefill + p.PrefillMsPer1K*float64(c.gen.promptTokens-p.RefPromptTokens)/1000 + p.BatchPenaltyMs*float64(active-1)
 	prefill = math.Max(prefill, 0)
 	c.firstAt = start.Add(c.ep.scaled(prefill))
@@ -335,8 +353,7 @@ func (c *call) admit(ctx context.Context) error {
 	if c.n > 1 {
 		c.rec.TPOTMs = ms(t.Sub(c.firstAt)) / float64(c.n-1)
 	}
-	if p.RequestTimeoutMs > 0 {
-		deadline := c.rec.Arrival.Add(c.ep.scaled(p.RequestTimeoutMs))
+	if !deadline.IsZero() {
 		answerAt := c.firstAt
 		if !c.gen.stream {
 			answerAt = c.lastAt()

@@ -348,3 +348,36 @@ func TestRequestTimeout(t *testing.T) {
 	require.NotEmpty(t, events)
 	assert.Equal(t, "[DONE]", events[len(events)-1])
 }
+
+// TestRequestTimeoutCoversWaits: the server's own timeout counts the time
+// spent waiting for a slot or for a cold model, and answers when it is up
+// rather than when the wait ends.
+func TestRequestTimeoutCoversWaits(t *testing.T) {
+	// One slot, held for an hour (emulated) by a stream's second token.
+	p := Profile{Name: "busy", TTFTMs: Dist{1, 0}, TPOTMs: Dist{3600e3, 0}, OutputTokens: Dist{2, 0},
+		Slots: 1, ColdStartMs: Dist{3600e3, 0}, RequestTimeoutMs: 1000}
+	s := start(t, Options{TimeScale: 0.001, Seed: 1, Endpoints: []Endpoint{
+		{Name: "busy", Profile: p},
+		{Name: "cold", Profile: p, StartCold: true},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	hold, err := do(ctx, t, s.URL()+"/v1/chat/completions", `{"model":"busy","stream":true,"messages":[{"role":"user","content":"hi"}]}`, nil)
+	require.NoError(t, err)
+	defer hold.Body.Close()
+	require.Equal(t, 200, hold.StatusCode)
+
+	for _, name := range []string{"busy", "cold"} {
+		t.Run(name, func(t *testing.T) {
+			// The hour-long wait is 3.6 s at this scale; the timeout is 1 ms.
+			bctx, bcancel := context.WithTimeout(ctx, 2*time.Second)
+			defer bcancel()
+			resp, err := do(bctx, t, s.URL()+"/api/predict/"+name, `{"prompt":"hi"}`, nil)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			assert.Equal(t, 408, resp.StatusCode)
+			assert.Equal(t, string(FaultTimeout), resp.Header.Get(HeaderFault))
+		})
+	}
+}

@@ -118,6 +118,13 @@ func (s *Server) serveOpenAIGen(w http.ResponseWriter, r *http.Request, ep *endp
 		fail(FaultPayloadTooLarge, "", "")
 		return
 	}
+	// An endpoint named by the path has its credentials checked before
+	// the body, as the provider's gateway does; one named by the body's
+	// model, once the body names it.
+	if ep != nil && !s.authorized(ep, prov, r, body) {
+		fail(FaultUnauthenticated, ep.Name, "")
+		return
+	}
 	parse := parseCompletion
 	route := "completions"
 	if chat {
@@ -138,10 +145,10 @@ func (s *Server) serveOpenAIGen(w http.ResponseWriter, r *http.Request, ep *endp
 			fail(FaultNotFound, gen.model, "")
 			return
 		}
-	}
-	if !s.authorized(ep, prov, r, body) {
-		fail(FaultUnauthenticated, ep.Name, "")
-		return
+		if !s.authorized(ep, prov, r, body) {
+			fail(FaultUnauthenticated, ep.Name, "")
+			return
+		}
 	}
 	c, err := s.newCall(ep, prov, route, gen, r.Header.Get, arrivalOf(r))
 	if err != nil {
@@ -156,7 +163,9 @@ func (s *Server) serveOpenAIGen(w http.ResponseWriter, r *http.Request, ep *endp
 	s.serveGen(w, r, c, &openAIWire{chat: chat, model: model, created: time.Now().Unix(), errw: errw})
 }
 
-// serveModels answers GET /v1/models[/{id}].
+// serveModels answers GET /v1/models[/{id}]. The list holds the models
+// the request's credentials may use; when they may use none of those
+// served, or not the one asked for, the answer is 401.
 func (s *Server) serveModels(w http.ResponseWriter, r *http.Request, id string) {
 	type model struct {
 		ID      string `json:"id"`
@@ -166,15 +175,21 @@ func (s *Server) serveModels(w http.ResponseWriter, r *http.Request, id string) 
 		Root    string `json:"root"`
 	}
 	var data []model
+	refused := false
 	for _, n := range s.order {
 		ep := s.endpoints[n]
 		if !ep.serves(OpenAI) || (id != "" && id != n) {
 			continue
 		}
 		if !s.authorized(ep, OpenAI, r, nil) {
+			refused = true
 			continue
 		}
 		data = append(data, model{ID: n, Object: "model", Created: 1700000000, OwnedBy: "vllm", Root: n})
+	}
+	if len(data) == 0 && refused {
+		writeOpenAIError(w, FaultUnauthenticated, id, "")
+		return
 	}
 	if id != "" {
 		if len(data) == 0 {

@@ -122,6 +122,7 @@ func TestWrongMethod405(t *testing.T) {
 		{"/v1/models", http.MethodPost, "GET", `{"detail":"Method Not Allowed"}`},
 		{"/api/predict/" + name, http.MethodGet, "POST", "Method Not Allowed\n"},
 		{"/api/predict/" + name + "/v1/chat/completions", http.MethodGet, "POST", "Method Not Allowed\n"},
+		{"/api/predict/" + name + "/v1/models", http.MethodPost, "GET", "Method Not Allowed\n"},
 		{"/azureml/" + name + "/score", http.MethodGet, "POST", `MethodNotAllowed`},
 		{"/azureml/" + name + "/chat/completions", http.MethodGet, "POST", `MethodNotAllowed`},
 	}
@@ -138,5 +139,67 @@ func TestWrongMethod405(t *testing.T) {
 			assert.Equal(t, tt.allow, resp.Header.Get("Allow"))
 			assert.Contains(t, string(b), tt.body)
 		})
+	}
+}
+
+// TestOpenAIModelsAuth: a model list or lookup refused for its
+// credentials is a 401, as vLLM with --api-key answers, not an empty list
+// or a 404; models the key may use are listed.
+func TestOpenAIModelsAuth(t *testing.T) {
+	keyed := func(name, key string) Endpoint {
+		p, _ := BuiltinProfile("phi-3-mini")
+		return Endpoint{Name: name, Profile: p, Credentials: Credentials{Keys: []string{key}}}
+	}
+	s := start(t, Options{TimeScale: 0.001, Seed: 1, Endpoints: []Endpoint{keyed("a", "key-a"), keyed("b", "key-b")}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	get := func(path, key string) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+path, nil)
+		require.NoError(t, err)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		path, key string
+		status    int
+		body      string
+	}{
+		{"/v1/models", "", 401, "AuthenticationError"},
+		{"/v1/models", "wrong", 401, "AuthenticationError"},
+		{"/v1/models", "key-a", 200, `"id":"a"`},
+		{"/v1/models/a", "", 401, "AuthenticationError"},
+		{"/v1/models/a", "key-b", 401, "AuthenticationError"},
+		{"/v1/models/a", "key-a", 200, `"id":"a"`},
+		{"/v1/models/nope", "key-a", 404, "NotFoundError"},
+	} {
+		status, body := get(tc.path, tc.key)
+		assert.Equal(t, tc.status, status, "%s with %q: %s", tc.path, tc.key, body)
+		assert.Contains(t, body, tc.body, "%s with %q", tc.path, tc.key)
+	}
+	_, body := get("/v1/models", "key-a")
+	assert.NotContains(t, body, `"id":"b"`)
+}
+
+// TestPathNamedChatChecksAuthFirst: where the path names the endpoint
+// (Azure serverless chat, PAI-EAS /v1/), bad credentials are refused
+// before the body is looked at, as the providers' gateways do.
+func TestPathNamedChatChecksAuthFirst(t *testing.T) {
+	p, _ := BuiltinProfile("phi-3-mini")
+	s := start(t, Options{TimeScale: 0.001, Seed: 1, Endpoints: []Endpoint{{Name: "k", Profile: p, Credentials: Credentials{Keys: []string{"key"}}}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, path := range []string{"/azureml/k/chat/completions", "/api/predict/k/v1/chat/completions", "/api/predict/k/v1/completions"} {
+		resp, err := do(ctx, t, s.URL()+path, `{"messages":"not a list"}`, map[string]string{"Authorization": "Bearer wrong"})
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)
 	}
 }

@@ -78,6 +78,10 @@ func (s *Server) servePAIEAS(w http.ResponseWriter, r *http.Request) {
 		s.serveOpenAIGen(w, r, ep, PAIEAS, sub == "/v1/chat/completions", writeEASError)
 		return
 	case "/v1/models":
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w, PAIEAS, http.MethodGet)
+			return
+		}
 		if !s.authorized(ep, PAIEAS, r, nil) {
 			writeEASError(w, FaultUnauthenticated, name, "")
 			return

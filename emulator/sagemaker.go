@@ -102,14 +102,16 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	read := time.Now()
+	// wait holds every answer until minAnswerDelay after the body was read.
+	wait := func() { _ = s.sleepUntil(r.Context(), read.Add(minAnswerDelay)) }
 	answer := func(status int, typ string, body any) {
-		_ = s.sleepUntil(r.Context(), read.Add(minAnswerDelay))
+		wait()
 		w.Header().Set("X-Amzn-ErrorType", typ)
 		w.Header().Set("x-amzn-RequestId", reqID)
 		writeJSON(w, status, body)
 	}
 	fail := func(e sageMakerErr) {
-		_ = s.sleepUntil(r.Context(), read.Add(minAnswerDelay))
+		wait()
 		writeSageMakerError(w, e, name, reqID)
 	}
 	if !ok || (op != "invocations" && op != "invocations-response-stream" && op != "async-invocations") {
@@ -140,7 +142,7 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if op == "async-invocations" {
-		s.serveSageMakerAsync(w, r, name, reqID, body, fail)
+		s.serveSageMakerAsync(w, r, name, reqID, body, wait, fail)
 		return
 	}
 	gen, perr := parseSageMakerLLM(body)
@@ -175,8 +177,9 @@ const sageMakerAsyncMaxBody = 128000
 // inline body and X-Amzn-SageMaker-InputLocation, then 202 with the
 // inference id and the S3 locations the result and failure would be
 // written to. The emulator has no S3 and no queue: the request is accepted
-// and not run, and no Record is kept.
-func (s *Server) serveSageMakerAsync(w http.ResponseWriter, r *http.Request, name, reqID string, body []byte, fail func(sageMakerErr)) {
+// and not run, and no Record is kept. wait holds the answer as every
+// SageMaker answer is held (see minAnswerDelay).
+func (s *Server) serveSageMakerAsync(w http.ResponseWriter, r *http.Request, name, reqID string, body []byte, wait func(), fail func(sageMakerErr)) {
 	in := r.Header.Get("X-Amzn-SageMaker-InputLocation")
 	switch {
 	case (in == "") == (len(body) == 0):
@@ -190,6 +193,7 @@ func (s *Server) serveSageMakerAsync(w http.ResponseWriter, r *http.Request, nam
 	if id == "" {
 		id = s.uuid()
 	}
+	wait()
 	h := w.Header()
 	h.Set("x-amzn-RequestId", reqID)
 	h.Set("X-Amzn-SageMaker-OutputLocation", "s3://"+sageMakerAsyncBucket+"/async-output/"+name+"/"+id+".out")

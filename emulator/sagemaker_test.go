@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -254,4 +258,46 @@ func TestSageMakerAsync(t *testing.T) {
 		assert.Equal(t, "ValidationError", e.ErrorCode(), name)
 	}
 	assert.Empty(t, s.Records(), "async requests are not run")
+}
+
+// TestSageMakerAsyncAnswerDelay: InvokeEndpointAsync's 202, like every
+// SageMaker answer, comes no sooner than minAnswerDelay after the body was
+// read (see minAnswerDelay).
+func TestSageMakerAsyncAnswerDelay(t *testing.T) {
+	s, err := New(Options{TimeScale: 0.001, Seed: 1})
+	require.NoError(t, err)
+	body := &readAt{r: strings.NewReader(tgiSample)}
+	req := httptest.NewRequest(http.MethodPost, "/endpoints/llama-3-8b/async-invocations", body)
+	w := &headerAt{ResponseRecorder: httptest.NewRecorder()}
+	s.ServeHTTP(w, req)
+	require.Equal(t, http.StatusAccepted, w.Code)
+	require.False(t, body.eof.IsZero())
+	assert.GreaterOrEqual(t, w.at.Sub(body.eof), minAnswerDelay)
+}
+
+// readAt is a request body that notes when it was read to its end.
+type readAt struct {
+	r   io.Reader
+	eof time.Time
+}
+
+func (b *readAt) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF && b.eof.IsZero() {
+		b.eof = time.Now()
+	}
+	return n, err
+}
+
+// headerAt notes when the response header was written.
+type headerAt struct {
+	*httptest.ResponseRecorder
+	at time.Time
+}
+
+func (w *headerAt) WriteHeader(code int) {
+	if w.at.IsZero() {
+		w.at = time.Now()
+	}
+	w.ResponseRecorder.WriteHeader(code)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,3 +266,68 @@ func ptr[T any](v T) *T { return &v }
 
 // gaxHeader captures the response header metadata of a gax call.
 func gaxHeader(md *metadata.MD) gax.CallOption { return gax.WithGRPCOptions(grpc.Header(md)) }
+
+// TestVertexGRPCRecordsStream: a record says whether the gRPC method
+// streamed, whatever the body's own "stream" field says, and a streamed
+// call feeds the inter-token metrics.
+func TestVertexGRPCRecordsStream(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 11})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pc := predictionClient(ctx, t, s)
+
+	req := &aiplatformpb.GenerateContentRequest{
+		Model:            "projects/demo/locations/us-central1/publishers/google/models/phi-3-mini",
+		Contents:         []*aiplatformpb.Content{{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: "Hello"}}}}},
+		GenerationConfig: &aiplatformpb.GenerationConfig{MaxOutputTokens: ptr(int32(4))},
+	}
+	st, err := pc.StreamGenerateContent(ctx, req)
+	require.NoError(t, err)
+	for {
+		_, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+	}
+	srp, err := pc.StreamRawPredict(ctx, &aiplatformpb.StreamRawPredictRequest{Endpoint: vertexEndpoint,
+		HttpBody: &httpbody.HttpBody{ContentType: "application/json", Data: []byte(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":4}`)}})
+	require.NoError(t, err)
+	for {
+		_, err := srp.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+	}
+	_, err = pc.RawPredict(ctx, &aiplatformpb.RawPredictRequest{Endpoint: vertexEndpoint,
+		HttpBody: &httpbody.HttpBody{ContentType: "application/json", Data: []byte(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":true}`)}})
+	require.NoError(t, err)
+
+	recs := waitRecords(t, s, 3)
+	byRoute := map[string]Record{}
+	for _, r := range recs {
+		byRoute[r.Route] = r
+	}
+	assert.True(t, byRoute["StreamGenerateContent"].Stream)
+	assert.True(t, byRoute["StreamRawPredict"].Stream)
+	assert.False(t, byRoute["RawPredict"].Stream)
+
+	req2, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req2)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	m, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var itl []string
+	for line := range strings.SplitSeq(string(m), "\n") {
+		if strings.HasPrefix(line, "vllm:inter_token_latency_seconds_count") {
+			itl = append(itl, line)
+		}
+	}
+	// Three gaps from each stream; none from the unary call.
+	assert.ElementsMatch(t, []string{
+		`vllm:inter_token_latency_seconds_count{model_name="llama-3-8b"} 3`,
+		`vllm:inter_token_latency_seconds_count{model_name="phi-3-mini"} 3`,
+	}, itl)
+}

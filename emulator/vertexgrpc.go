@@ -83,7 +83,8 @@ func incoming(ctx context.Context) headerGetter {
 }
 
 // prepare resolves the endpoint, checks credentials and parses the body.
-func (v *vertexGRPC) prepare(ctx context.Context, resource, method string, parse func() (genRequest, error)) (*call, vertexTarget, error) {
+// stream is whether the method streams, whatever the body says.
+func (v *vertexGRPC) prepare(ctx context.Context, resource, method string, stream bool, parse func() (genRequest, error)) (*call, vertexTarget, error) {
 	t, ok := parseVertexResource(resource)
 	if !ok {
 		e := vertexErrorFor(FaultInvalid, resource)
@@ -107,6 +108,7 @@ func (v *vertexGRPC) prepare(ctx context.Context, resource, method string, parse
 		e.msg = "Invalid request: " + err.Error()
 		return nil, t, e.grpcStatus(0).Err()
 	}
+	gen.stream = stream
 	c, err := v.s.newCall(ep, Vertex, method, gen, get, time.Now())
 	if err != nil {
 		c.end(400, "error")
@@ -212,7 +214,7 @@ func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, send func
 
 // Predict answers one prediction (the generated text) per instance.
 func (v *vertexGRPC) Predict(ctx context.Context, req *aiplatformpb.PredictRequest) (*aiplatformpb.PredictResponse, error) {
-	c, t, err := v.prepare(ctx, req.GetEndpoint(), "Predict", func() (genRequest, error) {
+	c, t, err := v.prepare(ctx, req.GetEndpoint(), "Predict", false, func() (genRequest, error) {
 		b, err := instancesJSON(req.GetInstances(), req.GetParameters())
 		if err != nil {
 			return genRequest{}, err
@@ -222,7 +224,6 @@ func (v *vertexGRPC) Predict(ctx context.Context, req *aiplatformpb.PredictReque
 	if err != nil {
 		return nil, err
 	}
-	c.gen.stream = false
 	if err := v.run(ctx, c, t, nil); err != nil {
 		return nil, err
 	}
@@ -270,13 +271,12 @@ func rawWire(c *call, model string) wire {
 
 // RawPredict answers the container's raw response to HttpBody.Data.
 func (v *vertexGRPC) RawPredict(ctx context.Context, req *aiplatformpb.RawPredictRequest) (*httpbody.HttpBody, error) {
-	c, t, err := v.prepare(ctx, req.GetEndpoint(), "RawPredict", func() (genRequest, error) {
+	c, t, err := v.prepare(ctx, req.GetEndpoint(), "RawPredict", false, func() (genRequest, error) {
 		return parseRawPredict(req.GetHttpBody().GetData())
 	})
 	if err != nil {
 		return nil, err
 	}
-	c.gen.stream = false
 	if err := v.run(ctx, c, t, nil); err != nil {
 		return nil, err
 	}
@@ -287,7 +287,7 @@ func (v *vertexGRPC) RawPredict(ctx context.Context, req *aiplatformpb.RawPredic
 // StreamRawPredict streams the container's SSE bytes, one HttpBody per event.
 func (v *vertexGRPC) StreamRawPredict(req *aiplatformpb.StreamRawPredictRequest, stream aiplatformpb.PredictionService_StreamRawPredictServer) error {
 	ctx := stream.Context()
-	c, t, err := v.prepare(ctx, req.GetEndpoint(), "StreamRawPredict", func() (genRequest, error) {
+	c, t, err := v.prepare(ctx, req.GetEndpoint(), "StreamRawPredict", true, func() (genRequest, error) {
 		g, err := parseRawPredict(req.GetHttpBody().GetData())
 		if err == nil && g.dialect == dialectInstances {
 			err = errors.New("StreamRawPredict needs an OpenAI chat or completions body")
@@ -297,7 +297,6 @@ func (v *vertexGRPC) StreamRawPredict(req *aiplatformpb.StreamRawPredictRequest,
 	if err != nil {
 		return err
 	}
-	c.gen.stream = true
 	oa := &openAIWire{chat: c.gen.dialect == dialectChat, model: t.name, created: time.Now().Unix()}
 	chunk := func(fn func(io.Writer) error) error {
 		var b bytes.Buffer
@@ -351,7 +350,7 @@ func gcProto(c *call, text string, last bool) *aiplatformpb.GenerateContentRespo
 
 // GenerateContent answers the whole generation.
 func (v *vertexGRPC) GenerateContent(ctx context.Context, req *aiplatformpb.GenerateContentRequest) (*aiplatformpb.GenerateContentResponse, error) {
-	c, t, err := v.prepare(ctx, req.GetModel(), "GenerateContent", func() (genRequest, error) {
+	c, t, err := v.prepare(ctx, req.GetModel(), "GenerateContent", false, func() (genRequest, error) {
 		b, err := generateContentJSON(req)
 		if err != nil {
 			return genRequest{}, err
@@ -361,7 +360,6 @@ func (v *vertexGRPC) GenerateContent(ctx context.Context, req *aiplatformpb.Gene
 	if err != nil {
 		return nil, err
 	}
-	c.gen.stream = false
 	if err := v.run(ctx, c, t, nil); err != nil {
 		return nil, err
 	}
@@ -372,7 +370,7 @@ func (v *vertexGRPC) GenerateContent(ctx context.Context, req *aiplatformpb.Gene
 // last carries the finish reason and usage.
 func (v *vertexGRPC) StreamGenerateContent(req *aiplatformpb.GenerateContentRequest, stream aiplatformpb.PredictionService_StreamGenerateContentServer) error {
 	ctx := stream.Context()
-	c, t, err := v.prepare(ctx, req.GetModel(), "StreamGenerateContent", func() (genRequest, error) {
+	c, t, err := v.prepare(ctx, req.GetModel(), "StreamGenerateContent", true, func() (genRequest, error) {
 		b, err := generateContentJSON(req)
 		if err != nil {
 			return genRequest{}, err
@@ -382,7 +380,6 @@ func (v *vertexGRPC) StreamGenerateContent(req *aiplatformpb.GenerateContentRequ
 	if err != nil {
 		return err
 	}
-	c.gen.stream = true
 	return v.run(ctx, c, t, func(i int) error {
 		return stream.Send(gcProto(c, c.words[i], i == c.n-1))
 	})
