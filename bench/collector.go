@@ -258,6 +258,9 @@ func (c *collector) result() *TargetResult {
 		}
 		if end.After(c.start) {
 			tr.Wall = Duration(end.Sub(c.start))
+			// The rates of every report are over the wall time: the
+			// recorder's window is set to it.
+			c.rec.SetWindow(c.start, end)
 		}
 	}
 	if tr.Sent > 1 && c.last.After(c.first) {

@@ -95,10 +95,21 @@ func (t *TargetResult) merge(o *TargetResult) error {
 		}
 	}
 	t.Machines += max(o.Machines, 1)
-	if o.Begin.Before(t.Begin) {
-		t.Begin = o.Begin
+	switch {
+	case t.Begin.IsZero():
+		t.Begin, t.Wall = o.Begin, o.Wall
+	case !o.Begin.IsZero():
+		// The merged run spans from the earliest start to the latest end,
+		// as the merged recorders' window does.
+		end := t.Begin.Add(t.Wall.D())
+		if oe := o.Begin.Add(o.Wall.D()); oe.After(end) {
+			end = oe
+		}
+		if o.Begin.Before(t.Begin) {
+			t.Begin = o.Begin
+		}
+		t.Wall = Duration(end.Sub(t.Begin))
 	}
-	t.Wall = max(t.Wall, o.Wall)
 	t.Sent += o.Sent
 	t.Late += o.Late
 	t.Cut += o.Cut

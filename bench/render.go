@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -20,8 +21,10 @@ type Format string
 // Formats.
 const (
 	// FormatText is the terminal summary: the reference-style table
-	// (TTFT, TPOT and total mean ± sd, p50/p95/p99), load and generator
-	// health, errors by code, SLAs, the ladder's trace and tag shares.
+	// (TTFT, TPOT and total mean ± sd, p50/p95/p99, N_out's source), TTFT
+	// and total from the intended send (coordinated-omission corrected),
+	// load and generator health, errors by code, SLAs, the ladder's trace
+	// and tag shares.
 	FormatText Format = "text"
 	// FormatMarkdown is the same summary as Markdown tables, followed by
 	// the full per-group latency report.
@@ -189,14 +192,16 @@ func pcts(d *latency.Dist) string {
 
 // ReferenceTable writes the reference-style table: one row per target,
 // TTFT, TPOT and total (E2E) as mean ± sd in ms, then their p50 / p95 /
-// p99. Only successful requests count; n is their number.
+// p99, and where the N_out that TPOT divides by came from (server usage,
+// counted from the stream, or mixed). Only successful requests count; n is
+// their number.
 func (r *Result) ReferenceTable(w io.Writer, md bool) {
 	t := &table{w: w, md: md, rows: r.referenceRows()}
 	t.flush()
 }
 
 func (r *Result) referenceRows() [][]string {
-	rows := [][]string{{"target", "n", "failed", "TTFT ms", "TPOT ms/token", "total ms", "TTFT p50/p95/p99", "TPOT p50/p95/p99", "total p50/p95/p99"}}
+	rows := [][]string{{"target", "n", "failed", "TTFT ms", "TPOT ms/token", "total ms", "TTFT p50/p95/p99", "TPOT p50/p95/p99", "total p50/p95/p99", "N_out"}}
 	for _, tr := range r.Targets {
 		c := tr.Counts()
 		ttft, tpot, e2e := tr.Dist(latency.TTFT, "", ""), tr.Dist(latency.TPOT, "", ""), tr.Dist(latency.E2E, "", "")
@@ -204,7 +209,7 @@ func (r *Result) referenceRows() [][]string {
 			ttft = &latency.Dist{} // a whole body has no first token
 		}
 		rows = append(rows, []string{tr.Name, strconv.FormatInt(c.Requests-c.Failed, 10), strconv.FormatInt(c.Failed, 10),
-			meanSD(ttft), meanSD(tpot), meanSD(e2e), pcts(ttft), pcts(tpot), pcts(e2e)})
+			meanSD(ttft), meanSD(tpot), meanSD(e2e), pcts(ttft), pcts(tpot), pcts(e2e), cmp.Or(c.TokenSource(), "-")})
 	}
 	return rows
 }
@@ -226,6 +231,7 @@ func (r *Result) sections(rep *latency.Report) []section {
 	if rows := r.classRows(); len(rows) > 2 {
 		add("By class", rows)
 	}
+	add("From the intended send (coordinated-omission corrected)", r.intendedRows())
 	add("Load and generator", r.loadRows())
 	add("Errors by code", r.errorRows())
 	add("Cold and warm starts", r.coldRows())
@@ -271,6 +277,30 @@ func slaRows(rep *latency.Report) [][]string {
 	rows := [][]string{{"target", "sla", "n", "measured", "threshold", "deviation", "result", "without cold", "cold share"}}
 	for i := range rep.SLAs {
 		rows = append(rows, slaRow(&rep.SLAs[i]))
+	}
+	return rows
+}
+
+// intendedRows gives, per target, TTFT and total latency measured from
+// the intended send time (coordinated-omission corrected), to read beside
+// the reference table's figures from the actual send, and the schedule
+// lag that separates them. Targets without an intended send are left out.
+func (r *Result) intendedRows() [][]string {
+	rows := [][]string{{"target", "TTFT ms", "TTFT p50/p95/p99", "total ms", "total p50/p95/p99", "lag p50/p99 ms"}}
+	for _, tr := range r.Targets {
+		ttft, e2e := tr.Dist(latency.TTFTIntended, "", ""), tr.Dist(latency.E2EIntended, "", "")
+		if e2e.Count() == 0 {
+			continue
+		}
+		if !tr.Stream {
+			ttft = &latency.Dist{} // a whole body has no first token
+		}
+		lag := tr.Dist(latency.ScheduleLag, "", "")
+		lagS := "-"
+		if lag.Count() > 0 {
+			lagS = ms(lag.Quantile(0.5)) + " / " + ms(lag.Quantile(0.99))
+		}
+		rows = append(rows, []string{tr.Name, meanSD(ttft), pcts(ttft), meanSD(e2e), pcts(e2e), lagS})
 	}
 	return rows
 }
@@ -529,7 +559,9 @@ func slaRow(s *latency.SLAResult) []string {
 	}
 	woc, share := "-", "-"
 	if a := s.Attribution; a != nil && a.ColdCount > 0 {
-		woc = fmtNum(a.WithoutCold / div)
+		if a.WithoutColdCount > 0 {
+			woc = fmtNum(a.WithoutCold / div)
+		}
 		if !s.Pass {
 			share = fmt.Sprintf("%.0f%%", 100*a.ColdShare)
 		}

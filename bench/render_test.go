@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +18,16 @@ import (
 
 // synthetic returns a result of one streamed target whose requests have
 // TTFT = base + i ms, TPOT = 10 + i/10 ms and E2E = TTFT + 50 × TPOT, for
-// i in [from, to); every tenth request is cold, and failed adds that many
-// ERR_THROTTLED failures.
+// i in [from, to), request i sent i seconds after 03:04:05 and the run
+// begun with the first; every tenth request is cold, and failed adds that
+// many ERR_THROTTLED failures.
 func synthetic(t *testing.T, name string, base, from, to, failed int) *Result {
+	t.Helper()
+	return syntheticFrom(t, name, base, from, to, failed, time.Duration(from)*time.Second)
+}
+
+// syntheticFrom is synthetic with the run begun at begin after 03:04:05.
+func syntheticFrom(t *testing.T, name string, base, from, to, failed int, begin time.Duration) *Result {
 	t.Helper()
 	p := &Plan{Targets: []Target{{Name: name, Provider: "openai", Model: name, Stream: true}}, Limits: Limits{Requests: to - from},
 		SLAs: []latency.SLA{{Metric: latency.TTFT, Percentile: 95, Threshold: int64(150 * time.Millisecond)}}}
@@ -27,7 +35,7 @@ func synthetic(t *testing.T, name string, base, from, to, failed int) *Result {
 	col, err := newCollector(p, &p.Targets[0])
 	require.NoError(t, err)
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	col.begin(start)
+	col.begin(start.Add(begin))
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 	for i := from; i < to; i++ {
 		ttft, tpot := ms(float64(base+i)), ms(10+float64(i)/10)
@@ -300,4 +308,106 @@ func TestReportRatesPerTarget(t *testing.T) {
 		assert.Greater(t, g.RequestRate, 0.9, "%s: about 1/s", g.Endpoint)
 	}
 	assert.Equal(t, 2, seen)
+}
+
+// TestSLARowWithoutColdNeedsWarmValues: a target whose covered requests
+// are all cold has no value without them; the row does not print 0.
+func TestSLARowWithoutColdNeedsWarmValues(t *testing.T) {
+	r := synthetic(t, "m1", 100, 0, 1, 0) // one request, cold
+	r.Plan.SLAs[0].Threshold = int64(50 * time.Millisecond)
+	rep, err := r.Report()
+	require.NoError(t, err)
+	require.Len(t, rep.SLAs, 1)
+	row := slaRow(&rep.SLAs[0])
+	assert.Equal(t, "FAIL", row[6])
+	assert.Equal(t, "-", row[7], "without cold")
+	assert.Equal(t, "100%", row[8], "cold share")
+}
+
+// TestReferenceTableSaysNOutSource: TPOT rests on N_out, and the table
+// says where each target's N_out came from.
+func TestReferenceTableSaysNOutSource(t *testing.T) {
+	r := synthetic(t, "m1", 100, 0, 10, 0)
+	rows := r.referenceRows()
+	require.Len(t, rows, 2)
+	i := slices.Index(rows[0], "N_out")
+	require.GreaterOrEqual(t, i, 0, "header %q", rows[0])
+	assert.Equal(t, "server", rows[1][i])
+
+	var b bytes.Buffer
+	require.NoError(t, r.Render(&b, FormatText, RenderOptions{}))
+	assert.Contains(t, b.String(), "N_out")
+}
+
+// TestTargetRatesAgree: a target's request and token rates are one figure
+// over one duration, its wall time, wherever they are printed: the load
+// table, the per-group report and the comparison; merged results too.
+func TestTargetRatesAgree(t *testing.T) {
+	check := func(t *testing.T, r *Result) {
+		t.Helper()
+		tr := r.Targets[0]
+		wall := tr.Wall.D().Seconds()
+		require.Positive(t, wall)
+		c := tr.Counts()
+		rep, err := r.Report()
+		require.NoError(t, err)
+		g := rep.Group(latency.GroupKey{Endpoint: tr.Name, Start: latency.Warm})
+		require.NotNil(t, g)
+		assert.InDelta(t, float64(g.Counts.Requests-g.Counts.Failed)/wall, g.RequestRate, 1e-9)
+		assert.InDelta(t, float64(g.Counts.OutputTokens)/wall, g.TokenRate, 1e-9)
+		assert.Equal(t, fmtNum(float64(c.Requests-c.Failed)/wall), r.loadRows()[1][6])
+		for _, f := range figures(tr) {
+			if f.name == "ok rate" {
+				assert.InDelta(t, float64(c.Requests-c.Failed)/wall, f.v, 1e-9)
+			}
+		}
+		begin, end := tr.Recorder.Window()
+		assert.InDelta(t, wall, end.Sub(begin).Seconds(), 1e-9, "the recorder's window is the wall time")
+	}
+	// The target's first request is sent a second into its run.
+	a := syntheticFrom(t, "m1", 100, 1, 20, 0, 0)
+	t.Run("one machine", func(t *testing.T) { check(t, a) })
+	b := syntheticFrom(t, "m1", 100, 1, 20, 0, 0)
+	b.Hosts = []Host{{Name: "second-machine", CPUs: 2}}
+	b.Targets[0].Begin = b.Targets[0].Begin.Add(10 * time.Second) // started 10 s later
+	begin, end := b.Targets[0].Recorder.Window()
+	b.Targets[0].Recorder.SetWindow(begin.Add(10*time.Second), end.Add(10*time.Second))
+	m, err := Merge(a, b)
+	require.NoError(t, err)
+	t.Run("merged", func(t *testing.T) { check(t, m) })
+}
+
+// TestSummaryShowsIntendedSendFigures: the summary gives TTFT and total
+// latency from the intended send (coordinated-omission corrected) beside
+// the plain figures.
+func TestSummaryShowsIntendedSendFigures(t *testing.T) {
+	p := &Plan{Targets: []Target{{Name: "m1", Provider: "openai", Model: "m1", Stream: true}}, Limits: Limits{Requests: 10}}
+	require.NoError(t, p.Prepare())
+	col, err := newCollector(p, &p.Targets[0])
+	require.NoError(t, err)
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	col.begin(start)
+	for i := range 10 {
+		// Sent 400 ms behind schedule: TTFT 100 ms, 500 ms from the
+		// intended send; total 600 ms, 1000 ms from the intended send.
+		s := latency.Sample{Endpoint: "m1", Start: latency.Warm, Streamed: true, Attempts: 1,
+			TTFT: 100 * time.Millisecond, E2E: 600 * time.Millisecond,
+			TTFTIntended: 500 * time.Millisecond, E2EIntended: 1000 * time.Millisecond, ScheduleLag: 400 * time.Millisecond,
+			Begin: start.Add(time.Duration(i) * time.Second)}
+		s.End = s.Begin.Add(time.Second)
+		s.Has = s.Has.With(latency.TTFT).With(latency.E2E).With(latency.TTFTIntended).With(latency.E2EIntended).With(latency.ScheduleLag)
+		col.sent.Add(1)
+		col.add(&s, nil, s.Begin)
+	}
+	r := newResult(p)
+	r.Targets = append(r.Targets, col.result())
+
+	var b bytes.Buffer
+	require.NoError(t, r.Render(&b, FormatText, RenderOptions{}))
+	out := b.String()
+	t.Log("\n" + out)
+	i := strings.Index(out, "coordinated-omission corrected")
+	require.GreaterOrEqual(t, i, 0)
+	f := strings.Fields(strings.Split(out[i:], "\n")[2])
+	assert.Equal(t, []string{"m1", "500", "±", "0", "500", "/", "500", "/", "500", "1000", "±", "0", "1000", "/", "1000", "/", "1000"}, f[:17])
 }

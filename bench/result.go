@@ -54,7 +54,9 @@ type TargetResult struct {
 	// (Target.Network), if any.
 	Network string `json:"network,omitempty"`
 	// Begin is when the measured run started; Wall is how long it took,
-	// to the last response.
+	// to the last response (merged: from the earliest start to the latest
+	// end). Wall is the denominator of every rate of the target, and its
+	// Recorder's window.
 	Begin time.Time `json:"begin"`
 	Wall  Duration  `json:"wall"`
 	// Sent counts measured requests sent; Late those whose schedule lag

@@ -44,6 +44,21 @@ type Counts struct {
 	TokensCounted    int64 `json:"tokens_counted"`
 }
 
+// TokenSource says where the N_out of the counted requests came from:
+// "server" or "counted" when every request's came from one source,
+// "mixed" when both occur, "" when no request had an N_out.
+func (c *Counts) TokenSource() string {
+	switch {
+	case c.TokensFromServer > 0 && c.TokensCounted > 0:
+		return "mixed"
+	case c.TokensFromServer > 0:
+		return string(TokensFromServer)
+	case c.TokensCounted > 0:
+		return string(TokensCounted)
+	}
+	return ""
+}
+
 func (c *Counts) merge(o *Counts) {
 	c.Requests += o.Requests
 	c.Failed += o.Failed

@@ -234,7 +234,9 @@ func slaCells(r *SLAResult) []string {
 	woc, share := "-", "-"
 	if a := r.Attribution; a != nil {
 		if a.ColdCount > 0 {
-			woc = val(a.WithoutCold / div)
+			if a.WithoutColdCount > 0 {
+				woc = val(a.WithoutCold / div)
+			}
 			if !r.Pass {
 				share = num(a.ColdShare*100, 0) + "%"
 			}
@@ -308,7 +310,9 @@ func (rep *Report) renderCSV(w io.Writer) error {
 		put("pass", strconv.FormatBool(r.Pass), "")
 		if a := r.Attribution; a != nil {
 			put("cold_count", strconv.FormatUint(a.ColdCount, 10), "")
-			put("without_cold", f(a.WithoutCold/div), unit)
+			if a.WithoutColdCount > 0 {
+				put("without_cold", f(a.WithoutCold/div), unit)
+			}
 			put("cold_share", f(a.ColdShare*100), "%")
 		}
 	}

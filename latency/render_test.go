@@ -143,3 +143,30 @@ func TestRenderedValuesAgreeWithTheReport(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestRenderWithoutColdNeedsWarmValues: when every value an all-starts SLA
+// covers is cold, there is no value without them: the renderings say so
+// instead of printing 0.
+func TestRenderWithoutColdNeedsWarmValues(t *testing.T) {
+	r := mustRecorder(t, SLA{Metric: TTFT, Percentile: 95, Threshold: int64(150 * time.Millisecond), Starts: StartsAll})
+	for range 3 {
+		s := Measure(stream(content(2000, 1)), Outcome{Endpoint: "e", Start: Start{Kind: Cold, Reason: ReasonIdleGap}})
+		r.Add(&s)
+	}
+	rep := r.Report(ReportOptions{})
+	require.Len(t, rep.SLAs, 1)
+	cells := slaCells(&rep.SLAs[0])
+	assert.Equal(t, "FAIL", cells[5])
+	assert.Equal(t, "-", cells[6], "without cold")
+	assert.Equal(t, "100%", cells[7], "cold share")
+
+	var c bytes.Buffer
+	require.NoError(t, rep.Render(&c, FormatCSV))
+	rows, err := csv.NewReader(&c).ReadAll()
+	require.NoError(t, err)
+	for _, row := range rows {
+		if row[0] == "sla" {
+			assert.NotEqual(t, "without_cold", row[5], "no value without the cold requests")
+		}
+	}
+}

@@ -111,14 +111,7 @@ func (r *Recorder) groupReport(k GroupKey, f Filter, metrics []Metric, secs floa
 		g.TokenRate = float64(g.Counts.OutputTokens) / secs
 		g.Goodput = float64(g.Counts.Good) / secs
 	}
-	switch {
-	case g.Counts.TokensFromServer > 0 && g.Counts.TokensCounted > 0:
-		g.TokenSource = "mixed"
-	case g.Counts.TokensFromServer > 0:
-		g.TokenSource = string(TokensFromServer)
-	case g.Counts.TokensCounted > 0:
-		g.TokenSource = string(TokensCounted)
-	}
+	g.TokenSource = g.Counts.TokenSource()
 	show := metrics
 	if show == nil {
 		show = Metrics()

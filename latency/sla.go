@@ -226,9 +226,14 @@ type Attribution struct {
 	// SuspectedCount from suspected-cold ones (kept with the warm).
 	ColdCount      uint64 `json:"cold_count"`
 	SuspectedCount uint64 `json:"suspected_count"`
-	// WithoutCold is the percentile over the requests that are not cold.
+	// WithoutColdCount is how many covered values came from requests that
+	// are not cold (warm and suspected-cold).
+	WithoutColdCount uint64 `json:"without_cold_count"`
+	// WithoutCold is the percentile over the requests that are not cold; 0,
+	// and not a measurement, when WithoutColdCount is 0.
 	WithoutCold float64 `json:"without_cold"`
-	// WithoutColdPass is whether the SLA would pass without the cold requests.
+	// WithoutColdPass is whether the SLA would pass without the cold
+	// requests; false when WithoutColdCount is 0.
 	WithoutColdPass bool `json:"without_cold_pass"`
 	// ColdShare is the share of the deviation the cold requests explain:
 	// (Measured − WithoutCold) / (Measured − Threshold), clamped to [0, 1];
@@ -256,6 +261,7 @@ func (r *Recorder) CheckSLA(s SLA) SLAResult {
 		at.ColdCount = cold.Count()
 		at.SuspectedCount = r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, kinds: []StartKind{SuspectedCold}}).Count()
 		warm := r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, Starts: StartsWarm})
+		at.WithoutColdCount = warm.Count()
 		if warm.Count() > 0 {
 			at.WithoutCold = warm.Quantile(q)
 			at.WithoutColdPass = at.WithoutCold <= th
