@@ -6,12 +6,16 @@
 //
 //   - cloudreq: CloudRequest in, CloudResponse or Stream out; the Client
 //     with hooks, retries, timeouts and timing.
+//   - cloudreq/cloudreqtest: a scriptable fake adapter for testing code
+//     that uses a Client.
 //   - errcodes: the closed set of portable error codes.
 //   - hooks: PreValidate, PreSerialize and PostDeserialize chains.
 //   - latency: timelines, TTFT/TPOT/ITL/E2E, cold/warm starts, SLA reports.
 //   - providers/...: one adapter per cloud.
 //   - emulator: a local server speaking every provider's wire protocol.
 //   - telemetry: OpenTelemetry spans and metrics, redacting logs.
+//   - impair: network impairment (delay, jitter, loss, bandwidth) in a
+//     client's connections.
 //   - bench: load generation and reports, behind `cloudinfer bench`.
 //
 // See the README for the quick start, which example_test.go runs.

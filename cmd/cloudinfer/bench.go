@@ -375,8 +375,14 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 		reference = true
 		prov := cmpOr(c.Provider, defaultProvider())
 		for _, m := range referenceModels {
-			t := bench.Target{Provider: prov, Endpoint: m, Stream: !c.NoStream,
-				Payload: bench.Payload{PromptTokens: c.PromptTokens, OutputTokens: c.OutputTokens, Prompt: c.Prompt}}
+			// The payload and addressing flags apply to the reference
+			// models as to flag-built targets.
+			t := bench.Target{
+				Provider: prov, Endpoint: m, Variant: c.Variant, Path: c.Path,
+				Region: c.Region, Project: c.Project, Location: c.Location, Action: c.Action, Stream: !c.NoStream,
+				Payload: bench.Payload{File: c.Payload, ContentType: c.ContentType, Prompt: c.Prompt,
+					PromptTokens: c.PromptTokens, OutputTokens: c.OutputTokens},
+			}
 			if prov == cloudreq.ProviderOpenAI {
 				t.Model = m
 			}

@@ -54,6 +54,25 @@ func TestDefaultRunIsTheReferenceExperiment(t *testing.T) {
 	assert.Equal(t, 100, referenceRequests(0.01, 1))
 }
 
+// TestDefaultRunKeepsPayloadFlags: the payload flags given to a run with no
+// targets of its own apply to the reference models, never silently dropped.
+func TestDefaultRunKeepsPayloadFlags(t *testing.T) {
+	c := parse(t, "bench", "--payload", "../../bench/testdata/body.json", "--content-type", "application/json",
+		"--action", "invoke", "--output-tokens", "16", "--variant", "v1")
+	p, reference, err := c.Bench.plan()
+	require.NoError(t, err)
+	assert.True(t, reference)
+	require.Len(t, p.Targets, 3)
+	for _, tg := range p.Targets {
+		assert.Equal(t, "body.json", filepath.Base(tg.Payload.File), tg.Endpoint)
+		assert.Equal(t, "application/json", tg.Payload.ContentType, tg.Endpoint)
+		assert.Equal(t, "invoke", tg.Action, tg.Endpoint)
+		assert.Equal(t, 16, tg.Payload.OutputTokens, tg.Endpoint)
+		assert.Equal(t, "v1", tg.Variant, tg.Endpoint)
+	}
+	require.NoError(t, p.Prepare())
+}
+
 func TestFlagsBuildTargetsAndLoad(t *testing.T) {
 	c := parse(t, "bench", "--provider", "aws", "--endpoint", "a", "--endpoint", "b", "--no-stream",
 		"--load", "ladder", "--ladder-step", "25", "--ladder-step-length", "2s", "--ladder-high-water", "300ms",

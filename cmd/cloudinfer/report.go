@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,22 +20,19 @@ type reportCmd struct {
 	Detail  bool     `help:"Add the full per-group latency report to the text output."`
 }
 
-// Run runs the command.
+// Run runs the command. With --out the output is written only once it is
+// rendered: a report that fails leaves no file behind, and one written over
+// one of its own inputs reads that input first.
 func (c *reportCmd) Run() error {
-	var w io.Writer = os.Stdout
-	if c.Out != "" {
-		f, err := os.Create(c.Out)
-		if err != nil {
-			return errcodes.Wrap(err, errcodes.InvalidParam, "report: create "+c.Out+": "+err.Error())
-		}
-		defer f.Close()
-		w = f
+	if c.Out == "" {
+		return c.render(os.Stdout)
 	}
-	if err := c.render(w); err != nil {
+	var b bytes.Buffer
+	if err := c.render(&b); err != nil {
 		return err
 	}
-	if f, ok := w.(*os.File); ok && f != os.Stdout {
-		return f.Close()
+	if err := os.WriteFile(c.Out, b.Bytes(), 0o644); err != nil {
+		return errcodes.Wrap(err, errcodes.InvalidParam, "report: write "+c.Out+": "+err.Error())
 	}
 	return nil
 }
