@@ -4,9 +4,16 @@
 //	cloudinfer emulate   serve every provider's wire protocol locally
 //	cloudinfer invoke    send one request and print the response and its timing
 //	cloudinfer report    render, compare or merge saved benchmark results
+//
+// It exits 0 on success, 1 when a command fails and 2 on a usage error (an
+// unknown flag, a value that does not parse), after the short usage line
+// and the error; --help prints the full help.
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/alecthomas/kong"
@@ -20,15 +27,39 @@ type cli struct {
 	Report  reportCmd  `cmd:"" help:"Render, compare or merge saved benchmark results."`
 }
 
-func main() {
+// Exit statuses.
+const (
+	exitFailed = 1 // a command failed
+	exitUsage  = 2 // the command line is wrong
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run parses args, runs the command and returns the exit status. --help
+// exits 0 from inside kong, as it always has.
+func run(args []string, stdout, stderr io.Writer) int {
 	var c cli
-	k := kong.Parse(&c,
+	p, err := kong.New(&c,
 		kong.Name("cloudinfer"),
 		kong.Description("One Go API and CLI for model inference on SageMaker, Azure ML, Vertex AI, PAI-EAS and OpenAI-compatible servers."),
-		kong.UsageOnError(),
+		kong.Writers(stdout, stderr),
 	)
-	if err := k.Run(); err != nil {
-		k.Errorf("%v", err)
-		os.Exit(1)
+	if err != nil { // the command line's own definition is wrong
+		fmt.Fprintf(stderr, "cloudinfer: %v\n", err)
+		return exitFailed
 	}
+	k, err := p.Parse(args)
+	if err != nil {
+		if pe := (*kong.ParseError)(nil); errors.As(err, &pe) && pe.Context != nil {
+			pe.Context.Stdout = stderr // the usage goes with the error
+			_ = kong.DefaultShortHelpPrinter(kong.HelpOptions{}, pe.Context)
+		}
+		fmt.Fprintf(stderr, "cloudinfer: error: %v\n", err)
+		return exitUsage
+	}
+	if err := k.Run(); err != nil {
+		fmt.Fprintf(stderr, "cloudinfer: error: %v\n", err)
+		return exitFailed
+	}
+	return 0
 }
