@@ -53,8 +53,11 @@ func (c *Client) endpointKey(r *CloudRequest) string {
 	return k.key
 }
 
-// New returns a Client. Option functions are applied to a copy of opts.
+// New returns a Client. Option functions are applied to a copy of opts;
+// the client keeps its own copy of its slices.
 func New(opts Options, optFns ...func(*Options)) (*Client, error) {
+	opts.Adapters = slices.Clone(opts.Adapters)
+	opts.Observers = slices.Clone(opts.Observers)
 	for _, f := range optFns {
 		f(&opts)
 	}
@@ -70,7 +73,10 @@ func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 		if a == nil {
 			return nil, errcodes.New(errcodes.InvalidParam, "cloudreq: nil adapter")
 		}
-		d := a.Describe()
+		var d Description
+		if err := safely(func() error { d = a.Describe(); return nil }); err != nil {
+			return nil, err.(*errcodes.Error)
+		}
 		k := adapterID{d.Provider, d.Service}
 		if c.find(d.Provider, d.Service) != nil {
 			return nil, errcodes.Errorf(errcodes.InvalidParam, "cloudreq: two adapters for %s", adapterKey(d.Provider, d.Service))
@@ -102,7 +108,7 @@ func (c *Client) Close() error {
 	var errs []error
 	for _, r := range c.adapters {
 		if cl, ok := r.ad.(io.Closer); ok {
-			errs = append(errs, cl.Close())
+			errs = append(errs, safely(cl.Close))
 		}
 	}
 	return errors.Join(errs...)
@@ -617,6 +623,12 @@ func (cl *call) backoff(ctx context.Context, n int, e *errcodes.Error) *errcodes
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		if b := cl.o.Retry.Budget; b != nil && !cl.o.Retry.NoBudget {
+			// The retry the budget paid for is never sent.
+			cost := retryCost(e)
+			b.give(cost)
+			cl.spent -= cost
+		}
 		ce := errcodes.FromContext(ctx)
 		ce.Provider = cl.req.Provider
 		return ce
@@ -671,18 +683,31 @@ func (cl *call) succeed(resp *CloudResponse) *CloudResponse {
 	} else if tl.End.IsZero() {
 		tl.End = cl.now()
 	}
+	cl.settle(resp, true)
+	for _, o := range cl.obs {
+		observe(func() { o.EndCall(resp, tl, nil) })
+	}
+	return resp
+}
+
+// settle completes a call's final response: its timeline, the errors of
+// the attempts before the one that answered, and, when classify is set
+// (the endpoint served the call), the start verdict. Classifying a call
+// also makes it evidence for the endpoint's later calls, so a call the
+// endpoint did not serve is not classified.
+func (cl *call) settle(resp *CloudResponse, classify bool) {
+	tl := cl.tl
 	resp.Timing = tl
 	resp.Errors = append(cl.errs, resp.Errors...)
+	if !classify {
+		return
+	}
 	ev := latency.Evidence{Endpoint: cl.c.endpointKey(cl.req), NotReadyThenReady: cl.notReady, Timeline: tl}
 	if ss := resp.ServerStart; ss != nil {
 		cold := ss.Cold
 		ev.ServerCold, ev.ServerSetup = &cold, ss.Setup
 	}
 	resp.Start = cl.c.classifier.Classify(ev)
-	for _, o := range cl.obs {
-		observe(func() { o.EndCall(resp, tl, nil) })
-	}
-	return resp
 }
 
 // fail completes a failed call and returns its error.

@@ -315,3 +315,23 @@ func TestIntendedSendDefaultsToFirstSend(t *testing.T) {
 		assert.Equal(t, r.IntendedSend, resp.Timing.IntendedSend)
 	})
 }
+
+// TestNewCopiesOptionSlices: the client keeps its own copy of the options'
+// slices, so that the caller reusing its Options cannot change (or race
+// with) the client's adapters and observers.
+func TestNewCopiesOptionSlices(t *testing.T) {
+	mine, other := &spy{}, &spy{}
+	opts := cloudreq.Options{Adapters: []cloudreq.Adapter{&cloudreqtest.Adapter{}}, Observers: []cloudreq.Observer{mine}}
+	c, err := cloudreq.New(opts)
+	require.NoError(t, err)
+	opts.Observers[0] = other
+	opts.Adapters[0] = nil
+	_, err = c.Invoke(context.Background(), req())
+	require.NoError(t, err)
+	assert.Len(t, mine.attempts, 1)
+	assert.Empty(t, other.attempts)
+	var seen []cloudreq.Adapter
+	_, err = c.Invoke(context.Background(), req(), func(o *cloudreq.Options) { seen = o.Adapters })
+	require.NoError(t, err)
+	assert.NotNil(t, seen[0], "per-call options see the client's adapters")
+}

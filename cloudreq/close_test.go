@@ -101,3 +101,33 @@ func TestClosedClientFails(t *testing.T) {
 	assert.Zero(t, h.n.Load(), "no hook runs")
 	assert.Len(t, ad.Calls(), calls, "the adapter is not called")
 }
+
+// panickyAdapter panics in Describe or in Close.
+type panickyAdapter struct {
+	cloudreqtest.Adapter
+	inDescribe bool
+}
+
+func (a *panickyAdapter) Describe() cloudreq.Description {
+	if a.inDescribe {
+		panic("describe boom")
+	}
+	return a.Adapter.Describe()
+}
+
+func (a *panickyAdapter) Close() error { panic("close boom") }
+
+// TestAdapterPanicsInNewAndClose: a panic in an adapter's Describe or Close
+// becomes an error of New or Close.
+func TestAdapterPanicsInNewAndClose(t *testing.T) {
+	var err error
+	require.NotPanics(t, func() {
+		_, err = cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{&panickyAdapter{inDescribe: true}}})
+	})
+	assert.Equal(t, errcodes.Internal, errcodes.Of(err))
+
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{&panickyAdapter{}}})
+	require.NoError(t, err)
+	require.NotPanics(t, func() { err = c.Close() })
+	assert.Equal(t, errcodes.Internal, errcodes.Of(err))
+}

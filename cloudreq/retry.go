@@ -104,7 +104,9 @@ var _ backoff.BackOff = (*fullJitter)(nil)
 // RetryBudget is a client-wide token bucket that bounds retries, so that a
 // failure storm does not multiply the load on a struggling endpoint: each
 // retry takes tokens, each success gives some back, and when the bucket is
-// empty calls fail fast after their first attempt. Safe for concurrent use.
+// empty calls fail fast after their first attempt. A call canceled during
+// the backoff before a retry gives that retry's tokens back, as it is never
+// sent. Safe for concurrent use.
 type RetryBudget struct {
 	tokens atomic.Int64
 	max    int64

@@ -315,3 +315,31 @@ func TestPerCallOptionsKeepTheBudget(t *testing.T) {
 		assert.Len(t, fake.Calls(), 1, "the empty client budget allows no retry")
 	})
 }
+
+// TestBudgetRefundedWhenBackoffCanceled: the tokens a retry takes are
+// given back when the call is canceled during the backoff before it, as
+// that retry is never sent; a call whose retry was sent keeps them spent.
+func TestBudgetRefundedWhenBackoffCanceled(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Invoke", true: "Stream"}[stream], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				budget := cloudreq.NewRetryBudget(10 * cloudreq.RetryCost)
+				e := errcodes.New(errcodes.Throttled, "wait")
+				e.RetryAfter = 10 * time.Second
+				fake := failing(e)
+				ctx, cancel := context.WithCancel(context.Background())
+				time.AfterFunc(time.Second, cancel)
+				c := client(t, fake, func(o *cloudreq.Options) { o.Retry.Budget = budget })
+				var err error
+				if stream {
+					_, err = c.Stream(ctx, req())
+				} else {
+					_, err = c.Invoke(ctx, req())
+				}
+				assert.Equal(t, errcodes.Canceled, errcodes.Of(err))
+				assert.Len(t, fake.Calls(), 1)
+				assert.Equal(t, 10*cloudreq.RetryCost, budget.Tokens(), "no retry was sent")
+			})
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/hooks"
 	"github.com/cloudinfer/cloudinfer/latency"
@@ -194,4 +195,66 @@ func TestCloseUnblocksADeafNext(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not unblock Next")
 	}
+}
+
+// panickyStream is a ChunkStream whose Response or Close panics.
+type panickyStream struct{ inResponse, inClose bool }
+
+func (p *panickyStream) Response() *cloudreq.CloudResponse {
+	if p.inResponse {
+		panic("response boom")
+	}
+	return &cloudreq.CloudResponse{StatusCode: 200}
+}
+
+func (p *panickyStream) Next() (cloudreq.StreamChunk, error) {
+	return cloudreq.StreamChunk{Text: "x"}, nil
+}
+
+func (p *panickyStream) Close() error {
+	if p.inClose {
+		panic("close boom")
+	}
+	return nil
+}
+
+type panickyStreamer struct {
+	cloudreqtest.Adapter
+	cs *panickyStream
+}
+
+func (a *panickyStreamer) Stream(context.Context, *cloudreq.Call) (cloudreq.ChunkStream, error) {
+	return a.cs, nil
+}
+
+// TestStreamAdapterPanicsDoNotCrossTheAPI: a panic in a ChunkStream's
+// Response or Close fails the call, or is dropped, and leaves the Stream
+// usable: it never reaches the caller nor leaves the Stream locked.
+func TestStreamAdapterPanicsDoNotCrossTheAPI(t *testing.T) {
+	t.Run("Response", func(t *testing.T) {
+		c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{&panickyStreamer{cs: &panickyStream{inResponse: true}}}})
+		require.NoError(t, err)
+		var s *cloudreq.Stream
+		require.NotPanics(t, func() { s, err = c.Stream(context.Background(), req()) })
+		assert.Nil(t, s)
+		assert.Equal(t, errcodes.Internal, errcodes.Of(err))
+	})
+	t.Run("Close", func(t *testing.T) {
+		c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{&panickyStreamer{cs: &panickyStream{inClose: true}}}})
+		require.NoError(t, err)
+		s, err := c.Stream(context.Background(), req())
+		require.NoError(t, err)
+		require.True(t, s.Next())
+		assert.NotPanics(t, func() { _ = s.Close() })
+		// A Stream left locked would block these for good: run them apart,
+		// with a guard that fails the test instead of hanging it.
+		done := make(chan bool, 1)
+		go func() { done <- !s.Next() && s.Response() != nil }()
+		select {
+		case ok := <-done:
+			assert.True(t, ok, "closed: Next is false and the response is final")
+		case <-time.After(10 * time.Second):
+			t.Fatal("the Stream was left locked")
+		}
+	})
 }

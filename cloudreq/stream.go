@@ -121,7 +121,7 @@ func (s *Stream) open(n int) *errcodes.Error {
 	if attemptTimer != nil && !attemptTimer.Stop() && err == nil && cs != nil {
 		// The attempt timed out as the adapter returned: its context is
 		// canceled under the stream, so it is a timed-out attempt.
-		_ = cs.Close()
+		closeChunks(cs)
 		cs, err = nil, context.Cause(actx)
 	}
 	if err == nil && cs == nil {
@@ -130,12 +130,16 @@ func (s *Stream) open(n int) *errcodes.Error {
 	e := cl.scrub(sent, cl.normalize(s.ctx, actx, err))
 	var head *CloudResponse
 	if e == nil {
-		head = cs.Response()
-		if head == nil {
-			head = &CloudResponse{}
+		if err := safely(func() error { head = cs.Response(); return nil }); err != nil {
+			e = normalizeWith(err, errcodes.Internal, cl.req.Provider)
+		} else {
+			if head == nil {
+				head = &CloudResponse{}
+			}
+			e = cl.postDeserialize(s.ctx, head, nil)
 		}
-		if e = cl.postDeserialize(s.ctx, head, nil); e != nil {
-			_ = cs.Close()
+		if e != nil {
+			closeChunks(cs)
 		}
 	}
 	if e != nil {
@@ -176,6 +180,13 @@ func (s *Stream) Next() bool {
 		s.reading = false
 		if s.idleTimer != nil {
 			s.idleTimer.Stop()
+		}
+		if err == nil && !s.delivered && s.actx.Err() != nil {
+			// The attempt ended (its FirstChunkTimeout, the call's end)
+			// before its first chunk reached the caller: a chunk the adapter
+			// still returns comes from a dead attempt, which failed with
+			// the attempt's cause, and is not delivered.
+			err = context.Cause(s.actx)
 		}
 		switch {
 		case s.closed:
@@ -293,7 +304,7 @@ func (s *Stream) streamError(err error) *errcodes.Error {
 func (s *Stream) endOpenAttemptLocked(e *errcodes.Error) {
 	s.stopTimersLocked()
 	if s.cs != nil {
-		_ = s.cs.Close()
+		closeChunks(s.cs)
 	}
 	if s.acancel != nil {
 		s.acancel(errClosed)
@@ -348,10 +359,10 @@ func (s *Stream) finishLocked(e *errcodes.Error) {
 	switch {
 	case e != nil:
 		s.err = e
-		resp.Timing = cl.tl
+		cl.settle(resp, s.delivered)
 		_ = cl.fail(e)
 	case s.closed:
-		resp.Timing = cl.tl
+		cl.settle(resp, s.delivered)
 		ce := errcodes.New(errcodes.Canceled, "stream closed by caller before its end")
 		ce.Provider = cl.req.Provider
 		_ = cl.fail(ce)
@@ -376,7 +387,11 @@ func (s *Stream) Err() error {
 }
 
 // Response returns the final response (usage, finish reason, timing, start
-// verdict) once the stream ended or was closed, and nil before.
+// verdict, the errors of the attempts before the one that opened) once the
+// stream ended or was closed, and nil before. A stream that broke or was
+// closed before its first chunk has no start verdict: the endpoint did not
+// serve it. A Close made while Next runs
+// in another goroutine ends the stream when that Next returns.
 func (s *Stream) Response() *CloudResponse {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -404,7 +419,7 @@ func (s *Stream) Close() error {
 		cs := s.cs
 		s.mu.Unlock()
 		if cs != nil {
-			_ = safely(cs.Close)
+			closeChunks(cs)
 		}
 		return nil
 	}
@@ -412,3 +427,7 @@ func (s *Stream) Close() error {
 	s.mu.Unlock()
 	return nil
 }
+
+// closeChunks closes an adapter's stream; its error, or a panic in its
+// Close, is dropped: the stream is done with either way.
+func closeChunks(cs ChunkStream) { _ = safely(cs.Close) }

@@ -349,3 +349,116 @@ func TestStreamOpenedPastAttemptTimeout(t *testing.T) {
 		assert.Equal(t, string(errcodes.Timeout), tl.Attempts[0].Code)
 	})
 }
+
+// bufferedOpener is a Streamer whose first attempt holds a chunk it
+// returns only once its context ended, as a reader over bytes already
+// buffered does; its later attempts stream normally.
+type bufferedOpener struct {
+	cloudreqtest.Adapter
+	n int
+}
+
+func (a *bufferedOpener) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.ChunkStream, error) {
+	a.n++
+	if a.n == 1 {
+		return &lateChunk{ctx: ctx}, nil
+	}
+	return &ctxStream{ctx: ctx, left: []string{"fresh"}}, nil
+}
+
+type lateChunk struct {
+	ctx  context.Context
+	sent bool
+}
+
+func (s *lateChunk) Response() *cloudreq.CloudResponse {
+	return &cloudreq.CloudResponse{StatusCode: 200}
+}
+
+func (s *lateChunk) Next() (cloudreq.StreamChunk, error) {
+	<-s.ctx.Done()
+	if !s.sent {
+		s.sent = true
+		return cloudreq.StreamChunk{Data: []byte("stale"), Text: "stale"}, nil
+	}
+	return cloudreq.StreamChunk{}, s.ctx.Err()
+}
+
+func (s *lateChunk) Close() error { return nil }
+
+// TestStreamFirstChunkAfterFirstChunkTimeout: a first chunk that an
+// adapter returns after FirstChunkTimeout ended its attempt is not handed
+// to the caller: the attempt timed out before any chunk reached the caller,
+// so it is retried, rather than delivered from a dead attempt that then
+// fails for good.
+func TestStreamFirstChunkAfterFirstChunkTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ad := &bufferedOpener{}
+		c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, FirstChunkTimeout: time.Second})
+		require.NoError(t, err)
+		s, err := c.Stream(context.Background(), req())
+		require.NoError(t, err)
+		assert.Equal(t, []string{"fresh"}, drain(s))
+		require.NoError(t, s.Err())
+		assert.Equal(t, 2, ad.n)
+		tl := s.Response().Timing
+		require.Len(t, tl.Attempts, 2)
+		assert.Equal(t, string(errcodes.Timeout), tl.Attempts[0].Code)
+	})
+}
+
+// TestStreamResponseCompleteAfterCloseOrError: a stream that ends with a
+// Close or an error still has a complete final response: the errors of the
+// attempts before the one that opened, and the start verdict.
+func TestStreamResponseCompleteAfterCloseOrError(t *testing.T) {
+	for _, end := range []string{"close", "error"} {
+		t.Run(end, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := cloudreqtest.Outcome{
+					Response: &cloudreq.CloudResponse{StatusCode: 200, ServerStart: &cloudreq.ServerStart{Cold: true}},
+					Chunks:   chunks("a", "b"),
+				}
+				if end == "error" {
+					o.StreamErr = errcodes.New(errcodes.Unavailable, "connection reset")
+				}
+				fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Err: errcodes.New(errcodes.Throttled, "busy")}, o}}
+				s, err := client(t, fake).Stream(context.Background(), req())
+				require.NoError(t, err)
+				require.True(t, s.Next())
+				if end == "close" {
+					require.NoError(t, s.Close())
+				} else {
+					drain(s)
+					require.Error(t, s.Err())
+				}
+				resp := s.Response()
+				require.NotNil(t, resp)
+				assert.Equal(t, latency.Cold, resp.Start.Kind)
+				assert.Equal(t, latency.ReasonServerReported, resp.Start.Reason)
+				require.Len(t, resp.Errors, 1)
+				assert.Equal(t, errcodes.Throttled, resp.Errors[0].Code)
+				assert.Len(t, resp.Timing.Attempts, 2)
+			})
+		})
+	}
+	// Closed before its first chunk: the endpoint served nothing, so the
+	// call has no start verdict and is no evidence for the next call, which
+	// is the endpoint's first served request.
+	t.Run("close before the first chunk", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			o := cloudreqtest.Outcome{Response: &cloudreq.CloudResponse{StatusCode: 200}, Chunks: chunks("a")}
+			fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Err: errcodes.New(errcodes.Throttled, "busy")}, o, o}}
+			c := client(t, fake, func(o *cloudreq.Options) { o.ScaleToZeroWindow = time.Hour })
+			s, err := c.Stream(context.Background(), req())
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+			resp := s.Response()
+			require.NotNil(t, resp)
+			assert.Empty(t, resp.Start.Kind)
+			require.Len(t, resp.Errors, 1)
+			next, err := c.Invoke(context.Background(), req())
+			require.NoError(t, err)
+			assert.Equal(t, latency.Cold, next.Start.Kind, "the first served request")
+		})
+	})
+}

@@ -109,7 +109,8 @@ func (c *Code) UnmarshalText(b []byte) error {
 // provider's own (ProviderCode, HTTPStatus, Details). It never holds a
 // credential: adapters copy only codes, messages and ids into it.
 type Error struct {
-	// Code is the portable code.
+	// Code is the portable code. An Error without one is ERR_UNKNOWN (in
+	// Of, errors.Is, its text and its JSON).
 	Code Code
 	// Provider is the CloudRequest provider ("aws", "azure", "gcp", "alibaba", "openai").
 	Provider string
@@ -156,7 +157,7 @@ func Wrap(err error, code Code, msg string) *Error {
 // wrote for it; reach the native error with errors.As.
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString(string(e.Code))
+	b.WriteString(string(e.code()))
 	head := e.Provider != "" || e.ProviderCode != "" || e.HTTPStatus != 0
 	if head || e.Message != "" {
 		b.WriteString(":")
@@ -187,17 +188,25 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// code returns e's Code, ERR_UNKNOWN when it has none.
+func (e *Error) code() Code {
+	if e.Code == "" {
+		return Unknown
+	}
+	return e.Code
+}
+
 // Unwrap returns the native error.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is reports whether target is e's Code, so errors.Is(err, errcodes.NotFound) works.
 func (e *Error) Is(target error) bool {
 	c, ok := target.(Code)
-	return ok && c == e.Code
+	return ok && c == e.code()
 }
 
 // ErrorType returns the code for OpenTelemetry's error.type attribute.
-func (e *Error) ErrorType() string { return string(e.Code) }
+func (e *Error) ErrorType() string { return string(e.code()) }
 
 type errorJSON struct {
 	Code         Code              `json:"code"`
@@ -215,12 +224,8 @@ type errorJSON struct {
 // encoded); retry_after_ms keeps fractions of a millisecond. An Error with
 // no Code is encoded as ERR_UNKNOWN, the code Of gives it.
 func (e *Error) MarshalJSON() ([]byte, error) {
-	code := e.Code
-	if code == "" {
-		code = Unknown
-	}
 	return json.Marshal(errorJSON{
-		Code: code, Provider: e.Provider, ProviderCode: e.ProviderCode,
+		Code: e.code(), Provider: e.Provider, ProviderCode: e.ProviderCode,
 		HTTPStatus: e.HTTPStatus, Message: e.Message, RequestID: e.RequestID,
 		Retryable: e.Retryable, RetryAfterMS: float64(e.RetryAfter) / float64(time.Millisecond), Details: e.Details,
 	})
@@ -244,9 +249,10 @@ func (e *Error) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Of returns the code of any error: the Code of an *Error or a Code in its
-// chain, ERR_CANCELED for context.Canceled, ERR_TIMEOUT for
-// context.DeadlineExceeded, "" for nil and ERR_UNKNOWN otherwise.
+// Of returns the code of any error: the Code of an *Error (ERR_UNKNOWN when
+// it has none) or a Code in its chain, ERR_CANCELED for context.Canceled,
+// ERR_TIMEOUT for context.DeadlineExceeded, "" for nil and ERR_UNKNOWN
+// otherwise.
 func Of(err error) Code {
 	if err == nil {
 		return ""
@@ -256,7 +262,7 @@ func Of(err error) Code {
 		if e == nil {
 			return Unknown // a nil *Error in a non-nil error
 		}
-		return e.Code
+		return e.code()
 	}
 	var c Code
 	if errors.As(err, &c) {

@@ -188,3 +188,25 @@ func ExampleOf() {
 	fmt.Println(errcodes.Of(err), errors.Is(err, errcodes.Throttled), errcodes.Of(err).Retryable())
 	// Output: ERR_THROTTLED true true
 }
+
+// TestEmptyCodeIsUnknown: an *Error built without a Code (a literal, a
+// JSON object without "code") is ERR_UNKNOWN everywhere: in Of, errors.Is,
+// its text and its JSON, which round-trips.
+func TestEmptyCodeIsUnknown(t *testing.T) {
+	e := &errcodes.Error{Message: "no code"}
+	assert.Equal(t, errcodes.Unknown, errcodes.Of(e))
+	assert.Equal(t, errcodes.Unknown, errcodes.Of(fmt.Errorf("wrapped: %w", e)))
+	assert.True(t, errors.Is(e, errcodes.Unknown))
+	assert.Equal(t, "ERR_UNKNOWN: no code", e.Error())
+	assert.Equal(t, "ERR_UNKNOWN", e.ErrorType())
+
+	var back errcodes.Error
+	require.NoError(t, json.Unmarshal([]byte(`{"message":"no code","retryable":false}`), &back))
+	assert.Equal(t, errcodes.Unknown, errcodes.Of(&back))
+	b, err := json.Marshal(&back)
+	require.NoError(t, err)
+	var again errcodes.Error
+	require.NoError(t, json.Unmarshal(b, &again))
+	assert.Equal(t, errcodes.Unknown, again.Code)
+	assert.Equal(t, back.Error(), again.Error())
+}

@@ -198,7 +198,9 @@ func RedactHeaders(h http.Header) http.Header {
 }
 
 // RedactURL returns u with user info and credential query parameters
-// replaced by Redacted. An unparsable URL is redacted whole.
+// replaced by Redacted. An unparsable URL is redacted whole, and so is an
+// unparsable query (a ';' separator, a bad escape): its parameters cannot
+// be told apart.
 func RedactURL(u string) string {
 	p, err := url.Parse(u)
 	if err != nil {
@@ -207,7 +209,11 @@ func RedactURL(u string) string {
 	if p.User != nil {
 		p.User = url.User(Redacted)
 	}
-	q := p.Query()
+	q, err := url.ParseQuery(p.RawQuery)
+	if err != nil {
+		p.RawQuery = Redacted
+		return p.String()
+	}
 	changed := false
 	for k := range q {
 		for _, s := range sensitiveQuery {

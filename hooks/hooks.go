@@ -147,7 +147,7 @@ func (c *Chain[H]) snapshot() []entry[H] {
 func (c *Chain[H]) set(entries []entry[H]) { c.entries.Store(&entries) }
 
 // Set holds one chain per phase and implements cloudreq.Hooks. The zero Set
-// is empty and usable.
+// is empty and usable; a nil *Set runs no hooks.
 type Set struct {
 	// Validate is the PreValidate chain.
 	Validate Chain[PreValidator]
@@ -162,6 +162,9 @@ var _ cloudreq.Hooks = (*Set)(nil)
 // PreValidate runs the PreValidate chain in order and stops at the first
 // error, naming the hook that refused.
 func (s *Set) PreValidate(ctx context.Context, req *cloudreq.CloudRequest) error {
+	if s == nil {
+		return nil
+	}
 	for _, e := range s.Validate.snapshot() {
 		if err := e.h.PreValidate(ctx, req); err != nil && !nilerr.Is(err) {
 			return named(e.name, err)
@@ -172,6 +175,9 @@ func (s *Set) PreValidate(ctx context.Context, req *cloudreq.CloudRequest) error
 
 // PreSerialize runs the PreSerialize chain in order and stops at the first error.
 func (s *Set) PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) error {
+	if s == nil {
+		return nil
+	}
 	for _, e := range s.Serialize.snapshot() {
 		if err := e.h.PreSerialize(ctx, req); err != nil && !nilerr.Is(err) {
 			return named(e.name, err)
@@ -183,6 +189,9 @@ func (s *Set) PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) erro
 // PostDeserialize runs the PostDeserialize chain in order. Each hook sees the
 // outcome the previous ones left; the first veto stops the chain.
 func (s *Set) PostDeserialize(ctx context.Context, req *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error {
+	if s == nil {
+		return nil
+	}
 	for _, e := range s.Deserialize.snapshot() {
 		if verr := e.h.PostDeserialize(ctx, req, resp, err); verr != nil && !nilerr.Is(verr) {
 			return verr

@@ -271,3 +271,29 @@ func TestPostDeserializeVetoWithABareCode(t *testing.T) {
 	require.Len(t, resp.Errors, 1)
 	assert.Equal(t, errcodes.Throttled, resp.Errors[0].Code)
 }
+
+// TestRedactURLUnparsableQuery: a query that does not parse (a ';'
+// separator, a bad escape) cannot be redacted pair by pair, and is redacted
+// whole rather than kept as it is.
+func TestRedactURLUnparsableQuery(t *testing.T) {
+	const secret = "s3cr3t-t0ken-value"
+	for _, u := range []string{
+		"https://host/p?x=1;token=" + secret,
+		"https://host/p?token=" + secret + "%zz&x=1",
+		"https://host/p?x=%zz&sig=" + secret,
+	} {
+		got := hooks.RedactURL(u)
+		assert.NotContains(t, got, secret, u)
+		assert.True(t, strings.HasPrefix(got, "https://host/p?"), got)
+	}
+}
+
+// TestNilSetRunsNoHooks: a nil *Set in Options.Hooks runs no hooks, as a
+// nil Hooks does, rather than failing every call.
+func TestNilSetRunsNoHooks(t *testing.T) {
+	var set *hooks.Set
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{&cloudreqtest.Adapter{}}, Hooks: set})
+	require.NoError(t, err)
+	_, err = c.Invoke(context.Background(), invokeReq())
+	assert.NoError(t, err)
+}

@@ -183,9 +183,11 @@ func FirstByteTime(tl *Timeline) (time.Duration, bool) {
 //     first send to its end when it was warm, and from its model-ready
 //     time (else its first byte) to its end when it may have been cold, so
 //     a call sent while a long one was being served is not taken for the
-//     first after an idle gap. Only successful calls classified before
-//     this one count: a call still in flight at this one's end, or one
-//     that failed, is not seen;
+//     first after an idle gap. Only calls classified before this one
+//     count (cloudreq classifies the calls the endpoint served: successes,
+//     and streams that delivered a chunk before they broke or were
+//     closed): a call still in flight at this one's end, or one that
+//     failed unserved, is not seen;
 //  4. the time to first byte exceeds k × the endpoint's warm p50:
 //     SuspectedCold (slow-first-byte), never Cold. The p50 is refreshed as
 //     warm calls accrue, so that it covers at least 98% of them.

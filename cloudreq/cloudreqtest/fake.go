@@ -3,8 +3,9 @@ package cloudreqtest
 import (
 	"context"
 	"io"
+	"maps"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
@@ -14,6 +15,10 @@ import (
 // Outcome is what one attempt yields. For Invoke: Response or Err. For
 // Stream: Err fails the open; otherwise Chunks are yielded in order, then
 // StreamErr (or a clean end when it is nil).
+//
+// As with a real transport, an attempt or a stream read whose context has
+// ended fails with the context's error, and a stream's Close makes a read
+// that waits return. Each attempt gets its own copy of Response.
 type Outcome struct {
 	Response  *cloudreq.CloudResponse
 	Err       error
@@ -25,7 +30,7 @@ type Outcome struct {
 	// ChunkDelay is the pause before each chunk.
 	ChunkDelay time.Duration
 	// Block makes an Invoke attempt, or a stream's read after its Chunks,
-	// wait until its context ends.
+	// wait until its context ends (or, for a stream, until it is closed).
 	Block bool
 	// BlockOpen makes a Stream attempt wait, before it opens, until its
 	// context ends.
@@ -101,22 +106,52 @@ func (a *Adapter) next(call *cloudreq.Call) (Outcome, error) {
 	return a.Outcomes[i], nil
 }
 
-func wait(ctx context.Context, d time.Duration, block bool) error {
-	if block {
-		<-ctx.Done()
-		return ctx.Err()
+// errClosed returns what a stream's read returns once the stream was
+// closed.
+func errClosed() error { return errcodes.New(errcodes.Canceled, "closed") }
+
+// wait waits d, or until ctx ends when block is set, and fails at once
+// when ctx has ended or closed (nil for none) is closed.
+func wait(ctx context.Context, closed <-chan struct{}, d time.Duration, block bool) error {
+	select {
+	case <-closed:
+		return errClosed()
+	default:
 	}
-	if d <= 0 {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !block && d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	var timeout <-chan time.Time
+	if !block {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-closed:
+		return errClosed()
+	case <-timeout:
 		return nil
 	}
+}
+
+// response returns a copy of r that shares no map or slice with it, as a
+// real adapter's response shares none with another's.
+func response(r *cloudreq.CloudResponse) *cloudreq.CloudResponse {
+	c := *r
+	c.Data = slices.Clone(r.Data)
+	c.Errors = slices.Clone(r.Errors)
+	c.Metadata = maps.Clone(r.Metadata)
+	if r.ServerStart != nil {
+		ss := *r.ServerStart
+		c.ServerStart = &ss
+	}
+	return &c
 }
 
 // Invoke implements cloudreq.Adapter.
@@ -125,7 +160,7 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	if err != nil {
 		return nil, err
 	}
-	if err := wait(ctx, o.Delay, o.Block); err != nil {
+	if err := wait(ctx, nil, o.Delay, o.Block); err != nil {
 		return nil, err
 	}
 	if o.Err != nil {
@@ -134,8 +169,7 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	if o.Response == nil {
 		return &cloudreq.CloudResponse{StatusCode: 200}, nil
 	}
-	r := *o.Response
-	return &r, nil
+	return response(o.Response), nil
 }
 
 // Stream implements cloudreq.Streamer.
@@ -144,7 +178,7 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 	if err != nil {
 		return nil, err
 	}
-	if err := wait(ctx, o.Delay, o.BlockOpen); err != nil {
+	if err := wait(ctx, nil, o.Delay, o.BlockOpen); err != nil {
 		return nil, err
 	}
 	if o.Err != nil {
@@ -152,10 +186,9 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 	}
 	head := &cloudreq.CloudResponse{StatusCode: 200}
 	if o.Response != nil {
-		r := *o.Response
-		head = &r
+		head = response(o.Response)
 	}
-	return &stream{ctx: ctx, o: o, head: head}, nil
+	return &stream{ctx: ctx, o: o, head: head, closed: make(chan struct{})}, nil
 }
 
 type stream struct {
@@ -163,26 +196,23 @@ type stream struct {
 	o      Outcome
 	head   *cloudreq.CloudResponse
 	i      int
-	closed atomic.Bool // Close may come from any goroutine
+	once   sync.Once
+	closed chan struct{} // closed by Close, which may come from any goroutine
 }
 
 func (s *stream) Response() *cloudreq.CloudResponse { return s.head }
 
 func (s *stream) Next() (cloudreq.StreamChunk, error) {
-	if s.closed.Load() {
-		return cloudreq.StreamChunk{}, errcodes.New(errcodes.Canceled, "closed")
-	}
 	if s.i < len(s.o.Chunks) {
-		if err := wait(s.ctx, s.o.ChunkDelay, false); err != nil {
+		if err := wait(s.ctx, s.closed, s.o.ChunkDelay, false); err != nil {
 			return cloudreq.StreamChunk{}, err
 		}
 		c := s.o.Chunks[s.i]
 		s.i++
 		return c, nil
 	}
-	if s.o.Block {
-		<-s.ctx.Done()
-		return cloudreq.StreamChunk{}, s.ctx.Err()
+	if err := wait(s.ctx, s.closed, 0, s.o.Block); err != nil {
+		return cloudreq.StreamChunk{}, err
 	}
 	if s.o.StreamErr != nil {
 		return cloudreq.StreamChunk{}, s.o.StreamErr
@@ -190,4 +220,7 @@ func (s *stream) Next() (cloudreq.StreamChunk, error) {
 	return cloudreq.StreamChunk{}, io.EOF
 }
 
-func (s *stream) Close() error { s.closed.Store(true); return nil }
+func (s *stream) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return nil
+}
