@@ -88,7 +88,7 @@ type Options struct {
 	// Endpoint is the EAS endpoint root, e.g.
 	// "https://123456789.cn-hangzhou.pai-eas.aliyuncs.com" (or the
 	// emulator's URL). A Target.Endpoint that is a full service URL
-	// (…/api/predict/<service>) needs none.
+	// (…/api/predict/<service>) needs none; a service URL here is refused.
 	Endpoint string
 	// Token is the service token.
 	Token string
@@ -185,6 +185,11 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 		b, err := a.checkURL(opts.Endpoint)
 		if err != nil {
 			return nil, err
+		}
+		if strings.Contains(b+"/", "/api/predict/") {
+			// A service URL here would be joined with the service name
+			// again (…/api/predict/s/api/predict/s) and answered 404.
+			return nil, invalid("Options.Endpoint %s is a service URL; give the endpoint root (the URL before /api/predict/) with the service name as Target.Endpoint, or the whole service URL as Target.Endpoint", httpadapter.URLForMessage(b))
 		}
 		a.base = b
 	}

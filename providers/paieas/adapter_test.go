@@ -191,10 +191,15 @@ func TestNewValidates(t *testing.T) {
 		func(o *Options) { o.StreamFormat = "x" },
 		func(o *Options) { o.LegacyStream = "x" },
 		func(o *Options) { o.Endpoint = "ftp://x" },
+		func(o *Options) { o.Endpoint = "https://1.cn-hangzhou.pai-eas.aliyuncs.com/api/predict/svc" },
+		func(o *Options) { o.Endpoint = "https://1.cn-hangzhou.pai-eas.aliyuncs.com/api/predict/svc/" },
 	} {
 		_, err := New(Options{}, f)
 		assert.ErrorIs(t, err, errcodes.InvalidParam)
 	}
+	_, err = New(Options{Endpoint: "http://127.0.0.1:1/api/predict/llama-3-8b"})
+	require.ErrorIs(t, err, errcodes.InvalidParam)
+	assert.Contains(t, err.Error(), "service URL")
 	a, err := New(Options{})
 	require.NoError(t, err)
 	d := a.Describe()
