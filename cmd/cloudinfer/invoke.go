@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -66,7 +68,7 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 	}
 	plan := &bench.Plan{Targets: []bench.Target{t}, Limits: bench.Limits{Requests: 1}}
 	if err := plan.Prepare(); err != nil {
-		return err
+		return invokeError(err)
 	}
 	t = plan.Targets[0]
 
@@ -154,4 +156,23 @@ func printTiming(w io.Writer, resp *cloudreq.CloudResponse) {
 		}
 	}
 	fmt.Fprintf(w, "timing  attempts %d  %s\n", s.Attempts, strings.Join(parts, "  "))
+}
+
+// benchTarget is the head of a plan error about one of its targets.
+var benchTarget = regexp.MustCompile(`^bench: (target "[^"]*":? )?`)
+
+// invokeError words an error of the one-target plan invoke builds as
+// invoke's own: "invoke: provider …", not "bench: target "…": provider …".
+func invokeError(err error) error {
+	var e *errcodes.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	m := benchTarget.FindString(e.Message)
+	if m == "" {
+		return err
+	}
+	c := *e
+	c.Message = "invoke: " + e.Message[len(m):]
+	return &c
 }

@@ -29,6 +29,8 @@ func TestExitStatuses(t *testing.T) {
 		{"no command", nil, exitUsage, []string{`expected one of "bench"`}},
 		{"unknown flag", []string{"report", "--bogus", "x.json"}, exitUsage, []string{"unknown flag --bogus"}},
 		{"failed command", []string{"report", "--compare", "--merge", a, b}, exitFailed, []string{"cloudinfer: error:"}},
+		{"invoke's own words", []string{"invoke", "--provider", "nope"}, exitFailed,
+			[]string{`cloudinfer: error: ERR_INVALID_PARAM: invoke: provider "nope"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
