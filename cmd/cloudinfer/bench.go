@@ -154,15 +154,19 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	if err := c.checkOutputs(); err != nil {
 		return err
 	}
+	if reference && c.Requests == 0 && c.Duration == 0 {
+		plan.Limits.Requests = referenceRequests(c.TimeScale, plan.Limits.Warmup)
+	}
+	// A plan that cannot run is reported before anything starts.
+	if err := plan.Prepare(); err != nil {
+		return err
+	}
 	env := &environment{cmd: c, plan: plan}
 	defer env.close()
 	if c.needsEmulator(plan) {
 		if err := env.startEmulator(); err != nil {
 			return err
 		}
-	}
-	if reference && c.Requests == 0 && c.Duration == 0 {
-		plan.Limits.Requests = referenceRequests(c.TimeScale, plan.Limits.Warmup)
 	}
 	if err := env.telemetry(ctx); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cloudinfer/cloudinfer/bench"
+	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
@@ -367,4 +368,20 @@ func TestInterruptedBenchSavesAndFails(t *testing.T) {
 	require.NoError(t, rerr)
 	assert.True(t, res.Interrupted)
 	assert.Zero(t, res.Targets[0].Counts().Failed, "the calls in flight were waited for, not failed")
+}
+
+// TestPlanErrorBeforeTheEmulator: a plan that cannot run is refused before
+// the embedded emulator (or anything else) starts.
+func TestPlanErrorBeforeTheEmulator(t *testing.T) {
+	c := parse(t, "bench", "--provider", "nope", "--quiet")
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	require.NoError(t, err)
+	defer stderr.Close()
+	var stdout bytes.Buffer
+	err = c.Bench.run(context.Background(), &stdout, stderr)
+	require.ErrorIs(t, err, errcodes.InvalidParam)
+	assert.Contains(t, err.Error(), `provider "nope"`)
+	b, rerr := os.ReadFile(stderr.Name())
+	require.NoError(t, rerr)
+	assert.NotContains(t, string(b)+stdout.String(), "embedded emulator")
 }
