@@ -98,9 +98,11 @@ func typeMayHoldBytes(t reflect.Type, seen map[reflect.Type]bool) bool {
 		return false // a cycle adds nothing new
 	}
 	seen[t] = true
-	if t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) ||
-		reflect.PointerTo(t).Implements(jsonMarshalerType) || reflect.PointerTo(t).Implements(textMarshalerType) {
-		return false // written as its method says, which redactJSON then sees
+	if t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) {
+		// Written as its method says, which redactJSON then sees. A method
+		// on the pointer is not counted: encoding/json skips it for a value
+		// it cannot address.
+		return false
 	}
 	switch t.Kind() {
 	case reflect.Interface:
@@ -306,15 +308,7 @@ func (w *jsonWriter) walk(v reflect.Value, depth int) {
 		for it := v.MapRange(); it.Next(); {
 			es = append(es, entry{mapKeyText(it.Key(), depth+1), it.Value()})
 		}
-		slices.SortFunc(es, func(a, b entry) int {
-			switch {
-			case a.k < b.k:
-				return -1
-			case a.k > b.k:
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.k, b.k) })
 		w.buf.WriteByte('{')
 		for i, e := range es {
 			if i > 0 {
