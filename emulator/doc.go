@@ -179,6 +179,14 @@
 // for tests that compare measurements with the ground truth, and compare
 // with the records rather than with the profile's nominal figures.
 //
+// SageMaker stateful sessions: an InvokeEndpoint request whose
+// X-Amzn-SageMaker-Session-Id is NEW_SESSION is answered with
+// X-Amzn-SageMaker-New-Session-Id "<id>; Expires=<RFC 3339 UTC, 20 minutes on>",
+// as a stateful model container answers; other session ids are accepted as
+// they come. InvokeEndpointWithResponseStream cannot open a session (the
+// service says so; its exact answer is not documented): NEW_SESSION there
+// gets 400 ValidationError.
+//
 // SageMaker answers no sooner than 5 ms (real) after the request body was
 // read: aws-sdk-go-v2 closes the request body as soon as response headers
 // arrive, and when that beats net/http's final read of the body the

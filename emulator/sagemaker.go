@@ -152,6 +152,11 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream := op == "invocations-response-stream"
+	newSession := r.Header.Get(headerSessionID) == newSessionValue
+	if newSession && stream {
+		fail(sageMakerErr{status: 400, typ: "ValidationError", msg: "A stateful session cannot be created with InvokeEndpointWithResponseStream; create it with InvokeEndpoint."})
+		return
+	}
 	gen.stream = stream
 	c, err := s.newCall(ep, SageMaker, op, gen, r.Header.Get, arrivalOf(r))
 	c.hold()
@@ -165,9 +170,23 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 	if ca := r.Header.Get("X-Amzn-SageMaker-Custom-Attributes"); ca != "" {
 		w.Header().Set("X-Amzn-SageMaker-Custom-Attributes", ca)
 	}
+	if newSession {
+		w.Header().Set(headerNewSessionID, s.uuid()+"; Expires="+time.Now().Add(sageMakerSessionTTL).UTC().Format(time.RFC3339))
+	}
 	s.serveGen(w, r, c, &sageMakerWire{reqID: reqID, enc: eventstream.NewEncoder(), chat: gen.dialect == dialectChat, oa: &openAIWire{chat: true, model: ep.Name, created: time.Now().Unix()},
 		internalFailure: strings.EqualFold(r.Header.Get(HeaderStreamError), "InternalStreamFailure")})
 }
+
+// SageMaker stateful sessions: a request whose session header is
+// NEW_SESSION opens one, and the answer names it with its expiry.
+const (
+	headerSessionID    = "X-Amzn-SageMaker-Session-Id"
+	headerNewSessionID = "X-Amzn-SageMaker-New-Session-Id"
+	newSessionValue    = "NEW_SESSION"
+	// sageMakerSessionTTL is how long after its creation the emulator
+	// says a session expires.
+	sageMakerSessionTTL = 20 * time.Minute
+)
 
 // sageMakerAsyncMaxBody is the most an InvokeEndpointAsync request may
 // carry inline (its Body); larger inputs go through InputLocation.

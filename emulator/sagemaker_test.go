@@ -301,3 +301,41 @@ func (w *headerAt) WriteHeader(code int) {
 	}
 	w.ResponseRecorder.WriteHeader(code)
 }
+
+// TestSageMakerStatefulSession opens a session with NEW_SESSION, which
+// InvokeEndpoint answers with its id and expiry and the response stream
+// refuses.
+func TestSageMakerStatefulSession(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	c := sageMakerClient(s, "AKIDEXAMPLE", "secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	out, err := c.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{
+		EndpointName: aws.String("llama-3-8b"), ContentType: aws.String("application/json"),
+		Body: []byte(tgiSample), SessionId: aws.String("NEW_SESSION"),
+	})
+	require.NoError(t, err)
+	id, exp, ok := strings.Cut(aws.ToString(out.NewSessionId), "; Expires=")
+	require.True(t, ok, "NewSessionId %q", aws.ToString(out.NewSessionId))
+	assert.NotEmpty(t, id)
+	at, err := time.Parse(time.RFC3339, exp)
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now().Add(20*time.Minute), at, time.Minute)
+
+	// The session is used as it was given; it opens nothing new.
+	out, err = c.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{
+		EndpointName: aws.String("llama-3-8b"), ContentType: aws.String("application/json"),
+		Body: []byte(tgiSample), SessionId: aws.String(id),
+	})
+	require.NoError(t, err)
+	assert.Nil(t, out.NewSessionId)
+
+	_, err = c.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+		EndpointName: aws.String("llama-3-8b"), ContentType: aws.String("application/json"),
+		Body: []byte(tgiSample), SessionId: aws.String("NEW_SESSION"),
+	})
+	var ve *types.ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Contains(t, ve.ErrorMessage(), "stateful session")
+}

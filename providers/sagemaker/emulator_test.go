@@ -159,3 +159,25 @@ func TestEmulatorInvokeStreamRaw(t *testing.T) {
 		assert.True(t, strings.HasPrefix(string(c.Data), "data:"), "raw TGI events: %q", c.Data)
 	}
 }
+
+// TestEmulatorStatefulSession opens a stateful session through the
+// adapter: the new session's id comes back in Metadata, and a response
+// stream cannot open one (ERR_INVALID_PARAM, not retried).
+func TestEmulatorStatefulSession(t *testing.T) {
+	srv := startEmulator(t)
+	client := testClient(t, emulatorAdapter(t, srv.URL()))
+
+	req := genRequest(DialectTGI, 4)
+	req.Attributes.SessionID = "NEW_SESSION"
+	resp, err := client.Invoke(context.Background(), req)
+	require.NoError(t, err)
+	assert.Contains(t, resp.Metadata[HeaderNewSessionID], "; Expires=")
+
+	_, err = client.Stream(context.Background(), req)
+	require.Error(t, err)
+	var e *errcodes.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, errcodes.InvalidParam, e.Code)
+	assert.Equal(t, "ValidationError", e.ProviderCode)
+	assert.Equal(t, 400, e.HTTPStatus)
+}
