@@ -74,11 +74,17 @@ func MeanSD(mean, sd float64) string {
 
 func val(v float64) string { return num(v, decimals(v)) }
 
-func startLabel(k StartKind) string {
-	if k == "" {
-		return "failed"
+// startLabel names a group's start kind. Failed requests have none; a
+// group without one that holds successes (samples recorded without a
+// verdict) is "unclassified".
+func startLabel(g *GroupReport) string {
+	switch {
+	case g.Start != "":
+		return string(g.Start)
+	case g.Counts.Failed < g.Counts.Requests:
+		return "unclassified"
 	}
-	return string(k)
+	return "failed"
 }
 
 func groupTitle(g *GroupReport) string {
@@ -90,7 +96,7 @@ func groupTitle(g *GroupReport) string {
 	if g.Class != "" {
 		t += " class=" + g.Class
 	}
-	return t + " start=" + startLabel(g.Start)
+	return t + " start=" + startLabel(g)
 }
 
 func groupLine(g *GroupReport) string {
@@ -252,7 +258,7 @@ func (rep *Report) renderCSV(w io.Writer) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	for i := range rep.Groups {
 		g := &rep.Groups[i]
-		base := []string{g.Endpoint, g.Class, startLabel(g.Start)}
+		base := []string{g.Endpoint, g.Class, startLabel(g)}
 		put := func(table, name, stat, value, unit string) {
 			_ = cw.Write(append([]string{table}, append(append([]string{}, base...), name, stat, value, unit)...))
 		}

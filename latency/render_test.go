@@ -170,3 +170,27 @@ func TestRenderWithoutColdNeedsWarmValues(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderStartLabel: a group without a start kind is "failed" when all
+// of it failed, and "unclassified" when it holds successes recorded
+// without a verdict.
+func TestRenderStartLabel(t *testing.T) {
+	r := mustRecorder(t)
+	ok := Measure(stream(content(2000, 1)), Outcome{Endpoint: "ok"})
+	r.Add(&ok)
+	bad := Sample{Endpoint: "bad", Err: "ERR_THROTTLED"}
+	r.Add(&bad)
+	rep := r.Report(ReportOptions{})
+	var text, c bytes.Buffer
+	require.NoError(t, rep.Render(&text, FormatText))
+	assert.Contains(t, text.String(), "ok start=unclassified")
+	assert.Contains(t, text.String(), "bad start=failed")
+	require.NoError(t, rep.Render(&c, FormatCSV))
+	rows, err := csv.NewReader(&c).ReadAll()
+	require.NoError(t, err)
+	starts := map[string]string{}
+	for _, row := range rows[1:] {
+		starts[row[1]] = row[3]
+	}
+	assert.Equal(t, map[string]string{"ok": "unclassified", "bad": "failed"}, starts)
+}
