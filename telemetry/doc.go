@@ -45,7 +45,8 @@
 // drained or closed). The span starts before the PreSerialize hooks run;
 // when they change Target.Endpoint, Target.Model or Target.Variant, the
 // span's name and target attributes (and every metric's) are those of the
-// request the attempts sent. Its attributes:
+// request the attempts sent, and so are the gen_ai.request.* attributes of
+// generation and the captured input messages. Its attributes:
 //
 //	gen_ai.operation.name           always
 //	gen_ai.provider.name            always
@@ -63,7 +64,7 @@
 //	gen_ai.response.time_to_first_chunk  streams: first content chunk − final attempt's send (s)
 //	server.address, server.port     when Target.Endpoint is a URL (host and port only; after the hooks)
 //	http.response.status_code       the final status, success or failure
-//	error.type                      failed calls: the errcodes code (ERR_THROTTLED, …)
+//	error.type                      failed calls: the errcodes code (ERR_THROTTLED, …; _OTHER for a code outside the set)
 //	cloudinfer.service              CloudRequest.Service
 //	cloudinfer.action               CloudRequest.Action
 //	cloudinfer.endpoint             the endpoint name, or its URL without user info, query and fragment

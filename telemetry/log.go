@@ -14,6 +14,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/internal/nilerr"
 )
 
 // LogHookName is the name the logging hook takes in hook chains.
@@ -133,6 +134,9 @@ func (h *LogHook) PostDeserialize(ctx context.Context, req *cloudreq.CloudReques
 	if req == nil {
 		return nil
 	}
+	if nilerr.Is(err) {
+		err = nil // a typed nil error (a nil *T) is no error, as for the client
+	}
 	attempt, elapsed := 0, time.Duration(-1)
 	if v, ok := h.calls.Load(weak.Make(req)); ok {
 		cl := v.(*callLog)
@@ -196,10 +200,10 @@ func (h *LogHook) requestAttrs(req *cloudreq.CloudRequest) []slog.Attr {
 
 func errorAttrs(err error) []slog.Attr {
 	var e *errcodes.Error
-	if !errors.As(err, &e) {
+	if !errors.As(err, &e) || e == nil {
 		return []slog.Attr{slog.String("code", string(errcodes.Of(err)))}
 	}
-	attrs := []slog.Attr{slog.String("code", string(e.Code)), slog.Bool("retryable", e.Retryable)}
+	attrs := []slog.Attr{slog.String("code", e.ErrorType()), slog.Bool("retryable", e.Retryable)}
 	if e.ProviderCode != "" {
 		attrs = append(attrs, slog.String("provider_code", e.ProviderCode))
 	}
@@ -287,7 +291,7 @@ func (l *loggedHooks) PreValidate(ctx context.Context, req *cloudreq.CloudReques
 
 func (l *loggedHooks) PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) error {
 	if l.inner != nil {
-		if err := l.inner.PreSerialize(ctx, req); err != nil {
+		if err := l.inner.PreSerialize(ctx, req); err != nil && !nilerr.Is(err) {
 			return err
 		}
 	}
@@ -298,6 +302,9 @@ func (l *loggedHooks) PostDeserialize(ctx context.Context, req *cloudreq.CloudRe
 	var veto error
 	if l.inner != nil {
 		veto = l.inner.PostDeserialize(ctx, req, resp, err)
+	}
+	if nilerr.Is(veto) {
+		veto = nil // a typed nil error is no veto (see cloudreq.Hooks)
 	}
 	outcome := err
 	if veto != nil {

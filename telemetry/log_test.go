@@ -425,3 +425,54 @@ func TestLogPathUnparsable(t *testing.T) {
 		assert.Equal(t, tc.want, masked(got, secret), masked(tc.path, secret))
 	}
 }
+
+// nilErrHooks returns a typed nil error (a nil *errcodes.Error in the
+// error interface) from every phase: no error, as cloudreq reads it.
+type nilErrHooks struct{}
+
+func (nilErrHooks) PreValidate(context.Context, *cloudreq.CloudRequest) error {
+	return (*errcodes.Error)(nil)
+}
+
+func (nilErrHooks) PreSerialize(context.Context, *cloudreq.CloudRequest) error {
+	return (*errcodes.Error)(nil)
+}
+
+func (nilErrHooks) PostDeserialize(context.Context, *cloudreq.CloudRequest, *cloudreq.CloudResponse, error) error {
+	return (*errcodes.Error)(nil)
+}
+
+// TestWithLoggingTypedNilHookErrors: a typed nil error from the wrapped
+// hooks is no error, for the log as for the client. It neither skips the
+// request record nor fails the call.
+func TestWithLoggingTypedNilHookErrors(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Response: &cloudreq.CloudResponse{StatusCode: 200}}}}
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: nilErrHooks{},
+		Retry: cloudreq.RetryOptions{MaxAttempts: 1}}, WithLogging(logger, LogOptions{}))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Invoke(context.Background(), generateReq())
+	require.NoError(t, err)
+
+	recs := jsonLines(t, &buf)
+	require.Len(t, byMsg(recs, LogMsgRequest), 1, "the request is logged")
+	resps := byMsg(recs, LogMsgResponse)
+	require.Len(t, resps, 1)
+	assert.Equal(t, "INFO", resps[0]["level"], "a success")
+	assert.NotContains(t, resps[0], "code")
+	assert.EqualValues(t, 200, resps[0]["status"])
+}
+
+// TestLogErrorWithoutCode: an error without a code is logged as
+// ERR_UNKNOWN, as errcodes writes it everywhere else.
+func TestLogErrorWithoutCode(t *testing.T) {
+	var buf bytes.Buffer
+	h := NewLogHook(slog.New(slog.NewJSONHandler(&buf, nil)), LogOptions{})
+	req := generateReq()
+	require.NoError(t, h.PostDeserialize(context.Background(), req, nil, &errcodes.Error{Message: "no code"}))
+	resps := byMsg(jsonLines(t, &buf), LogMsgResponse)
+	require.Len(t, resps, 1)
+	assert.Equal(t, "ERR_UNKNOWN", resps[0]["code"])
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"time"
 
@@ -22,9 +23,11 @@ import (
 
 // Options configures an Observer.
 type Options struct {
-	// TracerProvider makes the spans; nil uses otel.GetTracerProvider().
+	// TracerProvider makes the spans; nil (a nil pointer too) uses
+	// otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
-	// MeterProvider makes the instruments; nil uses otel.GetMeterProvider().
+	// MeterProvider makes the instruments; nil (a nil pointer too) uses
+	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 	// CaptureContent records prompts (gen_ai.input.messages) and, for
 	// non-streaming generate calls, completions (gen_ai.output.messages)
@@ -55,10 +58,10 @@ var _ cloudreq.Observer = (*Observer)(nil)
 
 // New returns an Observer that records with the providers in opts.
 func New(opts Options) (*Observer, error) {
-	if opts.TracerProvider == nil {
+	if isNil(opts.TracerProvider) {
 		opts.TracerProvider = otel.GetTracerProvider()
 	}
-	if opts.MeterProvider == nil {
+	if isNil(opts.MeterProvider) {
 		opts.MeterProvider = otel.GetMeterProvider()
 	}
 	o := &Observer{opts: opts}
@@ -83,14 +86,28 @@ func New(opts Options) (*Observer, error) {
 	return o, nil
 }
 
+// isNil reports whether v is nil or a nil pointer in an interface (an
+// unset *sdktrace.TracerProvider field given as a provider), whose methods
+// would panic.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
 // WithObserver returns a cloudreq option function that adds obs to the
 // client's observers, for cloudreq.New or a single call:
 //
 //	obs, _ := telemetry.New(telemetry.Options{})
 //	client, _ := cloudreq.New(opts, telemetry.WithObserver(obs))
+//
+// An Observer already among them is not added again: each call is traced
+// and measured once.
 func WithObserver(obs *Observer) func(*cloudreq.Options) {
 	return func(o *cloudreq.Options) {
-		if obs != nil {
+		if obs != nil && !slices.Contains(o.Observers, cloudreq.Observer(obs)) {
 			o.Observers = append(o.Observers, obs)
 		}
 	}
@@ -127,23 +144,6 @@ func (o *Observer) StartCall(ctx context.Context, req *cloudreq.CloudRequest, st
 	if req.Class != "" {
 		attrs = append(attrs, attribute.String(attrClass, req.Class))
 	}
-	if g := req.Generate; g != nil {
-		if g.MaxTokens > 0 {
-			attrs = append(attrs, semconv.GenAIRequestMaxTokensKey.Int(g.MaxTokens))
-		}
-		if g.Temperature != nil {
-			attrs = append(attrs, semconv.GenAIRequestTemperatureKey.Float64(*g.Temperature))
-		}
-		if g.TopP != nil {
-			attrs = append(attrs, semconv.GenAIRequestTopPKey.Float64(*g.TopP))
-		}
-		if len(g.Stop) > 0 && o.opts.CaptureContent {
-			attrs = append(attrs, semconv.GenAIRequestStopSequencesKey.StringSlice(g.Stop))
-		}
-		if o.opts.CaptureContent {
-			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(inputMessages(g.Messages)))
-		}
-	}
 	ctx, c.span = o.tracer.Start(ctx, SpanName(c.op, c.model),
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	c.ctx = ctx
@@ -167,7 +167,7 @@ type call struct {
 	endpoint string // the Target.Endpoint srv was derived from
 	variant  string
 	srv      server
-	prevCode string // error code of the previous attempt
+	prevType string // error.type of the previous attempt
 	base     []attribute.KeyValue
 	// retargeted: the target was read again after the PreSerialize hooks
 	// (see retarget).
@@ -208,13 +208,14 @@ func (c *call) baseSet(extra ...attribute.KeyValue) attribute.Set {
 }
 
 // retarget derives the call's target attributes again from the request
-// the attempts sent. StartCall runs before the PreSerialize hooks, which may
-// rewrite the client's working copy of the request (set a default model,
-// route to another endpoint or variant); the attempts send the rewritten
-// request. It runs once, at the end of the first attempt, or at the end of
-// the call when no attempt was made, before anything is recorded, so that
-// the span's name and attributes and every metric of the call carry the
-// final values.
+// the attempts sent, and sets the generate request's attributes from it.
+// StartCall runs before the PreSerialize hooks, which may rewrite the
+// client's working copy of the request (set a default model or generation
+// defaults, add a message, route to another endpoint or variant); the
+// attempts send the rewritten request. It runs once, at the end of the
+// first attempt, or at the end of the call when no attempt was made,
+// before anything is recorded, so that the span's name and attributes and
+// every metric of the call carry the final values.
 func (c *call) retarget() {
 	if c.retargeted {
 		return
@@ -251,6 +252,31 @@ func (c *call) retarget() {
 		c.base = nil
 		c.span.SetAttributes(attrs...)
 	}
+	if g := c.req.Generate; g != nil {
+		c.span.SetAttributes(generateAttrs(g, c.o.opts.CaptureContent)...)
+	}
+}
+
+// generateAttrs returns the gen_ai.request.* attributes of a generate
+// request, and its input messages when content is captured.
+func generateAttrs(g *cloudreq.GenerateInput, capture bool) []attribute.KeyValue {
+	var attrs []attribute.KeyValue
+	if g.MaxTokens > 0 {
+		attrs = append(attrs, semconv.GenAIRequestMaxTokensKey.Int(g.MaxTokens))
+	}
+	if g.Temperature != nil {
+		attrs = append(attrs, semconv.GenAIRequestTemperatureKey.Float64(*g.Temperature))
+	}
+	if g.TopP != nil {
+		attrs = append(attrs, semconv.GenAIRequestTopPKey.Float64(*g.TopP))
+	}
+	if capture {
+		if len(g.Stop) > 0 {
+			attrs = append(attrs, semconv.GenAIRequestStopSequencesKey.StringSlice(g.Stop))
+		}
+		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(inputMessages(g.Messages)))
+	}
+	return attrs
 }
 
 // EndAttempt implements cloudreq.CallObserver.
@@ -258,13 +284,13 @@ func (c *call) EndAttempt(a latency.Attempt, err *errcodes.Error) {
 	c.retarget()
 	ctx := c.ctx
 	if a.Number > 1 {
-		et := c.prevCode
-		if et == "" {
-			et = string(genaiconv.ErrorTypeOther)
-		}
-		c.o.retries.Add(ctx, 1, metric.WithAttributeSet(c.baseSet(semconv.ErrorTypeKey.String(et))))
+		c.o.retries.Add(ctx, 1, metric.WithAttributeSet(c.baseSet(semconv.ErrorTypeKey.String(c.prevType))))
 	}
-	c.prevCode = a.Code
+	// Only a failed attempt is retried; _OTHER stands for anything else.
+	c.prevType = string(genaiconv.ErrorTypeOther)
+	if err != nil {
+		c.prevType = errorType(err)
+	}
 	if err != nil && err.Code == errcodes.Throttled {
 		c.o.throttles.Add(ctx, 1, metric.WithAttributeSet(c.baseSet()))
 	}
@@ -291,11 +317,12 @@ func (c *call) EndAttempt(a latency.Attempt, err *errcodes.Error) {
 		s.AddEvent(ev.name, trace.WithTimestamp(ev.at))
 	}
 	if err != nil {
-		s.SetAttributes(semconv.ErrorTypeKey.String(err.ErrorType()))
+		et := errorType(err)
+		s.SetAttributes(semconv.ErrorTypeKey.String(et))
 		if err.ProviderCode != "" {
 			s.SetAttributes(attribute.String(attrProviderCode, redactString(err.ProviderCode)))
 		}
-		s.SetStatus(codes.Error, err.ErrorType())
+		s.SetStatus(codes.Error, et)
 	}
 }
 
@@ -323,10 +350,7 @@ func (c *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 
 	var extra []attribute.KeyValue // metric attributes beyond the base
 	if err != nil {
-		et := err.ErrorType()
-		if et == "" {
-			et = string(genaiconv.ErrorTypeOther)
-		}
+		et := errorType(err)
 		extra = append(extra, semconv.ErrorTypeKey.String(et))
 		span.SetAttributes(semconv.ErrorTypeKey.String(et), attribute.Bool(attrRetryable, err.Retryable))
 		if err.ProviderCode != "" {
@@ -470,15 +494,26 @@ func outputTokensKnown(u cloudreq.Usage) bool {
 	return u.OutputTokens > 0
 }
 
+// errorType returns the error.type of a failure: its errcodes code
+// (ERR_UNKNOWN when it has none, as errcodes writes it), or _OTHER for a
+// code outside errcodes' closed set, so that the metric label it becomes
+// stays bounded whatever code a hook or adapter made up.
+func errorType(e *errcodes.Error) string {
+	if c := errcodes.Code(e.ErrorType()); c.Valid() {
+		return string(c)
+	}
+	return string(genaiconv.ErrorTypeOther)
+}
+
 // statusDescription describes a failure for the span status from the
 // error's portable fields only, with any credential they quote hidden (as
 // the logs hide it). The wrapped native error is left out: it may quote
 // what the provider or transport saw, credentials included.
 func statusDescription(e *errcodes.Error) string {
 	if e.Message == "" {
-		return string(e.Code)
+		return redactString(e.ErrorType())
 	}
-	return redactString(string(e.Code) + ": " + e.Message)
+	return redactString(e.ErrorType() + ": " + e.Message)
 }
 
 type phaseEvent struct {

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -702,4 +703,121 @@ func TestCallSpanEndsWhenRecordingPanics(t *testing.T) {
 	require.Len(t, rec.Started(), 1)
 	require.Len(t, rec.Ended(), 1, "the call span was ended")
 	assert.Equal(t, "chat llama-3-8b", rec.Ended()[0].Name())
+}
+
+// TestErrorTypeBounded: error.type is the same on attempt spans, the call
+// span and every metric; an error without a code is ERR_UNKNOWN (as
+// errcodes writes it), and a code outside errcodes' closed set is _OTHER,
+// so that a metric label stays bounded whatever a hook or adapter returns.
+func TestErrorTypeBounded(t *testing.T) {
+	for _, tc := range []struct {
+		code       errcodes.Code
+		errorType  string
+		descPrefix string
+	}{
+		{"", "ERR_UNKNOWN", "ERR_UNKNOWN: "},
+		{"custom-7f3a9c", "_OTHER", "custom-7f3a9c: "},
+		{errcodes.Unavailable, "ERR_UNAVAILABLE", "ERR_UNAVAILABLE: "},
+	} {
+		t.Run(string(tc.code), func(t *testing.T) {
+			fails := &errcodes.Error{Code: tc.code, Message: "refused", Retryable: true}
+			fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Err: fails}, {Err: fails}}}
+			r := newRig(t, Options{}, fake, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 2 })
+			_, err := r.client.Invoke(context.Background(), generateReq())
+			require.Error(t, err)
+
+			span := r.callSpan(t)
+			assert.Equal(t, attribute.StringValue(tc.errorType), attrMap(span.Attributes())["error.type"], "call span")
+			assert.Equal(t, tc.descPrefix+"refused", span.Status().Description)
+			atts := r.attemptSpans()
+			require.Len(t, atts, 2)
+			for _, s := range atts {
+				assert.Equal(t, attribute.StringValue(tc.errorType), attrMap(s.Attributes())["error.type"], "attempt span")
+				assert.Equal(t, codes.Error, s.Status().Code)
+			}
+			ms := r.metrics(t)
+			retries := intSum(t, ms, MetricRetries, "{retry}")
+			require.Len(t, retries, 1)
+			assert.Equal(t, attribute.StringValue(tc.errorType), setMap(retries[0].Attributes)["error.type"], "retries")
+			dur := floatHist(t, ms, MetricOperationDuration, "s", DurationBuckets)
+			require.Len(t, dur, 1)
+			assert.Equal(t, attribute.StringValue(tc.errorType), setMap(dur[0].Attributes)["error.type"], "duration")
+		})
+	}
+}
+
+// TestTypedNilProviders: a nil *sdktrace.TracerProvider or
+// *sdkmetric.MeterProvider (a Providers literal that sets only one) is
+// taken as no provider, like a nil interface: the global one is used.
+func TestTypedNilProviders(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	prevT, prevM := otel.GetTracerProvider(), otel.GetMeterProvider()
+	otel.SetTracerProvider(tp)
+	otel.SetMeterProvider(mp)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(prevT)
+		otel.SetMeterProvider(prevM)
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	var p Providers // neither set
+	obs, err := New(Options{TracerProvider: p.TracerProvider, MeterProvider: p.MeterProvider, NoAttemptSpans: true})
+	require.NoError(t, err)
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{&cloudreqtest.Adapter{}}}, WithObserver(obs))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Invoke(context.Background(), generateReq())
+	require.NoError(t, err)
+	require.Len(t, rec.Ended(), 1)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	require.Len(t, rm.ScopeMetrics, 1, "metrics went to the global provider")
+}
+
+// TestHookSetsGenerateDefaults: a PreSerialize hook that sets generation
+// defaults or adds a message changes the gen_ai.request.* attributes and
+// the captured input to what the attempts sent.
+func TestHookSetsGenerateDefaults(t *testing.T) {
+	set := &hooks.Set{}
+	require.NoError(t, set.Serialize.Add("defaults", hooks.PreSerializeFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
+		g := r.Generate
+		if g.MaxTokens == 0 {
+			g.MaxTokens = 256
+		}
+		if g.TopP == nil {
+			topP := 0.9
+			g.TopP = &topP
+		}
+		g.Messages = append([]cloudreq.Message{{Role: "system", Content: "be brief"}}, g.Messages...)
+		return nil
+	})))
+	r := newRig(t, Options{CaptureContent: true, NoAttemptSpans: true}, &cloudreqtest.Adapter{},
+		func(o *cloudreq.Options) { o.Hooks = set })
+	req := generateReq()
+	req.Generate.MaxTokens = 0
+	_, err := r.client.Invoke(context.Background(), req)
+	require.NoError(t, err)
+	require.Zero(t, req.Generate.MaxTokens, "the caller's request is not changed")
+	a := attrMap(r.callSpan(t).Attributes())
+	assert.Equal(t, attribute.IntValue(256), a["gen_ai.request.max_tokens"])
+	assert.Equal(t, attribute.Float64Value(0.9), a["gen_ai.request.top_p"])
+	assert.Equal(t, attribute.Float64Value(0.5), a["gen_ai.request.temperature"], "left as the caller set it")
+	assert.JSONEq(t, `[{"role":"system","parts":[{"type":"text","content":"be brief"}]},{"role":"user","parts":[{"type":"text","content":"the secret prompt"}]}]`,
+		a["gen_ai.input.messages"].AsString())
+}
+
+// TestWithObserverTwice: an Observer given both to the client and to a
+// call (or twice to either) observes the call once: one span, one
+// duration.
+func TestWithObserverTwice(t *testing.T) {
+	r := newRig(t, Options{NoAttemptSpans: true}, &cloudreqtest.Adapter{}, WithObserver(nil))
+	_, err := r.client.Invoke(context.Background(), generateReq(), WithObserver(r.obs), WithObserver(r.obs))
+	require.NoError(t, err)
+	r.callSpan(t)
+	dur := floatHist(t, r.metrics(t), MetricOperationDuration, "s", DurationBuckets)
+	require.Len(t, dur, 1)
+	assert.EqualValues(t, 1, dur[0].Count)
 }

@@ -449,7 +449,11 @@ func valueEnd(s string, p int) int {
 	switch strings.ToLower(s[p:end]) {
 	case "bearer", "basic", "token", "digest", "eas", "sharedaccesssignature":
 		if q := end; q+1 < len(s) && s[q] == ' ' {
-			if e := bareEnd(s, q+1); e > q+1 && s[e-1] != ':' && s[e-1] != '=' {
+			if strings.HasPrefix(s[q+1:], hooks.Redacted) {
+				// Hidden already, by the scheme pattern: its brackets are
+				// not separators.
+				end = q + 1 + len(hooks.Redacted)
+			} else if e := bareEnd(s, q+1); e > q+1 && s[e-1] != ':' && s[e-1] != '=' {
 				end = e
 			}
 		}

@@ -362,3 +362,19 @@ func TestRedactStringBasicProse(t *testing.T) {
 		assert.Equal(t, tc.want, masked(masked(got, s), regressSecret), tc.want)
 	}
 }
+
+// TestRedactStringSchemeAfterSeparator: a pair whose value is an
+// authorization scheme and its credential is hidden whole, with nothing
+// of the hidden value's marker left behind.
+func TestRedactStringSchemeAfterSeparator(t *testing.T) {
+	s := regressSecret
+	for _, tc := range []struct{ in, want string }{
+		{"Authorization=Bearer " + s, "Authorization=[REDACTED]"},
+		{"Authorization=Bearer " + s + " next=1", "Authorization=[REDACTED] next=1"},
+		{"header Authorization=EAS c2lnbmF0dXJlLXZhbHVl, x=1", "header Authorization=[REDACTED], x=1"},
+		{"auth: Token " + s + " next", "auth: [REDACTED]"},
+	} {
+		got := redactString(tc.in)
+		assert.Equal(t, tc.want, masked(got, s), masked(tc.in, s))
+	}
+}
