@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 
@@ -172,9 +174,7 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 		return err
 	}
 	opts := bench.Options{Connect: env.connect, Abort: c.abort}
-	if env.obs != nil {
-		opts.Observers = []cloudreq.Observer{env.obs} // the measured calls only, as the results
-	}
+	opts.Observers = env.obs // the measured calls only, as the results
 	if !c.Quiet {
 		opts.Progress = bench.NewProgress(stderr)
 	}
@@ -605,7 +605,7 @@ type environment struct {
 	cmd  *benchCmd
 	plan *bench.Plan // its seed seeds the network impairments that set none
 	emu  *emulator.Server
-	obs  *telemetry.Observer
+	obs  []cloudreq.Observer // one per metrics destination
 	prom *telemetry.Prometheus
 	otlp *telemetry.Providers
 
@@ -625,20 +625,26 @@ func (e *environment) startEmulator() error {
 	return nil
 }
 
+// telemetry starts the exporters the flags ask for and an Observer for
+// each metrics destination: an Observer records into one MeterProvider, so
+// with both --metrics-addr and --otlp set, one records for Prometheus (its
+// spans dropped) and one exports spans and metrics over OTLP.
 func (e *environment) telemetry(ctx context.Context) error {
 	c := e.cmd
-	if c.MetricsAddr == "" && c.OTLP == "" {
-		return nil
-	}
-	var topts telemetry.Options
 	if c.MetricsAddr != "" {
 		p, err := telemetry.ServePrometheus(ctx, c.MetricsAddr)
 		if err != nil {
 			return err
 		}
 		e.prom = p
-		topts.MeterProvider = p.MeterProvider
 		fmt.Fprintf(os.Stderr, "metrics at %s\n", p.URL())
+		var tp trace.TracerProvider // nil: the global one
+		if c.OTLP != "" {
+			tp = tracenoop.NewTracerProvider() // the OTLP Observer traces
+		}
+		if err := e.observe(telemetry.Options{TracerProvider: tp, MeterProvider: p.MeterProvider}); err != nil {
+			return err
+		}
 	}
 	if c.OTLP != "" {
 		p, err := telemetry.OTLP(ctx, c.OTLP)
@@ -646,16 +652,20 @@ func (e *environment) telemetry(ctx context.Context) error {
 			return err
 		}
 		e.otlp = p
-		topts.TracerProvider = p.TracerProvider
-		if topts.MeterProvider == nil {
-			topts.MeterProvider = p.MeterProvider
+		if err := e.observe(telemetry.Options{TracerProvider: p.TracerProvider, MeterProvider: p.MeterProvider}); err != nil {
+			return err
 		}
 	}
-	obs, err := telemetry.New(topts)
+	return nil
+}
+
+// observe adds an Observer with opts to the run's.
+func (e *environment) observe(opts telemetry.Options) error {
+	obs, err := telemetry.New(opts)
 	if err != nil {
 		return err
 	}
-	e.obs = obs
+	e.obs = append(e.obs, obs)
 	return nil
 }
 

@@ -5,13 +5,18 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // freeAddr returns a loopback address no one listens on.
@@ -64,4 +69,49 @@ func TestBenchServesPrometheusDuringTheRun(t *testing.T) {
 	}
 	assert.Contains(t, body, `gen_ai_provider_name="openai"`)
 	require.NoError(t, <-done)
+}
+
+// TestBenchExportsOTLPBesidePrometheus runs `cloudinfer bench` with both
+// --metrics-addr and --otlp: the OTLP endpoint gets the run's metrics as
+// well as its spans.
+func TestBenchExportsOTLPBesidePrometheus(t *testing.T) {
+	var mu sync.Mutex
+	metrics := map[string]bool{}
+	spans := 0
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/metrics":
+			var req colmetric.ExportMetricsServiceRequest
+			if proto.Unmarshal(b, &req) == nil {
+				for _, rm := range req.ResourceMetrics {
+					for _, sm := range rm.ScopeMetrics {
+						for _, m := range sm.Metrics {
+							metrics[m.Name] = true
+						}
+					}
+				}
+			}
+		case "/v1/traces":
+			var req coltrace.ExportTraceServiceRequest
+			if proto.Unmarshal(b, &req) == nil {
+				for _, rs := range req.ResourceSpans {
+					for _, ss := range rs.ScopeSpans {
+						spans += len(ss.Spans)
+					}
+				}
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer recv.Close()
+	c := parse(t, "bench", "--time-scale", "0.05", "--requests", "10", "--quiet",
+		"--metrics-addr", freeAddr(t), "--otlp", recv.URL, "--out", filepath.Join(t.TempDir(), "r.json"))
+	require.NoError(t, c.Bench.run(context.Background(), io.Discard, nil))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.True(t, metrics["gen_ai.client.operation.duration"], "OTLP metrics: %v", metrics)
+	assert.Positive(t, spans)
 }
