@@ -222,7 +222,9 @@ func parseRate(v string) (int64, error) {
 			continue
 		}
 		f, err := strconv.ParseFloat(num, 64)
-		if err != nil || math.IsNaN(f) || f < 0 || f*u.mult > math.MaxInt64 {
+		// float64(math.MaxInt64) is 2^63, one past the range: >= keeps
+		// the conversion below defined.
+		if err != nil || math.IsNaN(f) || f < 0 || f*u.mult >= math.MaxInt64 {
 			break
 		}
 		if r := int64(f * u.mult); r > 0 || f == 0 {

@@ -3,6 +3,7 @@ package httpadapter
 import (
 	"bytes"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -28,10 +29,15 @@ const (
 
 // ReadLimited reads r to its end or to limit bytes, whichever comes first,
 // and reports whether more bytes followed (the body was cut). It reads at
-// most limit+1 bytes.
+// most limit+1 bytes; a limit of math.MaxInt64 reads to the end.
 func ReadLimited(r io.Reader, limit int64) (b []byte, cut bool, err error) {
 	if limit <= 0 {
 		limit = DefaultMaxResponse
+	}
+	if limit == math.MaxInt64 {
+		// No room for the extra byte that tells a cut: nothing is cut.
+		b, err = io.ReadAll(r)
+		return b, false, err
 	}
 	b, err = io.ReadAll(io.LimitReader(r, limit+1))
 	if int64(len(b)) > limit {
@@ -59,7 +65,18 @@ func ErrorText(body []byte, contentType string) string {
 	if !utf8.Valid(body) {
 		return "binary error body (" + strconv.Itoa(len(body)) + " bytes)"
 	}
-	return clip(strings.Join(strings.Fields(string(body[:min(len(body), 4*MaxErrorMessage)])), " "))
+	return clip(strings.Join(strings.Fields(string(runePrefix(body, 4*MaxErrorMessage))), " "))
+}
+
+// runePrefix returns at most n bytes of b, cut at a rune boundary.
+func runePrefix(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return b[:n]
 }
 
 // htmlTitle returns the text of the first <title> or <h1> element.

@@ -3,15 +3,18 @@ package httpadapter
 import (
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -230,4 +233,61 @@ func TestStreamEndNotHeldByTheServer(t *testing.T) {
 	case <-time.After(5 * drainWait):
 		t.Fatal("the body was never closed")
 	}
+}
+
+// TestReadLimitedNoOverflow: the largest limit means "no limit", not a
+// limit+1 that wraps negative and reads nothing.
+func TestReadLimitedNoOverflow(t *testing.T) {
+	b, cut, err := ReadLimited(strings.NewReader("hello"), math.MaxInt64)
+	require.NoError(t, err)
+	assert.False(t, cut)
+	assert.Equal(t, "hello", string(b))
+}
+
+// TestErrorTextCutInsideARune: a body whose first 2 KiB end inside a
+// multi-byte character (whitespace before it collapses, so the message
+// is short) gives a valid UTF-8 message.
+func TestErrorTextCutInsideARune(t *testing.T) {
+	body := "a" + strings.Repeat(" ", 4*MaxErrorMessage-2) + "é and more"
+	got := ErrorText([]byte(body), "text/plain")
+	assert.True(t, utf8.ValidString(got), "%q", got)
+	assert.Equal(t, "a", got)
+}
+
+// TestStreamCloseEndsTheDrain: Close after the end marker, while the drain
+// still waits on a server that holds the connection open, closes the body
+// at once and leaves no goroutine behind, instead of leaving both to the
+// drain's own bound.
+func TestStreamCloseEndsTheDrain(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	body := &holdingBody{r: strings.NewReader("data: a\n\ndata: END\n\n"), closed: make(chan struct{})}
+	s := NewStream(nil, body, StreamConfig{Provider: "p", Framing: FramingSSE, Decoder: &recDecoder{}, MaxFrame: 64})
+	_, err := drain(s)
+	require.ErrorIs(t, err, io.EOF)
+	require.NoError(t, s.Close())
+	select {
+	case <-body.closed:
+	default:
+		t.Fatal("Close returned with the body still open")
+	}
+}
+
+// TestStreamCloseWhileNextBlocks: Close from another goroutine makes a
+// blocked Next return, and releases the body.
+func TestStreamCloseWhileNextBlocks(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	body := &holdingBody{r: strings.NewReader("data: a\n\n"), closed: make(chan struct{})}
+	s := NewStream(nil, body, StreamConfig{Provider: "p", Framing: FramingSSE, Decoder: &recDecoder{}})
+	ch, err := s.Next()
+	require.NoError(t, err)
+	assert.Equal(t, "a", ch.Text)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Next()
+		errc <- err
+	}()
+	require.NoError(t, s.Close())
+	assert.Error(t, <-errc)
+	_, err = s.Next()
+	assert.Error(t, err, "the end is sticky")
 }

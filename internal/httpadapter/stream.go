@@ -67,9 +67,12 @@ type Stream struct {
 	cfg   StreamConfig
 	frame func() ([]byte, error)
 	err   error
-	once  sync.Once
 	raw   []byte
 	rerr  error // a raw read's error, held back until its data is used
+
+	endOnce   sync.Once     // the end: a drain starts, or Close comes first
+	closeOnce sync.Once     // closes body
+	drained   chan struct{} // closed once no drain runs or will run
 }
 
 var _ cloudreq.ChunkStream = (*Stream)(nil)
@@ -85,28 +88,30 @@ const (
 // drainThenClose reads what follows a stream's end marker (the chunked
 // terminator, at most a little trailing data), so that net/http can reuse
 // the connection (closing an unread body closes it, and the next request
-// would pay a new handshake), then closes body. The terminator usually came
-// with the marker, and the drain ends at once; Next waits for it up to
-// drainSync, so that the connection is back in the pool when the stream
-// ends. A server that holds the connection open after its marker must not
-// hold the stream's end: the drain goes on apart, closing body after
-// drainWait at the latest.
-func drainThenClose(body io.ReadCloser) {
-	done := make(chan struct{})
+// would pay a new handshake), then closes the body. The terminator usually
+// came with the marker, and the drain ends at once; Next waits for it up
+// to drainSync, so that the connection is back in the pool when the
+// stream ends. A server that holds the connection open after its marker
+// must not hold the stream's end: the drain goes on apart, closing the
+// body after drainWait at the latest, or when Close is called.
+func (s *Stream) drainThenClose() {
 	go func() {
-		defer close(done)
-		t := time.AfterFunc(drainWait, func() { _ = body.Close() })
-		_, _ = io.CopyN(io.Discard, body, maxDrain)
+		defer close(s.drained)
+		t := time.AfterFunc(drainWait, s.closeBody)
+		_, _ = io.CopyN(io.Discard, s.body, maxDrain)
 		t.Stop()
-		_ = body.Close()
+		s.closeBody()
 	}()
 	t := time.NewTimer(drainSync)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-s.drained:
 	case <-t.C:
 	}
 }
+
+// closeBody closes the body, once.
+func (s *Stream) closeBody() { s.closeOnce.Do(func() { _ = s.body.Close() }) }
 
 // NewStream returns a Stream reading body, whose head is what the response
 // headers said.
@@ -114,7 +119,7 @@ func NewStream(head *cloudreq.CloudResponse, body io.ReadCloser, cfg StreamConfi
 	if head == nil {
 		head = &cloudreq.CloudResponse{}
 	}
-	s := &Stream{head: head, body: body, cfg: cfg}
+	s := &Stream{head: head, body: body, cfg: cfg, drained: make(chan struct{})}
 	switch cfg.Framing {
 	case FramingSSE:
 		r := sse.NewReader(body, sse.Limits{MaxLine: cfg.MaxFrame, MaxEvent: cfg.MaxFrame})
@@ -192,7 +197,7 @@ func (s *Stream) Next() (cloudreq.StreamChunk, error) {
 	}
 	if end {
 		s.err = io.EOF
-		s.once.Do(func() { drainThenClose(s.body) })
+		s.endOnce.Do(s.drainThenClose)
 		return cloudreq.StreamChunk{}, io.EOF
 	}
 	ch.Data = frame
@@ -241,9 +246,13 @@ func (s *Stream) endError(err error) error {
 	return Interrupted(s.cfg.Provider, "stream broke: "+e.Message, err)
 }
 
-// Close implements cloudreq.ChunkStream.
+// Close implements cloudreq.ChunkStream. It closes the body, which ends
+// a blocked Next and a drain still running after the end marker, and
+// returns once the drain's goroutine has ended.
 func (s *Stream) Close() error {
-	s.once.Do(func() { _ = s.body.Close() })
+	s.endOnce.Do(func() { close(s.drained) })
+	s.closeBody()
+	<-s.drained
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 )
@@ -88,19 +89,21 @@ func (d *decoder) decode(data []byte) (Result, error) {
 		return Result{}, err
 	}
 	var r Result
+	var text joiner
 	for i := range d.w.Choices {
 		c := &d.w.Choices[i]
 		for _, dl := range []*wireDelta{&c.Delta, &c.Message} {
-			r.Text = join(r.Text, dl.Content)
+			text.add(dl.Content)
 			if dl.ReasoningContent != "" || hasToolCalls(dl.ToolCalls) {
 				r.Content = true
 			}
 		}
-		r.Text = join(r.Text, c.Text)
+		text.add(c.Text)
 		if c.FinishReason != "" && r.FinishReason == "" {
 			r.FinishReason = c.FinishReason
 		}
 	}
+	r.Text = text.String()
 	if r.Text != "" {
 		r.Content = true
 	}
@@ -110,39 +113,66 @@ func (d *decoder) decode(data []byte) (Result, error) {
 	return r, nil
 }
 
-// join concatenates without allocating when either side is empty.
-func join(a, b string) string {
-	if a == "" {
-		return b
+// joiner concatenates texts in linear time, without allocating while at
+// most one of them is not empty (one choice, the usual case).
+type joiner struct {
+	one  string
+	many strings.Builder
+}
+
+func (j *joiner) add(s string) {
+	switch {
+	case s == "":
+	case j.one == "" && j.many.Len() == 0:
+		j.one = s
+	default:
+		if j.many.Len() == 0 {
+			j.many.WriteString(j.one)
+		}
+		j.many.WriteString(s)
 	}
-	if b == "" {
-		return a
+}
+
+// String returns the texts joined.
+func (j *joiner) String() string {
+	if j.many.Len() > 0 {
+		return j.many.String()
 	}
-	return a + b
+	return j.one
 }
 
 // errorObject reports whether data is an error object: a non-null "error"
-// member or "object":"error".
+// member, "object":"error", or Azure's flat form (a numeric "status" of
+// 400 or more with a "message"). Members of unexpected types are read as
+// absent, as ParseError reads them: a string "status" beside an "error"
+// object must not hide the error.
 func errorObject(data []byte) (ErrorBody, bool) {
 	var probe struct {
-		Object  string          `json:"object"`
+		Object  json.RawMessage `json:"object"`
 		Error   json.RawMessage `json:"error"`
-		Status  int             `json:"status"`  // Azure's flat form
-		Message *string         `json:"message"` // with Status
+		Status  json.RawMessage `json:"status"`  // Azure's flat form
+		Message json.RawMessage `json:"message"` // with Status
 	}
 	if json.Unmarshal(data, &probe) != nil {
 		return ErrorBody{}, false
 	}
-	flat := probe.Status >= 400 && probe.Message != nil
-	if (len(probe.Error) == 0 || bytes.Equal(probe.Error, []byte("null"))) && probe.Object != "error" && !flat {
+	flat := num(probe.Status) >= 400 && present(probe.Message)
+	if !present(probe.Error) && str(probe.Object) != "error" && !flat {
 		return ErrorBody{}, false
 	}
 	return ParseError(data)
 }
 
+// present reports whether a member is there and not null.
+func present(r json.RawMessage) bool {
+	return len(r) > 0 && !bytes.Equal(r, []byte("null"))
+}
+
+// hasToolCalls reports whether raw is a non-empty array: not null, not
+// [] however spaced.
 func hasToolCalls(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
-	return len(raw) > 2 && raw[0] == '[' // not null, not []
+	return len(raw) > 2 && raw[0] == '[' && len(bytes.TrimSpace(raw[1:len(raw)-1])) > 0
 }
 
 // Done is the data of the SSE event that ends an OpenAI stream.

@@ -1,6 +1,8 @@
 package openaiwire
 
 import (
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -180,4 +182,53 @@ func TestIsCompletionsPath(t *testing.T) {
 func TestPrompt(t *testing.T) {
 	assert.Equal(t, "hi", Prompt([]cloudreq.Message{{Role: "user", Content: "hi"}}))
 	assert.Equal(t, "system: s\nuser: u\nassistant:", Prompt([]cloudreq.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "u"}}))
+}
+
+// TestDecodeErrorWithOddMembers: an error object whose other members have
+// unexpected types (a string "status", a numeric "object") is still an
+// error, as ParseError reads it; it was taken for an empty chunk, and a
+// mid-stream error passed unseen.
+func TestDecodeErrorWithOddMembers(t *testing.T) {
+	for _, body := range []string{
+		`{"error":{"message":"boom","type":"InternalServerError","code":500},"status":"failed"}`,
+		`{"error":{"message":"boom","code":500},"object":7}`,
+		`{"error":{"message":"boom","code":500},"message":{"text":"x"}}`,
+		`{"status":500.0,"code":"internal","message":"boom"}`,
+	} {
+		r, err := Decode([]byte(body))
+		require.NoError(t, err, body)
+		require.NotNil(t, r.Error, body)
+		assert.Equal(t, "boom", r.Error.Message, body)
+
+		d := &StreamDecoder{Provider: "p"}
+		_, _, err = d.Decode([]byte(body))
+		assert.ErrorIs(t, err, errcodes.StreamInterrupted, body)
+	}
+}
+
+// TestDecodeEmptyToolCallsWithSpaces: an empty tool_calls array is not
+// content, however it is spaced.
+func TestDecodeEmptyToolCallsWithSpaces(t *testing.T) {
+	for _, tc := range []string{`[ ]`, "[\n ]", `[]`, `null`} {
+		r, err := Decode([]byte(`{"choices":[{"delta":{"tool_calls":` + tc + `}}]}`))
+		require.NoError(t, err)
+		assert.False(t, r.Content, tc)
+	}
+}
+
+// TestDecodeManyChoicesAllocatesLinearly: the texts of many choices are
+// joined in linear space. Joined pairwise, a 280 KB chunk of 20,000
+// two-character choices allocated about 440 MB (each join copied all the
+// text before it): a server could make every chunk cost that.
+func TestDecodeManyChoicesAllocatesLinearly(t *testing.T) {
+	const n = 20000
+	body := []byte(`{"choices":[` + strings.Repeat(`{"text":"ab"},`, n-1) + `{"text":"ab"}]}`)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r, err := Decode(body)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	assert.Len(t, r.Text, 2*n)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(50*len(body)), "bytes allocated for a %d-byte chunk", len(body))
 }

@@ -3,11 +3,16 @@ package sse
 import (
 	"errors"
 	"io"
+	"math"
 )
 
 // initialBuffer is the first size of a reader's buffer; it doubles as
 // needed up to the line or record limit.
 const initialBuffer = 4 << 10
+
+// maxLimit is the largest limit a reader keeps: room for one byte past it
+// must still be an int.
+const maxLimit = math.MaxInt - 1
 
 // maxEmptyReads bounds consecutive (0, nil) reads before giving up, as
 // bufio does.
@@ -22,10 +27,21 @@ type window struct {
 	r, w  int
 	err   error // the source's sticky error (io.EOF at the end)
 	limit int
+	// seen is how many of the unread bytes were already searched for a
+	// delimiter, in vain: a reader searches only what came after them, so
+	// a long line arriving in small reads costs linear time, not
+	// quadratic.
+	seen int
 }
 
 // unread returns the bytes read from the source and not yet consumed.
 func (b *window) unread() []byte { return b.buf[b.r:b.w] }
+
+// consume marks the first n unread bytes as used.
+func (b *window) consume(n int) {
+	b.r += n
+	b.seen = 0
+}
 
 // fill reads once more from the source. When there is no room after the
 // unread bytes it first moves them to the front and, if the buffer is still

@@ -40,6 +40,7 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxEvent <= 0 {
 		l.MaxEvent = DefaultMaxEvent
 	}
+	l.MaxLine, l.MaxEvent = min(l.MaxLine, maxLimit), min(l.MaxEvent, maxLimit)
 	return l
 }
 
@@ -140,7 +141,7 @@ func (r *Reader) skipBOM() {
 		u := r.in.unread()
 		if len(u) >= len(bom) || !bytes.HasPrefix(bom, u) || r.in.err != nil {
 			if bytes.HasPrefix(u, bom) {
-				r.in.r += len(bom)
+				r.in.consume(len(bom))
 			}
 			r.started = true
 			return
@@ -163,20 +164,22 @@ func (r *Reader) line() ([]byte, error) {
 		if r.skipLF && len(u) > 0 {
 			r.skipLF = false
 			if u[0] == '\n' {
-				r.in.r++
+				r.in.consume(1)
 				u = u[1:]
 			}
 		}
-		if i := indexEOL(u); i >= 0 {
+		if i := indexEOL(u[r.in.seen:]); i >= 0 {
+			i += r.in.seen
 			r.skipLF = u[i] == '\r'
-			r.in.r += i + 1
+			r.in.consume(i + 1)
 			return u[:i], nil
 		}
+		r.in.seen = len(u)
 		if len(u) > r.lim.MaxLine {
 			return nil, fmt.Errorf("%w (%d bytes)", ErrLineTooLong, r.lim.MaxLine)
 		}
 		if r.in.err != nil {
-			r.in.r = r.in.w
+			r.in.consume(len(u))
 			return u, r.in.err
 		}
 		if !r.in.fill() {
@@ -211,7 +214,7 @@ func (r *Reader) field(line []byte) error {
 	}
 	switch string(name) { // no allocation: the compiler compares in place
 	case "data":
-		if len(r.data)+len(value) >= r.lim.MaxEvent+1 {
+		if len(r.data)+len(value) > r.lim.MaxEvent {
 			return fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, r.lim.MaxEvent)
 		}
 		r.data = append(append(r.data, value...), '\n')

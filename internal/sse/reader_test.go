@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -290,4 +291,54 @@ func TestTinyLimitWithBOMPrefix(t *testing.T) {
 			t.Fatalf("limit %d: Next did not return", limit)
 		}
 	}
+}
+
+// errTooSlow ends a read that went on past its time budget.
+var errTooSlow = errors.New("reading took far longer than linear time allows")
+
+// budgeted serves r in reads of at most n bytes and fails once its time
+// budget is spent, so that a parse that does not finish fails quickly.
+type budgeted struct {
+	r     io.Reader
+	n     int
+	until time.Time
+}
+
+func (b *budgeted) Read(p []byte) (int, error) {
+	if time.Now().After(b.until) {
+		return 0, errTooSlow
+	}
+	return b.r.Read(p[:min(len(p), b.n)])
+}
+
+// TestLongLineInSmallReadsIsLinear: a 4 MiB line arriving 16 bytes at a
+// time is searched for its end once, not again from its start after
+// every read. Searching again made it quadratic: about 15 s of CPU for
+// this input, which a server could force by trickling a long line. Read
+// in linear time it takes milliseconds; the budget is two orders of
+// magnitude above that and still below the quadratic time.
+func TestLongLineInSmallReadsIsLinear(t *testing.T) {
+	const size = 4 << 20
+	line := strings.Repeat("x", size)
+	r := NewReader(&budgeted{r: strings.NewReader("data:" + line + "\n\n"), n: 16, until: time.Now().Add(10 * time.Second)}, Limits{MaxLine: 2 * size, MaxEvent: 2 * size})
+	e, err := r.Next()
+	require.NoError(t, err)
+	assert.Len(t, e.Data, size)
+
+	rr := NewNULReader(&budgeted{r: strings.NewReader(line + "\x00"), n: 16, until: time.Now().Add(10 * time.Second)}, 2*size)
+	rec, err := rr.Next()
+	require.NoError(t, err)
+	assert.Len(t, rec, size)
+}
+
+// TestHugeLimits: the largest limits mean "no practical limit"; the room
+// for one byte past the limit must not overflow into a negative size.
+func TestHugeLimits(t *testing.T) {
+	got, err := readAll(NewReader(strings.NewReader("data: x\n\n"), Limits{MaxLine: math.MaxInt, MaxEvent: math.MaxInt}))
+	assert.ErrorIs(t, err, io.EOF)
+	assert.Equal(t, []ev{{"message", "", "x"}}, got)
+
+	rec, err := NewNULReader(strings.NewReader("a\x00"), math.MaxInt).Next()
+	require.NoError(t, err)
+	assert.Equal(t, "a", string(rec))
 }

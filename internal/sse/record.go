@@ -24,6 +24,7 @@ func NewRecordReader(r io.Reader, delim byte, maxRecord int) *RecordReader {
 	if maxRecord <= 0 {
 		maxRecord = DefaultMaxRecord
 	}
+	maxRecord = min(maxRecord, maxLimit)
 	return &RecordReader{in: window{src: r, limit: maxRecord}, delim: delim}
 }
 
@@ -43,19 +44,21 @@ func (r *RecordReader) Next() ([]byte, error) {
 	}
 	for {
 		u := r.in.unread()
-		if i := bytes.IndexByte(u, r.delim); i >= 0 {
-			r.in.r += i + 1
+		if i := bytes.IndexByte(u[r.in.seen:], r.delim); i >= 0 {
+			i += r.in.seen
+			r.in.consume(i + 1)
 			if i == 0 {
 				continue
 			}
 			return u[:i], nil
 		}
+		r.in.seen = len(u)
 		if len(u) > r.in.limit {
 			r.fatal = fmt.Errorf("%w (%d bytes)", ErrLineTooLong, r.in.limit)
 			return nil, r.fatal
 		}
 		if r.in.err != nil {
-			r.in.r = r.in.w
+			r.in.consume(len(u))
 			r.fatal = r.in.err
 			if len(u) > 0 {
 				return u, nil
