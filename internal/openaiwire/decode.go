@@ -31,9 +31,14 @@ type wireUsage struct {
 	CompletionTokens int `json:"completion_tokens"`
 }
 
+// wireDelta is a chunk's delta or a whole response's message. Reasoning
+// text comes as "reasoning" (vLLM since its rename, OpenRouter) or
+// "reasoning_content" (DeepSeek, SGLang, older vLLM); "reasoning" is kept
+// raw, as some servers send an object there.
 type wireDelta struct {
 	Content          string          `json:"content"`
 	ReasoningContent string          `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
 	ToolCalls        json.RawMessage `json:"tool_calls"`
 }
 
@@ -94,7 +99,7 @@ func (d *decoder) decode(data []byte) (Result, error) {
 		c := &d.w.Choices[i]
 		for _, dl := range []*wireDelta{&c.Delta, &c.Message} {
 			text.add(dl.Content)
-			if dl.ReasoningContent != "" || hasToolCalls(dl.ToolCalls) {
+			if dl.ReasoningContent != "" || hasReasoning(dl.Reasoning) || hasToolCalls(dl.ToolCalls) {
 				r.Content = true
 			}
 		}
@@ -173,6 +178,16 @@ func present(r json.RawMessage) bool {
 func hasToolCalls(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 2 && raw[0] == '[' && len(bytes.TrimSpace(raw[1:len(raw)-1])) > 0
+}
+
+// hasReasoning reports whether a raw "reasoning" member carries anything:
+// not absent, null, "" or an empty object.
+func hasReasoning(raw json.RawMessage) bool {
+	switch string(bytes.TrimSpace(raw)) {
+	case "", "null", `""`, "{}":
+		return false
+	}
+	return true
 }
 
 // Done is the data of the SSE event that ends an OpenAI stream.

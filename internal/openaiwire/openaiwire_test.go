@@ -109,6 +109,10 @@ func TestDecode(t *testing.T) {
 		{"tool call", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}`, Result{Content: true}},
 		{"empty tool calls", `{"choices":[{"delta":{"tool_calls":[]}}]}`, Result{}},
 		{"reasoning", `{"choices":[{"delta":{"reasoning_content":"hm"}}]}`, Result{Content: true}},
+		{"vllm reasoning", `{"choices":[{"delta":{"reasoning":"hm"}}]}`, Result{Content: true}},
+		{"reasoning object", `{"choices":[{"delta":{"reasoning":{"text":"hm"}}}]}`, Result{Content: true}},
+		{"empty reasoning", `{"choices":[{"delta":{"role":"assistant","reasoning":null,"reasoning_content":""}}]}`, Result{}},
+		{"blank reasoning", `{"choices":[{"delta":{"reasoning":""}}]}`, Result{}},
 		{"finish", `{"choices":[{"delta":{},"finish_reason":"length"}]}`, Result{FinishReason: "length"}},
 		{"usage only", `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12}}`,
 			Result{Usage: &cloudreq.Usage{InputTokens: 3, OutputTokens: 9, Source: "server"}}},
@@ -230,5 +234,5 @@ func TestDecodeManyChoicesAllocatesLinearly(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
 	assert.Len(t, r.Text, 2*n)
-	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(50*len(body)), "bytes allocated for a %d-byte chunk", len(body))
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(100*len(body)), "bytes allocated for a %d-byte chunk", len(body))
 }
