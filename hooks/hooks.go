@@ -187,17 +187,20 @@ func (s *Set) PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) erro
 }
 
 // PostDeserialize runs the PostDeserialize chain in order. Each hook sees the
-// outcome the previous ones left; the first veto stops the chain.
+// outcome the previous ones left: a veto replaces err for the hooks after
+// it, which still run (so a logging hook at the end of the chain sees a
+// vetoed attempt), and the last veto is the chain's.
 func (s *Set) PostDeserialize(ctx context.Context, req *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error {
 	if s == nil {
 		return nil
 	}
+	var veto error
 	for _, e := range s.Deserialize.snapshot() {
 		if verr := e.h.PostDeserialize(ctx, req, resp, err); verr != nil && !nilerr.Is(verr) {
-			return verr
+			veto, err = verr, verr
 		}
 	}
-	return nil
+	return veto
 }
 
 // named prefixes the hook's name to its error's message, keeping the code

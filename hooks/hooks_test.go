@@ -297,3 +297,33 @@ func TestNilSetRunsNoHooks(t *testing.T) {
 	_, err = c.Invoke(context.Background(), invokeReq())
 	assert.NoError(t, err)
 }
+
+// TestPostDeserializeHooksAfterAVetoSeeIt: the hooks after a veto still
+// run and see the veto as the attempt's outcome; the last veto stands.
+func TestPostDeserializeHooksAfterAVetoSeeIt(t *testing.T) {
+	first := errcodes.New(errcodes.Unavailable, "empty body")
+	second := errcodes.New(errcodes.ModelError, "bad body")
+	set := &hooks.Set{}
+	var seen []error
+	record := hooks.PostDeserializeFunc(func(_ context.Context, _ *cloudreq.CloudRequest, _ *cloudreq.CloudResponse, err error) error {
+		seen = append(seen, err)
+		return nil
+	})
+	require.NoError(t, set.Deserialize.Add("veto", hooks.PostDeserializeFunc(func(context.Context, *cloudreq.CloudRequest, *cloudreq.CloudResponse, error) error {
+		return first
+	})))
+	require.NoError(t, set.Deserialize.Add("log", record))
+	err := set.PostDeserialize(context.Background(), invokeReq(), &cloudreq.CloudResponse{}, nil)
+	assert.Same(t, first, err)
+	require.Len(t, seen, 1)
+	assert.Same(t, first, seen[0], "the hook after the veto sees it")
+
+	require.NoError(t, set.Deserialize.Add("veto-again", hooks.PostDeserializeFunc(func(context.Context, *cloudreq.CloudRequest, *cloudreq.CloudResponse, error) error {
+		return second
+	})))
+	require.NoError(t, set.Deserialize.Add("log-again", record))
+	seen = nil
+	err = set.PostDeserialize(context.Background(), invokeReq(), &cloudreq.CloudResponse{}, nil)
+	assert.Same(t, second, err, "the last veto stands")
+	assert.Equal(t, []error{first, second}, seen)
+}
