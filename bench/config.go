@@ -159,6 +159,10 @@ const (
 	MaxWorkers = 1 << 20
 	// MaxPromptTokens bounds a generated prompt.
 	MaxPromptTokens = 1 << 20
+	// MaxRate bounds an open loop's rate, in requests per second: far
+	// beyond what one client sends, and within what a schedule of
+	// nanosecond offsets resolves.
+	MaxRate = 1e6
 )
 
 // services maps a provider (or service name used as one) to its pair.
@@ -315,6 +319,9 @@ func (p *Plan) Prepare() error {
 	l := &p.Load
 	if l.Model == "" {
 		l.Model = LoadClosed
+		if l.Rate != 0 {
+			l.Model = LoadConstant // a rate and no model: an open loop at that rate
+		}
 	}
 	if l.MaxInFlight == 0 {
 		l.MaxInFlight = DefaultMaxInFlight
@@ -324,6 +331,9 @@ func (p *Plan) Prepare() error {
 	}
 	if l.MaxInFlight < 0 || l.MaxInFlight > MaxWorkers {
 		return bad("max in flight %d must lie in [1, %d]", l.MaxInFlight, MaxWorkers)
+	}
+	if l.LateAfter < 0 {
+		return bad("late after %v must not be negative", l.LateAfter)
 	}
 	switch l.Model {
 	case LoadClosed:
@@ -336,6 +346,9 @@ func (p *Plan) Prepare() error {
 	case LoadConstant, LoadPoisson:
 		if !(l.Rate > 0) || math.IsInf(l.Rate, 0) {
 			return bad("load %s needs a positive --rate (got %g)", l.Model, l.Rate)
+		}
+		if l.Rate > MaxRate {
+			return bad("load %s: rate %g must be at most %g requests/s; split a higher load over several machines", l.Model, l.Rate, float64(MaxRate))
 		}
 	case LoadLadder:
 		l.Ladder = l.Ladder.WithDefaults()

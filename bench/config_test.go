@@ -68,6 +68,10 @@ func TestParsePlanErrors(t *testing.T) {
 		{"bad duration", "limits: {duration: soon}\n", "bad duration"},
 		{"json type error has its line", "{\"targets\": [],\n\"limits\": {\"requests\": \"x\"}}", "line 2: json: cannot unmarshal string"},
 		{"json syntax error has its line", "{\n\"targets\": [],\n\n\"seed\": 1,,\n}", "line 4: invalid character ','"},
+		{"yaml duration out of range", "limits: {duration: 1e300}\n", "bad duration"},
+		{"yaml duration not a number", "limits: {duration: NaN}\n", "bad duration"},
+		{"json duration out of range", `{"limits": {"duration": 1e300}}`, "bad duration"},
+		{"json duration string out of range", `{"limits": {"duration": "1e13"}}`, "bad duration"},
 		{"json unknown field has its line", "{\"seed\": 1,\n\"targetz\": [],\n\"limits\": {},\n\"parallel\": false\n}", "line 2: json: unknown field"},
 	}
 	for _, tt := range tests {
@@ -105,6 +109,12 @@ func TestPrepareRejects(t *testing.T) {
 		{"bad sla", func(p *Plan) { p.SLAs = []latency.SLA{{Metric: latency.TTFT, Percentile: 95}} }, "threshold"},
 		{"negative limit", func(p *Plan) { p.Limits.Warmup = -1 }, "negative"},
 		{"bad network", func(p *Plan) { p.Targets[0].Network = "delay=20" }, `target "m": network: impair: delay "20" is not a duration`},
+		{"negative late after", func(p *Plan) { p.Load.LateAfter = Duration(-5 * time.Millisecond) }, "late after"},
+		{"rate beyond any client", func(p *Plan) { p.Load = Load{Model: LoadPoisson, Rate: 1e300} }, "at most"},
+		{"ladder target beyond any client", func(p *Plan) { p.Load = Load{Model: LoadLadder, Ladder: Ladder{Target: 1e300}} }, "at most"},
+		{"ladder step too short to measure", func(p *Plan) {
+			p.Load = Load{Model: LoadLadder, Ladder: Ladder{Step: Duration(time.Nanosecond)}}
+		}, "step length"},
 		{"ttft ladder, whole bodies", func(p *Plan) {
 			p.Load = Load{Model: LoadLadder, Ladder: Ladder{Metric: MetricTTFT}}
 			p.Targets[0].Stream = false
@@ -120,6 +130,17 @@ func TestPrepareRejects(t *testing.T) {
 			assert.Contains(t, err.Error(), "ERR_INVALID_PARAM")
 		})
 	}
+}
+
+func TestPrepareRateWithoutModelIsAnOpenLoop(t *testing.T) {
+	// As the CLI's --rate: a rate and no model is a constant-rate open
+	// loop, never a closed loop that ignores the rate.
+	p := &Plan{Targets: []Target{{Provider: "openai", Model: "m"}}, Load: Load{Rate: 50}, Limits: Limits{Requests: 1}}
+	require.NoError(t, p.Prepare())
+	assert.Equal(t, LoadConstant, p.Load.Model)
+	p = &Plan{Targets: []Target{{Provider: "openai", Model: "m"}}, Limits: Limits{Requests: 1}}
+	require.NoError(t, p.Prepare())
+	assert.Equal(t, LoadClosed, p.Load.Model)
 }
 
 func TestPrepareNetworkCanonical(t *testing.T) {

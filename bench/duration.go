@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"time"
 
@@ -26,7 +27,11 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 func (d *Duration) UnmarshalText(b []byte) error {
 	s := string(b)
 	if v, err := strconv.ParseFloat(s, 64); err == nil {
-		*d = Duration(v * float64(time.Millisecond))
+		ms, ok := millis(v)
+		if !ok {
+			return errcodes.Errorf(errcodes.InvalidParam, "bench: bad duration %q (out of range)", s)
+		}
+		*d = ms
 		return nil
 	}
 	v, err := time.ParseDuration(s)
@@ -37,17 +42,31 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// millis returns v milliseconds, and false when that is not a finite
+// number within a Duration's range (about 292 years).
+func millis(v float64) (Duration, bool) {
+	ns := v * float64(time.Millisecond)
+	if !(math.Abs(ns) < math.MaxInt64) {
+		return 0, false
+	}
+	return Duration(ns), true
+}
+
 // UnmarshalJSON accepts a duration string or a number of milliseconds.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
 		return d.UnmarshalText([]byte(s))
 	}
-	var ms float64
-	if err := json.Unmarshal(b, &ms); err != nil {
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
 		return errcodes.Errorf(errcodes.InvalidParam, "bench: bad duration %s", b)
 	}
-	*d = Duration(ms * float64(time.Millisecond))
+	ms, ok := millis(v)
+	if !ok {
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: bad duration %s (out of range)", b)
+	}
+	*d = ms
 	return nil
 }
 

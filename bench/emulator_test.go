@@ -81,38 +81,47 @@ func TestEmulatorOpenLoopRates(t *testing.T) {
 				offs = append(offs, off)
 			}
 			scheduled := float64(len(offs)-1) / (offs[len(offs)-1] - offs[0]).Seconds()
-			assert.Equal(t, int64(len(offs)), tr.Sent, "every scheduled request is sent")
+			assert.Equal(t, int64(len(offs)), tr.Sent+tr.Unsent, "every scheduled request is sent, or counted unsent")
 			assert.Equal(t, tr.Sent, c.Requests)
 			recs := srv.Records()
-			require.Len(t, recs, len(offs))
+			require.Len(t, recs, int(tr.Sent), "every request sent arrived")
 			arr := make([]time.Time, len(recs))
 			for i, r := range recs {
 				arr[i] = r.Arrival
 			}
 			slices.SortFunc(arr, func(a, b time.Time) int { return a.Compare(b) })
 			got := float64(len(arr)-1) / arr[len(arr)-1].Sub(arr[0]).Seconds()
-			defer t.Logf("%s: scheduled %.2f/s, sent %.2f/s, arrived %.2f/s, lag p99 %.3f ms, late %d",
-				model, scheduled, tr.SendRate, got, tr.Dist(latency.ScheduleLag, "", "").Quantile(0.99)/1e6, tr.Late)
-			if (tr.SendRate < 0.98*scheduled || tr.SendRate > 1.02*scheduled) && (raceEnabled || tr.MachineCPU >= bench.CPUBoundShare) {
+			defer t.Logf("%s: scheduled %.2f/s, sent %.2f/s, arrived %.2f/s, lag p99 %.3f ms, late %d, unsent %d",
+				model, scheduled, tr.SendRate, got, tr.Dist(latency.ScheduleLag, "", "").Quantile(0.99)/1e6, tr.Late, tr.Unsent)
+			off := func(r float64) bool { return r < 0.98*scheduled || r > 1.02*scheduled }
+			slowed := raceEnabled || tr.MachineCPU >= bench.CPUBoundShare
+			if (off(tr.SendRate) || tr.Unsent > 0) && slowed {
 				// Under the race detector, or on a machine whose cores other
 				// processes keep busy, the client gets too little CPU to keep
-				// the schedule. It must then say so, not deliver less silently.
+				// the schedule. It must then say so, not deliver less silently:
+				// sends late, or (too late by the duration's end) unsent.
 				// (A rate too high comes from a late first send: sends are
 				// never early, so it is counted late too.)
 				t.Logf("machine CPU %.0f%%: the rate check gives way to the lateness report", 100*tr.MachineCPU)
-				assert.Positive(t, tr.Late)
-				if tr.SendRate < 0.98*scheduled {
+				assert.True(t, tr.Late > 0 || tr.Unsent > 0, "late %d, unsent %d", tr.Late, tr.Unsent)
+				if tr.SendRate < 0.98*scheduled || tr.Unsent > 0 {
 					assert.NotEmpty(t, tr.Warnings)
 				}
 				return
 			}
+			assert.Zero(t, tr.Unsent)
 			assert.InEpsilon(t, scheduled, tr.SendRate, 0.02, "achieved send rate vs the schedule's")
 			if model == bench.LoadConstant {
 				assert.InEpsilon(t, rate, tr.SendRate, 0.02, "achieved send rate vs the target rate")
 			} else {
 				assert.InEpsilon(t, rate, tr.SendRate, 0.10, "a Poisson schedule's own rate is random")
 			}
-			// The emulator's ground truth: arrivals at the same rate.
+			// The emulator's ground truth: arrivals at the same rate (unless
+			// the emulator, on the same starved cores, fell behind itself).
+			if off(got) && slowed {
+				t.Logf("machine CPU %.0f%%: the emulator fell behind; its arrival rate is not checked", 100*tr.MachineCPU)
+				return
+			}
 			assert.InEpsilon(t, scheduled, got, 0.02, "arrival rate at the emulator")
 		})
 	}

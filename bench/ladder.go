@@ -50,6 +50,10 @@ const (
 	DefaultLowWater        = 120 * time.Millisecond
 )
 
+// MinLadderStep is the shortest step: a shorter one holds too few requests
+// for a p95, and its trace grows without need.
+const MinLadderStep = Duration(10 * time.Millisecond)
+
 // WithDefaults returns l with every zero field set to its default.
 func (l Ladder) WithDefaults() Ladder {
 	if l.Increment == 0 {
@@ -92,14 +96,16 @@ func (l Ladder) Validate() error {
 		return bad("floor %g must be a positive rate", l.Floor)
 	case !(l.Target >= l.Floor) || math.IsInf(l.Target, 0):
 		return bad("target %g must be at least the floor %g", l.Target, l.Floor)
+	case l.Target > MaxRate:
+		return bad("target %g must be at most %g requests/s", l.Target, float64(MaxRate))
 	case !(l.Start >= l.Floor && l.Start <= l.Target):
 		return bad("start %g must lie between floor %g and target %g", l.Start, l.Floor, l.Target)
 	case !(l.Increment > 0) || math.IsInf(l.Increment, 0):
 		return bad("step size %g must be positive", l.Increment)
 	case !(l.Backoff > 0 && l.Backoff < 1):
 		return bad("back-off factor %g must lie in (0, 1)", l.Backoff)
-	case l.Step <= 0:
-		return bad("step length %v must be positive", l.Step)
+	case l.Step < MinLadderStep:
+		return bad("step length %v must be at least %v", l.Step, MinLadderStep)
 	case l.LowWater <= 0 || l.HighWater < l.LowWater:
 		return bad("need 0 < low-water (%v) <= high-water (%v)", l.LowWater, l.HighWater)
 	case l.Metric != MetricE2E && l.Metric != MetricTTFT:

@@ -102,10 +102,15 @@ func (m *Mix) Validate() error {
 			return bad("class %q has SLAs, so its name cannot hold spaces; give it a name", l)
 		}
 	}
+	dims := map[string]bool{}
 	for _, d := range m.Dimensions {
 		if d.Name == "" || len(d.Values) == 0 {
 			return bad("a dimension needs a name and values")
 		}
+		if dims[d.Name] {
+			return bad("two dimensions named %q", d.Name)
+		}
+		dims[d.Name] = true
 		if err := checkWeights(len(d.Values), func(i int) (string, float64) { return d.Values[i].Value, d.Values[i].Weight }); err != nil {
 			return bad("dimension %q: %v", d.Name, err)
 		}

@@ -101,6 +101,12 @@ func TestMixValidate(t *testing.T) {
 		{Classes: []Class{{Name: "a", Weight: 1}}, Dimensions: []Dimension{{Name: "region"}}},
 		{Classes: []Class{{Name: "a", Weight: 1, SLAs: []latency.SLA{{Metric: latency.TTFT, Percentile: 150, Threshold: 1}}}}},
 		{Classes: []Class{{Name: "a b", Weight: 1, SLAs: []latency.SLA{{Metric: latency.TTFT, Percentile: 95, Threshold: 1}}}}},
+		// Two dimensions of one name: each request would carry only the
+		// second's tag, and the first's shares would be lost.
+		{Classes: []Class{{Name: "a", Weight: 1}}, Dimensions: []Dimension{
+			{Name: "region", Values: []Value{{Value: "eu", Weight: 1}}},
+			{Name: "region", Values: []Value{{Value: "us", Weight: 1}}},
+		}},
 	}
 	for i, m := range bad {
 		assert.Error(t, m.Validate(), "case %d", i)

@@ -374,9 +374,12 @@ func (tg *target) open(ctx context.Context) {
 	sleep := newSleeper()
 	defer sleep.stop()
 	n := 0
+	stopped := time.Duration(-1) // when the schedule stopped, if by the duration
 	for sendCtx.Err() == nil {
 		off := pacer.Peek()
-		if lad != nil && off >= lad.next {
+		// A step ends before the next send, unless the duration ends
+		// first: then the step is partial, and the run ends with it.
+		if lad != nil && off >= lad.next && (limit == 0 || lad.next <= limit) {
 			if !sleep.until(ctx, start.Add(lad.next)) {
 				break
 			}
@@ -389,7 +392,11 @@ func (tg *target) open(ctx context.Context) {
 			tg.col.setScheduled(r)
 			continue
 		}
-		if (limit > 0 && off >= limit) || (p.Limits.Requests > 0 && n >= p.Limits.Requests) {
+		if limit > 0 && off >= limit {
+			stopped = limit
+			break
+		}
+		if p.Limits.Requests > 0 && n >= p.Limits.Requests {
 			break
 		}
 		pacer.Next()
@@ -418,13 +425,17 @@ func (tg *target) open(ctx context.Context) {
 			tg.do(callCtx, req, true)
 		})
 	}
-	stopped := time.Since(start)
+	if stopped < 0 {
+		stopped = time.Since(start)
+	}
 	if ctx.Err() != nil {
 		unsent = 0 // interrupted: the rest of the schedule was not due to run
-	} else if unsent > 0 {
+	} else if limit > 0 {
 		// The rest of the schedule due before the duration's end (for a
 		// ladder, before the current step's end: the steps after it were
-		// never decided), within the request limit.
+		// never decided), within the request limit; none when the loop
+		// ran to a limit, all it owed when it stopped at the send deadline
+		// (at a send, or between two).
 		end := limit
 		if lad != nil {
 			end = min(end, lad.next)

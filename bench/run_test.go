@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -643,4 +644,94 @@ func TestAbortBeforeAnInterruptCutsNothing(t *testing.T) {
 	assert.False(t, res.Interrupted)
 	assert.Zero(t, tr.Cut, "Abort ends an interrupted run's drain only")
 	assert.Equal(t, tr.Sent, tr.Counts().Requests)
+}
+
+// TestLadderNeverStepsPastTheDuration: a duration that ends inside a step
+// ends the run there, even when the schedule's next send lies past the
+// step's end: the run does not wait for that step's end, and no step past
+// the duration is reported as held for its full length.
+func TestLadderNeverStepsPastTheDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 2/s: sends due at 0, 500 and 1000 ms; 200 ms steps; a 700 ms run.
+		fake := &loadAdapter{base: 2 * time.Millisecond}
+		lad := Ladder{Start: 2, Floor: 2, Target: 2, Step: Duration(200 * time.Millisecond)}
+		const d = 700 * time.Millisecond
+		t0 := time.Now()
+		_, tr := runLadder(t, fake, lad, d)
+		assert.LessOrEqual(t, time.Since(t0), d, "the run ends by its duration")
+		assert.Equal(t, int64(2), tr.Sent)
+		for _, s := range tr.Ladder.Steps {
+			if s.Action != End {
+				assert.LessOrEqual(t, s.Start.D()+lad.Step.D(), d, "a full step lies within the duration: %v", s)
+			}
+		}
+	})
+}
+
+// TestLadderPartialStepRunsToTheDuration: a step cut short by the duration
+// lasted until the duration's end, not only until its last send.
+func TestLadderPartialStepRunsToTheDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 10/s: a send every 100 ms; the last step, 600 to 700 ms, sends at 600.
+		fake := &loadAdapter{base: 2 * time.Millisecond}
+		lad := Ladder{Start: 10, Floor: 10, Target: 10, Step: Duration(200 * time.Millisecond)}
+		_, tr := runLadder(t, fake, lad, 700*time.Millisecond)
+		steps := tr.Ladder.Steps
+		require.Len(t, steps, 4)
+		last := steps[3]
+		assert.Equal(t, End, last.Action)
+		assert.Equal(t, 1, last.Sent)
+		assert.Equal(t, 100*time.Millisecond, last.Length.D(), "%v", last)
+	})
+}
+
+// TestOpenLoopTinyRate: a rate so low that the second send is centuries
+// away sends once in a short run, instead of wrapping the schedule's
+// offsets around to the past and sending at once.
+func TestOpenLoopTinyRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &loadAdapter{base: time.Millisecond}
+		p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadConstant, Rate: 1e-12},
+			Limits: Limits{Duration: Duration(time.Second), Requests: 5}}
+		res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), res.Targets[0].Sent)
+		assert.Equal(t, int64(1), fake.n.Load())
+	})
+}
+
+// slowBegin is a Progress whose Begin takes d: it holds the dispatcher back
+// as a client starved of CPU would.
+type slowBegin struct{ d time.Duration }
+
+func (s slowBegin) Begin(string, int, time.Duration) { time.Sleep(s.d) }
+func (slowBegin) Update(Snapshot)                    {}
+func (slowBegin) End()                               {}
+
+// TestOpenLoopCountsTheScheduleItCouldNotKeep: a dispatcher held back past
+// the duration's end (plus LateAfter) between two sends makes no more
+// sends; every send it still owed is counted unsent, so that sent + unsent
+// is the schedule, however far behind the client fell.
+func TestOpenLoopCountsTheScheduleItCouldNotKeep(t *testing.T) {
+	for _, model := range []string{LoadConstant, LoadPoisson, LoadLadder} {
+		t.Run(model, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fake := &loadAdapter{base: time.Millisecond}
+				ld := Load{Model: model, Rate: 100}
+				if model == LoadLadder {
+					ld = Load{Model: model, Ladder: Ladder{Start: 100, Floor: 100, Target: 100, Step: Duration(time.Second)}}
+				}
+				p := &Plan{Targets: []Target{fakeTarget()}, Load: ld, Limits: Limits{Duration: Duration(time.Second)}, Seed: 5}
+				res, err := Run(context.Background(), p, Options{Connect: connectTo(fake), Progress: slowBegin{1100 * time.Millisecond}})
+				require.NoError(t, err)
+				tr := res.Targets[0]
+				due := int64(100)
+				if model == LoadPoisson {
+					due = int64(NewPacer(Poisson, 100, 5).SkipBefore(time.Second, -1))
+				}
+				assert.Equal(t, due, tr.Sent+tr.Unsent, "sent %d, unsent %d", tr.Sent, tr.Unsent)
+				assert.Contains(t, strings.Join(tr.Warnings, "\n"), "were never made")
+			})
+		})
+	}
 }

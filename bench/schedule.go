@@ -26,6 +26,11 @@ func (a Arrivals) String() string {
 	return "constant"
 }
 
+// Never is the offset of a send no run reaches. Offsets past what a
+// time.Duration holds (at a tiny rate) saturate there instead of wrapping
+// around to the past.
+const Never = time.Duration(math.MaxInt64)
+
 // Pacer computes an open-loop schedule: the intended send time of every
 // request, as an offset from the run's start. Offsets are computed from an
 // anchor (the start, or the last rate change) as anchor + k/R, or anchor +
@@ -42,7 +47,9 @@ type Pacer struct {
 }
 
 // NewPacer returns a pacer at rate requests per second, starting at offset
-// 0. rate must be positive.
+// 0. rate must be positive and at most MaxRate (Plan.Prepare checks it);
+// at a rate so low that a send lies beyond time.Duration's range, that
+// send's offset is Never.
 func NewPacer(arrivals Arrivals, rate float64, seed uint64) *Pacer {
 	p := &Pacer{arrivals: arrivals, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
 	p.Rebase(0, rate)
@@ -89,9 +96,7 @@ func (p *Pacer) SkipBefore(end time.Duration, most int) int {
 	if p.arrivals == Uniform {
 		// The offsets anchor + (k+j)/rate before end, counted, not walked
 		// (then nudged past the rounding of offset).
-		at := func(j int) time.Duration {
-			return p.anchor + time.Duration(math.Round((p.k+float64(j))/p.rate*float64(time.Second)))
-		}
+		at := func(j int) time.Duration { return p.offsetAt(p.k + float64(j)) }
 		n := max(int(math.Ceil((end-p.anchor).Seconds()*p.rate-p.k)), 1)
 		for n > 1 && at(n-1) >= end {
 			n--
@@ -123,6 +128,16 @@ func (p *Pacer) advance() {
 	p.next = p.offset()
 }
 
-func (p *Pacer) offset() time.Duration {
-	return p.anchor + time.Duration(math.Round(p.k/p.rate*float64(time.Second)))
+func (p *Pacer) offset() time.Duration { return p.offsetAt(p.k) }
+
+// offsetAt returns anchor + k/rate, rounded to the nanosecond, or Never.
+func (p *Pacer) offsetAt(k float64) time.Duration {
+	d := math.Round(k / p.rate * float64(time.Second))
+	if !(d < float64(Never-p.anchor)) {
+		return Never
+	}
+	if off := p.anchor + time.Duration(d); off >= p.anchor {
+		return off
+	}
+	return Never
 }

@@ -115,3 +115,13 @@ func TestPacerSkipBefore(t *testing.T) {
 	assert.Equal(t, 10, p.SkipBefore(time.Second, 10), "at most most")
 	assert.Equal(t, 100*time.Millisecond, p.Peek())
 }
+
+func TestPacerTinyRateNeverWraps(t *testing.T) {
+	for _, a := range []Arrivals{Uniform, Poisson} {
+		p := NewPacer(a, 1e-12, 1)
+		assert.GreaterOrEqual(t, p.Next(), time.Duration(0), "%v", a)
+		assert.Greater(t, p.Next(), 100*365*24*time.Hour, "%v: at 1e-12/s the next send is centuries away", a)
+		p.Rebase(time.Hour, 1e-12)
+		assert.Greater(t, p.Next(), time.Hour, "%v: after a rebase too", a)
+	}
+}
