@@ -66,7 +66,7 @@ type benchCmd struct {
 
 	Load        string        `help:"Load model: closed, constant, poisson or ladder." enum:",closed,constant,poisson,ladder" default:"" group:"Load"`
 	Concurrency int           `help:"Closed loop: concurrent workers (1: sequential)." group:"Load"`
-	Rate        float64       `help:"Open loop: requests per second." group:"Load"`
+	Rate        float64       `help:"Open loop: requests per second (at most 1e6)." group:"Load"`
 	MaxInFlight int           `help:"Open loop: cap on requests in flight (sends past it are late, never dropped)." group:"Load"`
 	LateAfter   time.Duration `help:"Schedule lag beyond which a send counts as late (default 10ms)." group:"Load"`
 	Requests    int           `help:"Measured requests per target (default 100 when no --duration; the default run: as many as take about a minute, --requests 100 for the full reference run)." group:"Load"`
@@ -76,12 +76,12 @@ type benchCmd struct {
 
 	LadderStart      float64       `help:"Ladder: first step's rate (default: the floor)." group:"Ladder"`
 	LadderStep       float64       `help:"Ladder: rate added on a climb (default 50)." group:"Ladder"`
-	LadderStepLength time.Duration `help:"Ladder: how long each rate is held (default 10s)." group:"Ladder"`
+	LadderStepLength time.Duration `help:"Ladder: how long each rate is held (default 10s, at least 10ms)." group:"Ladder"`
 	LadderHighWater  time.Duration `help:"Ladder: p95 above which the rate backs off (default 200ms)." group:"Ladder"`
 	LadderLowWater   time.Duration `help:"Ladder: p95 below which the rate climbs (default 120ms)." group:"Ladder"`
 	LadderBackoff    float64       `help:"Ladder: back-off factor (default 0.7)." group:"Ladder"`
 	LadderFloor      float64       `help:"Ladder: lowest rate (default 10)." group:"Ladder"`
-	LadderTarget     float64       `help:"Ladder: highest rate (default 500)." group:"Ladder"`
+	LadderTarget     float64       `help:"Ladder: highest rate (default 500, at most 1e6)." group:"Ladder"`
 	LadderMetric     string        `help:"Ladder: latency watched, e2e or ttft." enum:",e2e,ttft" default:"" group:"Ladder"`
 
 	Mix        string   `help:"Weighted request mix file (YAML or JSON: classes, dimensions)." type:"existingfile" placeholder:"FILE" group:"Mix"`
