@@ -278,7 +278,9 @@ func dropSecrets(h map[string]string) map[string]string {
 // and path (named by the path, or "METHOD:path" when a path is logged
 // with several methods), weighted by its share of the records, with its headers (those
 // of its first record) and observed latencies; and one dimension per tag,
-// its values weighted by their shares.
+// its values weighted by their shares. An empty tag value counts as the
+// tag missing, in every log format; the records that miss a tag leave
+// its dimension, whose weights are shares of the records that have it.
 func MixFromLog(recs []LogRecord) *Mix {
 	m := &Mix{}
 	methods := map[string]map[string]bool{}
@@ -308,6 +310,9 @@ func MixFromLog(recs []LogRecord) *Mix {
 			c.Observed.Latencies = append(c.Observed.Latencies, r.LatencyMS)
 		}
 		for k, v := range r.Tags {
+			if v == "" {
+				continue // as a CSV reader leaves out an empty cell
+			}
 			if dims[k] == nil {
 				dims[k] = map[string]int{}
 			}
@@ -321,8 +326,12 @@ func MixFromLog(recs []LogRecord) *Mix {
 	slices.SortStableFunc(m.Classes, func(a, b Class) int { return cmp.Compare(b.Weight, a.Weight) })
 	for name, vals := range dims {
 		d := Dimension{Name: name}
+		total := 0
+		for _, c := range vals {
+			total += c
+		}
 		for v, c := range vals {
-			d.Values = append(d.Values, Value{Value: v, Weight: float64(c) / n})
+			d.Values = append(d.Values, Value{Value: v, Weight: float64(c) / float64(total)})
 		}
 		slices.SortFunc(d.Values, func(a, b Value) int {
 			return cmp.Or(cmp.Compare(b.Weight, a.Weight), strings.Compare(a.Value, b.Value))

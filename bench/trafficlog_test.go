@@ -104,3 +104,18 @@ func FuzzReadTrafficLog(f *testing.F) {
 		}
 	})
 }
+
+// TestMixFromLogEmptyTags: an empty tag value is a missing tag whatever
+// the format, and a dimension's weights are shares of the records that
+// carry it.
+func TestMixFromLogEmptyTags(t *testing.T) {
+	jsonl := "{\"path\":\"/a\",\"tags\":{\"region\":\"eu\"}}\n{\"path\":\"/a\",\"tags\":{\"region\":\"\"}}\n{\"path\":\"/a\",\"tags\":{\"region\":\"us\"}}\n{\"path\":\"/a\"}\n"
+	csv := "path,region\n/a,eu\n/a,\n/a,us\n/a,\n"
+	for format, body := range map[string]string{"jsonl": jsonl, "csv": csv} {
+		recs, err := ReadTrafficLog(strings.NewReader(body), format)
+		require.NoError(t, err, format)
+		m := MixFromLog(recs)
+		require.Len(t, m.Dimensions, 1, format)
+		assert.ElementsMatch(t, []Value{{Value: "eu", Weight: 0.5}, {Value: "us", Weight: 0.5}}, m.Dimensions[0].Values, format)
+	}
+}
