@@ -34,8 +34,10 @@
 //	other      any                 the provider string
 //
 // gen_ai.operation.name is "chat" for the generate action (portable chat
-// messages), "generate_content" for generate on Vertex (generateContent),
-// and the custom "invoke" for the invoke action, whose payload is opaque.
+// messages), "text_completion" for generate sent to a legacy completions
+// route (Target.Path ending in /completions, not /chat/completions),
+// "generate_content" for generate on Vertex (generateContent), and the
+// custom "invoke" for the invoke action, whose payload is opaque.
 //
 // # Spans
 //

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/internal/openaiwire"
 )
 
 // ScopeName is the instrumentation scope of cloudinfer's tracer and meter.
@@ -125,6 +126,16 @@ func OperationName(provider, action string) string {
 		return OperationInvoke
 	}
 	return action
+}
+
+// requestOperation is OperationName for req, "text_completion" for a
+// generate request sent to a (legacy) completions route.
+func requestOperation(req *cloudreq.CloudRequest) string {
+	op := OperationName(req.Provider, req.Action)
+	if op == string(genaiconv.OperationNameChat) && openaiwire.IsCompletionsPath(req.Target.Path) {
+		return string(genaiconv.OperationNameTextCompletion)
+	}
+	return op
 }
 
 // SpanName returns the span name the conventions give a GenAI client span:

@@ -120,7 +120,7 @@ func (o *Observer) StartCall(ctx context.Context, req *cloudreq.CloudRequest, st
 		o:        o,
 		req:      req,
 		stream:   stream,
-		op:       OperationName(req.Provider, req.Action),
+		op:       requestOperation(req),
 		provider: ProviderName(req.Provider, req.Service),
 		model:    req.Target.Model,
 		endpoint: req.Target.Endpoint,
@@ -239,10 +239,16 @@ func (c *call) retarget() {
 			attrs = append(attrs, attribute.String(attrEndpoint, ""))
 		}
 	}
-	if t.Model != c.model {
-		c.model = t.Model
+	if op := requestOperation(c.req); t.Model != c.model || op != c.op {
+		if op != c.op {
+			c.op = op
+			attrs = append(attrs, semconv.GenAIOperationNameKey.String(c.op))
+		}
+		if t.Model != c.model {
+			c.model = t.Model
+			attrs = append(attrs, semconv.GenAIRequestModelKey.String(c.model))
+		}
 		c.span.SetName(SpanName(c.op, c.model))
-		attrs = append(attrs, semconv.GenAIRequestModelKey.String(c.model))
 	}
 	if t.Variant != c.variant {
 		c.variant = t.Variant

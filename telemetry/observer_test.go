@@ -821,3 +821,31 @@ func TestWithObserverTwice(t *testing.T) {
 	require.Len(t, dur, 1)
 	assert.EqualValues(t, 1, dur[0].Count)
 }
+
+// TestCompletionsRouteIsTextCompletion: a generate request sent to a
+// legacy completions route is a text_completion operation, on the span
+// and in the metrics, also when a PreSerialize hook routes it there.
+func TestCompletionsRouteIsTextCompletion(t *testing.T) {
+	for _, byHook := range []bool{false, true} {
+		set := &hooks.Set{}
+		req := generateReq()
+		if byHook {
+			require.NoError(t, set.Serialize.Add("route", hooks.PreSerializeFunc(func(_ context.Context, r *cloudreq.CloudRequest) error {
+				r.Target.Path = "/v1/completions"
+				return nil
+			})))
+		} else {
+			req.Target.Path = "/v1/completions"
+		}
+		r := newRig(t, Options{NoAttemptSpans: true}, &cloudreqtest.Adapter{}, func(o *cloudreq.Options) { o.Hooks = set })
+		_, err := r.client.Invoke(context.Background(), req)
+		require.NoError(t, err)
+		s := r.callSpan(t)
+		assert.Equal(t, "text_completion llama-3-8b", s.Name(), "by hook %v", byHook)
+		assert.Equal(t, attribute.StringValue("text_completion"), attrMap(s.Attributes())["gen_ai.operation.name"], "by hook %v", byHook)
+		dur := floatHist(t, r.metrics(t), MetricOperationDuration, "s", DurationBuckets)
+		require.Len(t, dur, 1)
+		op, _ := dur[0].Attributes.Value("gen_ai.operation.name")
+		assert.Equal(t, "text_completion", op.AsString(), "by hook %v", byHook)
+	}
+}
