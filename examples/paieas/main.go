@@ -99,7 +99,7 @@ func run() error {
 		return err
 	}
 	resp := s.Response()
-	fmt.Printf("finish=%q usage: in=%d out=%d (%s) start=%s (%s) request id=%s\n",
+	fmt.Printf("finish=%s usage: in=%d out=%d (%s) start=%s (%s) request id=%s\n",
 		resp.FinishReason, resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.Source,
 		resp.Start.Kind, resp.Start.Reason, resp.RequestID)
 	if tl := resp.Timing; tl != nil && len(tl.Attempts) > 0 {
