@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
@@ -24,6 +25,10 @@ type CompareRow struct {
 	A, B   float64
 	// HasA and HasB are false when a result lacks the figure.
 	HasA, HasB bool
+	// Incomparable, when set, says why A and B do not measure the same
+	// thing (goodput against different SLAs): the rendered comparison
+	// gives no delta then.
+	Incomparable string
 }
 
 // Delta returns B − A.
@@ -62,6 +67,7 @@ func Compare(a, b *Result, nameA, nameB string) (*Comparison, error) {
 			name += " / " + p[1].Name
 		}
 		fa, fb := figures(p[0]), figures(p[1])
+		sameSLAs := slices.Equal(targetSLAs(p[0]), targetSLAs(p[1]))
 		for _, f := range fa {
 			row := CompareRow{Target: name, Figure: f.name, Unit: f.unit, A: f.v, HasA: f.ok}
 			for _, g := range fb {
@@ -69,12 +75,35 @@ func Compare(a, b *Result, nameA, nameB string) (*Comparison, error) {
 					row.B, row.HasB = g.v, g.ok
 				}
 			}
+			if f.name == "goodput" && !sameSLAs {
+				row.Incomparable = "SLAs differ"
+			}
 			if row.HasA || row.HasB {
 				c.Rows = append(c.Rows, row)
 			}
 		}
 	}
 	return c, nil
+}
+
+// targetSLAs returns the SLAs the target's goodput was counted against:
+// those of its recorder that name no endpoint or the target's own, the
+// endpoint left out (targets paired across results may be named
+// differently), sorted.
+func targetSLAs(t *TargetResult) []string {
+	var out []string
+	for _, s := range t.Recorder.SLAs() {
+		if s.Endpoint != "" && s.Endpoint != t.Name {
+			continue
+		}
+		s.Endpoint = ""
+		if s.Starts == "" {
+			s.Starts = latency.StartsAll
+		}
+		out = append(out, s.String())
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 type figure struct {
@@ -125,7 +154,10 @@ func (c *Comparison) rows() [][]string {
 		if r.HasB {
 			b = fmtNum(r.B)
 		}
-		if r.HasA && r.HasB {
+		switch {
+		case r.Incomparable != "":
+			p = r.Incomparable
+		case r.HasA && r.HasB:
 			d = fmt.Sprintf("%+.4g", r.Delta())
 			if pct, ok := r.DeltaPct(); ok {
 				p = fmt.Sprintf("%+.1f%%", pct)

@@ -17,10 +17,10 @@ import (
 // merge their recorders (exactly), counts, tags and time series (aligned
 // on each run's start); the chart samples are pooled and thinned to
 // MaxPoints. Ladder traces cannot be summed and are kept from the first
-// result. The inputs are not modified. The same run twice, or runs of
-// different plans, are refused; the seeds may differ, and should (give
-// each machine its own --seed), or every machine sends the same arrival
-// times and mix order.
+// result. The inputs are not modified. The same run twice (also inside a
+// result merged before), or runs of different plans, are refused; the
+// seeds may differ, and should (give each machine its own --seed), or
+// every machine sends the same arrival times and mix order.
 func Merge(results ...*Result) (*Result, error) {
 	if len(results) == 0 {
 		return nil, errcodes.New(errcodes.InvalidParam, "bench: nothing to merge")
@@ -254,5 +254,34 @@ func mergeable(results []*Result) error {
 			return errcodes.Errorf(errcodes.InvalidParam, "bench: merge: result %d ran another plan than result 1; merge only runs of one plan", i+1)
 		}
 	}
+	// A merged result keeps its machines' names but not each run's span:
+	// a machine it shares with another result over the same time is, as
+	// far as the files tell, the same run in both.
+	for i, a := range results {
+		for j := i + 1; j < len(results); j++ {
+			b := results[j]
+			if len(a.Hosts) < 2 && len(b.Hosts) < 2 || !overlap(a, b) {
+				continue // two single runs: the check above
+			}
+			for _, h := range a.Hosts {
+				if slices.ContainsFunc(b.Hosts, func(o Host) bool { return o.Name == h.Name }) {
+					return errcodes.Errorf(errcodes.InvalidParam,
+						"bench: merge: results %d and %d both hold a run of machine %q over the same time: its requests would count twice; merge the original results instead", i+1, j+1, h.Name)
+				}
+			}
+		}
+	}
 	return nil
+}
+
+// overlap reports whether two results' spans meet; a missing end counts
+// as the begin.
+func overlap(a, b *Result) bool {
+	end := func(r *Result) time.Time {
+		if r.End.Before(r.Begin) {
+			return r.Begin
+		}
+		return r.End
+	}
+	return !a.Begin.After(end(b)) && !b.Begin.After(end(a))
 }

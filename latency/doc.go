@@ -97,6 +97,9 @@
 // gives the measured value, the deviation (measured − threshold) /
 // threshold and pass/fail; for an all-starts SLA it also gives the value
 // without the cold requests and the share of the deviation they explain.
+// A Recorder counts, per group, the values at most each of its SLAs'
+// thresholds, so pass/fail on those thresholds is exact (as goodput's
+// per-request check is), not subject to the sketch's 1%.
 //
 // # Token gaps (LogNormal)
 //

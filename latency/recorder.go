@@ -3,6 +3,7 @@ package latency
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -82,14 +83,64 @@ func (c *Counts) merge(o *Counts) {
 	c.TokensCounted += o.TokensCounted
 }
 
+// cut is a threshold a Recorder counts exactly: how many values of Metric
+// are at most Threshold. The sketch alone cannot tell a percentile equal
+// to a threshold from one 1% above it; with the count an SLA on the same
+// metric and threshold passes or fails on the values themselves.
+type cut struct {
+	Metric    Metric
+	Threshold int64
+}
+
+// cutsOf returns the distinct metric and threshold pairs of the SLAs.
+func cutsOf(slas []SLA) []cut {
+	var out []cut
+	for _, s := range slas {
+		if c := (cut{s.Metric, s.Threshold}); !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // group is one GroupKey's counters and distributions.
 type group struct {
 	counts Counts
 	dists  [numMetrics]Dist
+	// within[i] counts the group's values of the recorder's cuts[i]
+	// metric that are at most its threshold; nil when not counted (a
+	// group decoded from an encoding without the counts).
+	within []uint64
+}
+
+// count adds the sample's values under each cut to within.
+func (g *group) count(cuts []cut, s *Sample) {
+	if g.within == nil {
+		return
+	}
+	for i, c := range cuts {
+		var gaps []time.Duration
+		switch c.Metric {
+		case ITL:
+			gaps = s.ITL
+		case ITLToken:
+			gaps = s.ITLPerToken
+		default:
+			if v, ok := s.Value(c.Metric); ok && v <= c.Threshold {
+				g.within[i]++
+			}
+			continue
+		}
+		for _, d := range gaps {
+			if int64(d) <= c.Threshold {
+				g.within[i]++
+			}
+		}
+	}
 }
 
 func (g *group) copy() *group {
-	c := &group{counts: g.counts}
+	c := &group{counts: g.counts, within: slices.Clone(g.within)}
 	c.counts.Errors = maps.Clone(g.counts.Errors)
 	c.counts.Reasons = maps.Clone(g.counts.Reasons)
 	for i := range g.dists {
@@ -104,6 +155,13 @@ func (g *group) merge(o *group) {
 	g.counts.merge(&o.counts)
 	for i := range o.dists {
 		g.dists[i].Merge(&o.dists[i])
+	}
+	if g.within == nil || o.within == nil || len(g.within) != len(o.within) {
+		g.within = nil // uncounted on one side: uncounted
+		return
+	}
+	for i, n := range o.within {
+		g.within[i] += n
 	}
 }
 
@@ -125,6 +183,7 @@ type RecorderOptions struct {
 type Recorder struct {
 	mu     sync.Mutex
 	slas   []SLA
+	cuts   []cut // cutsOf(slas)
 	groups map[GroupKey]*group
 	first  time.Time
 	last   time.Time
@@ -144,6 +203,7 @@ func NewRecorder(opts RecorderOptions) (*Recorder, error) {
 		}
 		r.slas = append(r.slas, s)
 	}
+	r.cuts = cutsOf(r.slas)
 	return r, nil
 }
 
@@ -168,6 +228,9 @@ func (r *Recorder) Add(s *Sample) {
 	g := r.groups[key]
 	if g == nil {
 		g = &group{}
+		if len(r.cuts) > 0 {
+			g.within = make([]uint64, len(r.cuts))
+		}
 		r.groups[key] = g
 	}
 	r.widen(s.Begin, s.End)
@@ -221,6 +284,7 @@ func (r *Recorder) Add(s *Sample) {
 	for _, d := range s.ITLPerToken {
 		g.dists[ITLToken].Add(int64(d))
 	}
+	g.count(r.cuts, s)
 }
 
 // widen extends the run's time window; r.mu is held.
@@ -281,7 +345,7 @@ func (r *Recorder) Merge(o *Recorder) error {
 		if len(r.groups) > 0 || len(r.slas) > 0 {
 			return errcodes.New(errcodes.InvalidParam, "latency: cannot merge recorders that count goodput against different SLAs")
 		}
-		r.slas = slas
+		r.slas, r.cuts = slas, cutsOf(slas)
 	}
 	if r.groups == nil {
 		r.groups = map[GroupKey]*group{}
@@ -320,18 +384,34 @@ func (f *Filter) match(k GroupKey) bool {
 // Dist returns the merged distribution of a metric over the groups the
 // filter selects (a copy: the caller may keep and change it).
 func (r *Recorder) Dist(m Metric, f Filter) *Dist {
-	out := &Dist{}
+	d, _, _ := r.distWithin(m, f, -1)
+	return d
+}
+
+// distWithin returns Dist(m, f) and, read under the same lock, how many of
+// its values are at most the threshold of a cut of m: exact reports
+// whether the recorder counts that threshold for every selected group.
+func (r *Recorder) distWithin(m Metric, f Filter, threshold int64) (d *Dist, within uint64, exact bool) {
+	d = &Dist{}
 	if !m.Valid() {
-		return out
+		return d, 0, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	i := slices.Index(r.cuts, cut{m, threshold})
+	exact = i >= 0
 	for k, g := range r.groups {
-		if f.match(k) {
-			out.Merge(&g.dists[m])
+		if !f.match(k) {
+			continue
+		}
+		d.Merge(&g.dists[m])
+		if exact && len(g.within) == len(r.cuts) {
+			within += g.within[i]
+		} else {
+			exact = false
 		}
 	}
-	return out
+	return d, within, exact
 }
 
 // Counts returns the summed counters of the groups the filter selects.
@@ -380,6 +460,15 @@ type groupJSON struct {
 	GroupKey
 	Counts  Counts           `json:"counts"`
 	Metrics map[Metric]*Dist `json:"metrics"`
+	// Within holds the group's exact counts of values at most each SLA
+	// threshold; encodings without it are read as uncounted.
+	Within []withinJSON `json:"within,omitempty"`
+}
+
+type withinJSON struct {
+	Metric    Metric `json:"metric"`
+	Threshold int64  `json:"threshold"`
+	Count     uint64 `json:"count"`
 }
 
 // MarshalJSON encodes the recorder so that decoding and merging encodings
@@ -396,6 +485,11 @@ func (r *Recorder) MarshalJSON() ([]byte, error) {
 		for m := range g.dists {
 			if g.dists[m].n > 0 {
 				gj.Metrics[Metric(m)] = &g.dists[m]
+			}
+		}
+		if cuts := cutsOf(slas); len(g.within) == len(cuts) {
+			for i, c := range cuts {
+				gj.Within = append(gj.Within, withinJSON{Metric: c.Metric, Threshold: c.Threshold, Count: g.within[i]})
 			}
 		}
 		j.Groups = append(j.Groups, gj)
@@ -416,6 +510,12 @@ func (r *Recorder) UnmarshalJSON(b []byte) error {
 	if j.RelativeAccuracy != RelativeAccuracy {
 		return errcodes.Errorf(errcodes.InvalidParam, "latency: recorder relative accuracy %g, want %g", j.RelativeAccuracy, RelativeAccuracy)
 	}
+	for _, s := range j.SLAs {
+		if err := s.Validate(); err != nil {
+			return err
+		}
+	}
+	cuts := cutsOf(j.SLAs)
 	groups := make(map[GroupKey]*group, len(j.Groups))
 	for _, gj := range j.Groups {
 		if _, dup := groups[gj.GroupKey]; dup {
@@ -427,15 +527,40 @@ func (r *Recorder) UnmarshalJSON(b []byte) error {
 				g.dists[m] = *d
 			}
 		}
-		groups[gj.GroupKey] = g
-	}
-	for _, s := range j.SLAs {
-		if err := s.Validate(); err != nil {
-			return err
+		within, err := decodeWithin(gj.Within, cuts, g)
+		if err != nil {
+			return errcodes.Errorf(errcodes.InvalidParam, "latency: recorder encoding, group %+v: %v", gj.GroupKey, err)
 		}
+		g.within = within
+		groups[gj.GroupKey] = g
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.slas, r.groups, r.first, r.last = j.SLAs, groups, j.First, j.Last
+	r.slas, r.cuts, r.groups, r.first, r.last = j.SLAs, cuts, groups, j.First, j.Last
 	return nil
+}
+
+// decodeWithin orders a group's encoded threshold counts as cuts; nil when
+// the encoding has none. Each cut must be there once, with a count no
+// larger than the group's values of its metric.
+func decodeWithin(in []withinJSON, cuts []cut, g *group) ([]uint64, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	if len(in) != len(cuts) {
+		return nil, fmt.Errorf("%d threshold counts for %d SLA thresholds", len(in), len(cuts))
+	}
+	out := make([]uint64, len(cuts))
+	seen := make([]bool, len(cuts))
+	for _, w := range in {
+		i := slices.Index(cuts, cut{w.Metric, w.Threshold})
+		if i < 0 || seen[i] {
+			return nil, fmt.Errorf("threshold count for %s ≤ %d matches no SLA, or repeats", w.Metric, w.Threshold)
+		}
+		if w.Count > g.dists[w.Metric].n {
+			return nil, fmt.Errorf("%d %s values at most %d, of %d", w.Count, w.Metric, w.Threshold, g.dists[w.Metric].n)
+		}
+		out[i], seen[i] = w.Count, true
+	}
+	return out, nil
 }

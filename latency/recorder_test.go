@@ -212,10 +212,43 @@ func TestRecorderUnmarshalRejects(t *testing.T) {
 		"unknown metric":  `{"version":1,"relative_accuracy":0.01,"groups":[{"endpoint":"e","class":"","start":"warm","counts":{},"metrics":{"nope":{}}}]}`,
 		"duplicate group": `{"version":1,"relative_accuracy":0.01,"groups":[{"endpoint":"e","start":"warm"},{"endpoint":"e","start":"warm"}]}`,
 		"bad sla":         `{"version":1,"relative_accuracy":0.01,"slas":["ttft p0 1ms"],"groups":[]}`,
+		"within no sla":   `{"version":1,"relative_accuracy":0.01,"groups":[{"endpoint":"e","start":"warm","within":[{"metric":"ttft","threshold":1,"count":0}]}]}`,
+		"within other":    `{"version":1,"relative_accuracy":0.01,"slas":["ttft p95 1ms"],"groups":[{"endpoint":"e","start":"warm","within":[{"metric":"ttft","threshold":2,"count":0}]}]}`,
+		"within too many": `{"version":1,"relative_accuracy":0.01,"slas":["ttft p95 1ms"],"groups":[{"endpoint":"e","start":"warm","within":[{"metric":"ttft","threshold":1000000,"count":1}]}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			var r Recorder
 			assert.Error(t, json.Unmarshal([]byte(in), &r))
 		})
 	}
+}
+
+// TestRecorderWithoutThresholdCounts: an encoding without the exact
+// threshold counts still decodes and merges; its SLAs are then checked on
+// the sketch's estimate, and a merge with it keeps no partial count.
+func TestRecorderWithoutThresholdCounts(t *testing.T) {
+	sla := SLA{Metric: TTFT, Percentile: 50, Threshold: int64(ms(100)), Starts: StartsAll}
+	r := mustRecorder(t, sla)
+	for _, v := range []float64{50, 150, 150} {
+		s := ttftSample("e", Warm, ms(v))
+		r.Add(&s)
+	}
+	enc, err := json.Marshal(r)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(enc, &m))
+	for _, g := range m["groups"].([]any) {
+		delete(g.(map[string]any), "within")
+	}
+	old, err := json.Marshal(m)
+	require.NoError(t, err)
+	var back Recorder
+	require.NoError(t, json.Unmarshal(old, &back))
+	require.NoError(t, back.Merge(r))
+	res := back.CheckSLA(sla)
+	assert.Equal(t, uint64(6), res.Count)
+	assert.False(t, res.Pass)
+	assert.InEpsilon(t, 150e6, res.Measured, RelativeAccuracy)
+	_, _, exact := back.distWithin(TTFT, Filter{}, sla.Threshold)
+	assert.False(t, exact)
 }

@@ -208,9 +208,11 @@ type SLAResult struct {
 	Count uint64 `json:"count"`
 	// Measured is the percentile's value (nanoseconds or tokens).
 	Measured float64 `json:"measured"`
-	// Deviation is (Measured − Threshold) / Threshold: +0.08 is 8% over.
+	// Deviation is (Measured − Threshold) / Threshold: +0.08 is 8% over;
+	// 0 for a threshold that is not positive (an invalid SLA).
 	Deviation float64 `json:"deviation"`
-	// Pass is Measured ≤ Threshold; false as well with no data.
+	// Pass is Measured ≤ Threshold (decided on exact counts where the
+	// recorder keeps them: see CheckSLA); false as well with no data.
 	Pass bool `json:"pass"`
 	// NoData is true when no request was covered.
 	NoData bool `json:"no_data,omitempty"`
@@ -242,38 +244,79 @@ type Attribution struct {
 }
 
 // CheckSLA measures an SLA over the recorder's requests.
+//
+// Measured is the sketch's nearest-rank percentile, within 1% of the
+// exact one. When the SLA's metric and threshold are those of one of the
+// recorder's own SLAs (whatever its percentile, starts, class or
+// endpoint), the recorder has counted the values at most the threshold,
+// and Pass is exact: the percentile is at most the threshold exactly when
+// at least ⌈q·n⌉ values are. Measured is then moved to the threshold's
+// side the count proves, which only brings it nearer the exact value.
+// Otherwise Pass compares the estimate, and a percentile within 1% of the
+// threshold may fall on either side.
 func (r *Recorder) CheckSLA(s SLA) SLAResult {
 	out := SLAResult{SLA: s}
-	q := s.Percentile / 100
-	all := r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, Starts: s.Starts})
-	out.Count = all.Count()
+	all := r.slaPercentile(&s, Filter{Endpoint: s.Endpoint, Class: s.Class, Starts: s.Starts})
+	out.Count = all.n
 	if out.Count == 0 {
 		out.NoData = true
 		return out
 	}
-	out.Measured = all.Quantile(q)
+	out.Measured, out.Pass = all.value, all.pass
 	th := float64(s.Threshold)
-	out.Deviation = (out.Measured - th) / th
-	out.Pass = out.Measured <= th
+	if th > 0 {
+		out.Deviation = (out.Measured - th) / th
+	}
 	if s.Starts == StartsAll || s.Starts == "" {
 		at := &Attribution{}
 		cold := r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, Starts: StartsCold})
 		at.ColdCount = cold.Count()
 		at.SuspectedCount = r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, kinds: []StartKind{SuspectedCold}}).Count()
-		warm := r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, Starts: StartsWarm})
-		at.WithoutColdCount = warm.Count()
-		if warm.Count() > 0 {
-			at.WithoutCold = warm.Quantile(q)
-			at.WithoutColdPass = at.WithoutCold <= th
+		warm := r.slaPercentile(&s, Filter{Endpoint: s.Endpoint, Class: s.Class, Starts: StartsWarm})
+		at.WithoutColdCount = warm.n
+		if warm.n > 0 {
+			at.WithoutCold, at.WithoutColdPass = warm.value, warm.pass
 		}
 		if !out.Pass && at.ColdCount > 0 {
 			share := 1.0
-			if warm.Count() > 0 {
+			if warm.n > 0 {
 				share = (out.Measured - at.WithoutCold) / (out.Measured - th)
 			}
 			at.ColdShare = math.Min(math.Max(share, 0), 1)
 		}
 		out.Attribution = at
+	}
+	return out
+}
+
+// percentileCheck is an SLA's percentile over some requests.
+type percentileCheck struct {
+	n     uint64
+	value float64
+	pass  bool
+}
+
+// slaPercentile measures the SLA's percentile over the requests f selects
+// and checks it against the threshold, exactly when the recorder counts
+// that threshold (see CheckSLA).
+func (r *Recorder) slaPercentile(s *SLA, f Filter) percentileCheck {
+	d, within, exact := r.distWithin(s.Metric, f, s.Threshold)
+	q := s.Percentile / 100
+	out := percentileCheck{n: d.Count(), value: d.Quantile(q)}
+	th := float64(s.Threshold)
+	out.pass = out.value <= th
+	if !exact || out.n == 0 || !(q > 0 && q <= 1) {
+		return out
+	}
+	// The nearest-rank percentile is the value of 0-based rank
+	// nearestRank(q, n): at most the threshold when more values than
+	// that rank are.
+	out.pass = within > nearestRank(q, out.n)
+	switch {
+	case out.pass && out.value > th:
+		out.value = th
+	case !out.pass && out.value <= th:
+		out.value = th + 1 // values are integers: the next one above
 	}
 	return out
 }

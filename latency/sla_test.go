@@ -1,7 +1,9 @@
 package latency
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -154,4 +156,94 @@ func TestSLAAttribution(t *testing.T) {
 		assert.InDelta(t, 1.333, res.Deviation, 0.02)
 		assert.False(t, math.IsNaN(res.Measured))
 	})
+}
+
+// ttftSample is a successful warm or cold request with the given TTFT.
+func ttftSample(endpoint string, k StartKind, ttft time.Duration) Sample {
+	s := Sample{Endpoint: endpoint, Start: k, Streamed: true, Attempts: 1, TTFT: ttft, E2E: ttft}
+	s.Has = s.Has.With(TTFT).With(E2E)
+	return s
+}
+
+// TestSLAPassFailIsExactAtTheThreshold: an SLA holds when its nearest-rank
+// percentile is at most the threshold. The sketch's estimate of a value
+// equal to the threshold may lie up to 1% above it; the verdict must rest
+// on the values themselves, as goodput's per-request check does, whether
+// the SLA is the recorder's own or the same one narrowed to an endpoint
+// (as bench checks it per target), after a merge and over the wire.
+func TestSLAPassFailIsExactAtTheThreshold(t *testing.T) {
+	for _, thMs := range []float64{100, 120, 150, 162, 200, 1000} {
+		th := ms(thMs)
+		for _, over := range []time.Duration{0, 1} {
+			sla := SLA{Metric: TTFT, Percentile: 95, Threshold: int64(th), Starts: StartsAll}
+			// Two recorders, merged: 94 values at 50 ms and one at the
+			// threshold (+ over) in the first, five at 3× in the second.
+			a, b := mustRecorder(t, sla), mustRecorder(t, sla)
+			for range 94 {
+				s := ttftSample("e", Warm, ms(50))
+				a.Add(&s)
+			}
+			s := ttftSample("e", Warm, th+over)
+			a.Add(&s)
+			for range 5 {
+				s := ttftSample("e", Warm, 3*th)
+				b.Add(&s)
+			}
+			enc, err := json.Marshal(b)
+			require.NoError(t, err)
+			var wire Recorder
+			require.NoError(t, json.Unmarshal(enc, &wire))
+			require.NoError(t, a.Merge(&wire))
+
+			pass := over == 0
+			assert.Equal(t, int64(94+map[bool]int64{true: 1}[pass]), a.Counts(Filter{}).Good, "goodput's per-request check")
+			perTarget := sla
+			perTarget.Endpoint = "e"
+			for _, s := range []SLA{sla, perTarget} {
+				res := a.CheckSLA(s)
+				name := fmt.Sprintf("%s, 95th value %v", s, th+over)
+				assert.Equal(t, pass, res.Pass, name)
+				assert.Equal(t, pass, res.Measured <= float64(th), name)
+				assert.Equal(t, pass, res.Deviation <= 0, name)
+				assert.InEpsilon(t, float64(th+over), res.Measured, RelativeAccuracy, name)
+			}
+		}
+	}
+}
+
+// TestSLAAttributionIsExactAtTheThreshold: without the cold requests the
+// warm p95 equals the threshold, so the SLA would pass without them.
+func TestSLAAttributionIsExactAtTheThreshold(t *testing.T) {
+	th := ms(150)
+	r := mustRecorder(t, SLA{Metric: TTFT, Percentile: 95, Threshold: int64(th)})
+	add := func(n int, k StartKind, v time.Duration) {
+		for range n {
+			s := ttftSample("e", k, v)
+			r.Add(&s)
+		}
+	}
+	add(94, Warm, ms(50))
+	add(1, Warm, th)
+	add(5, Warm, 3*th)
+	add(20, Cold, 10*th)
+	res := r.CheckSLA(r.SLAs()[0])
+	assert.False(t, res.Pass)
+	a := res.Attribution
+	require.NotNil(t, a)
+	assert.True(t, a.WithoutColdPass)
+	assert.LessOrEqual(t, a.WithoutCold, float64(th))
+	assert.InEpsilon(t, float64(th), a.WithoutCold, RelativeAccuracy)
+	assert.Equal(t, 1.0, a.ColdShare, "the cold requests explain the whole deviation")
+}
+
+// TestReportJSONWithUnvalidatedSLA: ReportOptions' SLAs are not
+// validated; a zero threshold must not put an infinite deviation into the
+// report, which JSON cannot encode.
+func TestReportJSONWithUnvalidatedSLA(t *testing.T) {
+	r := mix(t, repeat(100, 10), nil)
+	rep := r.Report(ReportOptions{SLAs: []SLA{{Metric: TTFT, Percentile: 95}}})
+	require.Len(t, rep.SLAs, 1)
+	assert.False(t, rep.SLAs[0].Pass)
+	var b bytes.Buffer
+	require.NoError(t, rep.Render(&b, FormatJSON))
 }
