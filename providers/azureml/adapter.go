@@ -63,6 +63,10 @@ const (
 	HeaderErrorCode        = "x-ms-error-code"
 	HeaderModelErrorStatus = "ms-azureml-model-error-statuscode"
 	HeaderModelErrorReason = "ms-azureml-model-error-reason"
+	// HeaderExtraParameters tells the model inference API (serverless
+	// chat) what to do with body members it does not define: "error" (its
+	// default), "drop" or "pass-through".
+	HeaderExtraParameters = "extra-parameters"
 )
 
 // moduleName and moduleVersion identify the adapter in azcore's telemetry
@@ -374,6 +378,13 @@ func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*ht
 	}
 	if id := r.RequestID; id != "" {
 		h.Set(HeaderClientRequestID, id)
+	}
+	if stream && r.Action == cloudreq.ActionGenerate && a.opts.API == APIChat && !a.opts.OmitStreamUsage && h.Get(HeaderExtraParameters) == "" {
+		// stream_options is no parameter of the model inference API, which
+		// refuses unknown ones unless told otherwise: a deployment that
+		// does not know it drops it (usage then comes as the service
+		// sends it) instead of failing the call with a 422.
+		h.Set(HeaderExtraParameters, "drop")
 	}
 	resp, err := a.pl.Do(req)
 	if err != nil {

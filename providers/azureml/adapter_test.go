@@ -80,7 +80,7 @@ func TestScoreGenerateInputData(t *testing.T) {
 		r.Generate.Messages = append([]cloudreq.Message{{Role: "system", Content: "Be brief."}}, r.Generate.Messages...)
 		resp, err := client(t, a).Invoke(ctx(t), r)
 		require.NoError(t, err, reply)
-		assert.JSONEq(t, `{"input_data":{"input_string":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}],"parameters":{"max_new_tokens":8,"temperature":0.2}}}`, string(s.body))
+		assert.JSONEq(t, `{"input_data":{"input_string":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}],"parameters":{"max_new_tokens":8,"temperature":0.2,"do_sample":true}}}`, string(s.body))
 		assert.Equal(t, "Hi there", resp.Text, reply)
 	}
 	a, _ := server(t, recorder(&seen{}, 200, "application/json", `{"result":1}`))
@@ -263,4 +263,39 @@ func TestTimingThroughAzcore(t *testing.T) {
 	assert.False(t, at.WroteRequest.IsZero())
 	assert.False(t, at.FirstByte.IsZero())
 	assert.True(t, at.FirstByte.After(at.Send))
+}
+
+// TestScoreInputDataSampling: the model catalog's containers run Hugging
+// Face generation, which samples only with do_sample true and refuses a
+// temperature of 0 while sampling: a positive temperature (or a top_p)
+// turns sampling on, a temperature of 0 asks for greedy decoding.
+func TestScoreInputDataSampling(t *testing.T) {
+	zero, warm, topP := 0.0, 0.7, 0.9
+	tests := []struct {
+		name       string
+		temp, top  *float64
+		wantParams string
+	}{
+		{"defaults", nil, nil, `{"max_new_tokens":8}`},
+		{"greedy", &zero, nil, `{"max_new_tokens":8,"do_sample":false}`},
+		{"sampled", &warm, nil, `{"max_new_tokens":8,"temperature":0.7,"do_sample":true}`},
+		{"nucleus", nil, &topP, `{"max_new_tokens":8,"top_p":0.9,"do_sample":true}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s seen
+			a, _ := server(t, recorder(&s, 200, "application/json", `{"output":"ok"}`), func(o *Options) { o.ScoreDialect = ScoreInputData })
+			r := generateReq()
+			r.Generate.Temperature, r.Generate.TopP = tt.temp, tt.top
+			_, err := client(t, a).Invoke(ctx(t), r)
+			require.NoError(t, err)
+			var body struct {
+				InputData struct {
+					Parameters json.RawMessage `json:"parameters"`
+				} `json:"input_data"`
+			}
+			require.NoError(t, json.Unmarshal(s.body, &body))
+			assert.JSONEq(t, tt.wantParams, string(body.InputData.Parameters))
+		})
+	}
 }

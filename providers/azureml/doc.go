@@ -24,12 +24,20 @@
 //     "stream_options":{"include_usage":true}};
 //     or ScoreInputData, the model catalog's shape —
 //     {"input_data":{"input_string":[{"role","content"},…],
-//     "parameters":{"max_new_tokens":…,"temperature":…,"top_p":…}}}.
+//     "parameters":{"max_new_tokens":…,"temperature":…,"top_p":…,
+//     "do_sample":…}}} — do_sample true with a positive temperature or a
+//     top_p; a temperature of 0 is greedy decoding, do_sample false (the
+//     containers' Hugging Face generation refuses a zero temperature when
+//     sampling).
 //     The response is read as an OpenAI completion, {"output":"…"},
 //     [{"0":"…"}] or a JSON string.
 //   - APIChat: serverless / model-inference deployments, POST
 //     {root}/chat/completions?api-version=<Options.APIVersion>, OpenAI chat
-//     JSON, SSE when streaming.
+//     JSON, SSE when streaming. A generate stream's stream_options (unless
+//     Options.OmitStreamUsage) goes with the header "extra-parameters:
+//     drop": the model inference API defines no stream_options and, by
+//     default, refuses a body member it does not define with a 422. A
+//     caller's own extra-parameters header is kept.
 //
 // Target.Path, when set, replaces /score (or /chat/completions).
 //

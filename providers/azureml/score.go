@@ -21,14 +21,28 @@ type inputParameters struct {
 	MaxNewTokens int      `json:"max_new_tokens,omitempty"`
 	Temperature  *float64 `json:"temperature,omitempty"`
 	TopP         *float64 `json:"top_p,omitempty"`
+	DoSample     *bool    `json:"do_sample,omitempty"`
 }
 
 // encodeInputData writes the model catalog's /score body. Stop sequences
-// have no field there and are not sent.
+// have no field there and are not sent. The catalog's containers run
+// Hugging Face generation, which samples only with do_sample true (a
+// temperature alone is ignored) and refuses a temperature of 0 while
+// sampling: a positive temperature or a top_p sets do_sample true, a
+// temperature of 0 becomes greedy decoding (do_sample false, no
+// temperature).
 func encodeInputData(g *cloudreq.GenerateInput) ([]byte, error) {
 	var b inputData
 	b.InputData.InputString = openaiwire.Chat(g, openaiwire.EncodeOptions{}).Messages
-	b.InputData.Parameters = inputParameters{MaxNewTokens: g.MaxTokens, Temperature: g.Temperature, TopP: g.TopP}
+	p := inputParameters{MaxNewTokens: g.MaxTokens, Temperature: g.Temperature, TopP: g.TopP}
+	switch {
+	case g.Temperature != nil && *g.Temperature == 0:
+		p.Temperature, p.DoSample = nil, new(bool)
+	case g.Temperature != nil || g.TopP != nil:
+		sample := true
+		p.DoSample = &sample
+	}
+	b.InputData.Parameters = p
 	return json.Marshal(b)
 }
 

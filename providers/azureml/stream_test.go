@@ -2,7 +2,9 @@ package azureml
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +169,64 @@ func TestStreamErrorEventClass(t *testing.T) {
 			assert.Equal(t, string(tt.class), e.Details["code"])
 			assert.Equal(t, tt.retryable, e.Retryable)
 		})
+	}
+}
+
+// modelInference answers like the Azure AI model inference API of a
+// serverless deployment: stream_options is not among its parameters, so
+// with the default extra-parameters (error) it refuses the request with a
+// 422, and accepts it when the header says to drop (or pass through)
+// unknown parameters.
+func modelInference(s *seen) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		recorder(s, 0, "", "")(discard{}, r)
+		s.mu.Lock()
+		body := string(s.body)
+		s.mu.Unlock()
+		switch r.Header.Get("extra-parameters") {
+		case "drop", "pass-through", "allow":
+		default:
+			if strings.Contains(body, `"stream_options"`) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnprocessableEntity)
+				_, _ = io.WriteString(w, `{"status":422,"code":"parameter_not_supported","detail":{},"message":"stream_options is not a supported parameter"}`)
+				return
+			}
+		}
+		writeFlushed(w, "text/event-stream", sseRole, sseHello, sseEnd, sseUsage, sseDone)
+	}
+}
+
+// TestStreamChatExtraParameters: on the serverless chat route the stream
+// usage request (stream_options, not a parameter of the model inference
+// API) goes with "extra-parameters: drop", so that a deployment that does
+// not know it drops it rather than refusing the call. A caller's own
+// extra-parameters header is kept, and /score streams carry none.
+func TestStreamChatExtraParameters(t *testing.T) {
+	var s seen
+	a, _ := server(t, modelInference(&s), func(o *Options) { o.API = APIChat })
+	out := stream(t, a, generateReq())
+	require.NoError(t, out.err)
+	assert.Equal(t, "Hello!", out.text)
+	assert.Equal(t, 2, out.resp.Usage.OutputTokens)
+	assert.Contains(t, string(s.body), `"stream_options":{"include_usage":true}`)
+
+	var hdr http.Header
+	a, _ = server(t, func(w http.ResponseWriter, r *http.Request) {
+		hdr = r.Header.Clone()
+		writeFlushed(w, "text/event-stream", sseRole, sseHello, sseEnd, sseDone)
+	}, func(o *Options) { o.API = APIChat })
+	r := generateReq()
+	r.Header = http.Header{"Extra-Parameters": {"pass-through"}}
+	require.NoError(t, stream(t, a, r).err)
+	assert.Equal(t, []string{"pass-through"}, hdr.Values("extra-parameters"), "the caller's choice stands")
+
+	for _, api := range []API{APIScore, APIChat} {
+		a, _ = server(t, func(w http.ResponseWriter, r *http.Request) {
+			hdr = r.Header.Clone()
+			writeFlushed(w, "text/event-stream", sseRole, sseHello, sseEnd, sseDone)
+		}, func(o *Options) { o.API, o.OmitStreamUsage = api, api == APIChat })
+		require.NoError(t, stream(t, a, generateReq()).err)
+		assert.Empty(t, hdr.Get("extra-parameters"), "no stream_options, no header (%s)", api)
 	}
 }

@@ -531,12 +531,34 @@ func contentType(p cloudreq.Payload) string {
 }
 
 // inferenceID is the request's SageMaker inference id: the attribute, or
-// the client request id.
+// the client request id when it is a valid inference id (SageMaker refuses
+// the whole call otherwise, and the caller did not ask for one).
 func inferenceID(req *cloudreq.CloudRequest) string {
 	if req.Attributes.InferenceID != "" {
 		return req.Attributes.InferenceID
 	}
-	return req.RequestID
+	if validInferenceID(req.RequestID) {
+		return req.RequestID
+	}
+	return ""
+}
+
+// maxInferenceID is the longest inference id SageMaker accepts.
+const maxInferenceID = 64
+
+// validInferenceID reports whether s is an inference id SageMaker accepts:
+// 1 to 64 printable ASCII characters, the first not a space (its pattern
+// \A\S[\p{Print}]*\z).
+func validInferenceID(s string) bool {
+	if s == "" || len(s) > maxInferenceID || s[0] == ' ' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 func optional(s string) *string {

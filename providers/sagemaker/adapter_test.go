@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -433,4 +434,60 @@ func TestOwnBodySurvivesTheSDKClosingItsBody(t *testing.T) {
 	require.NoError(t, err)
 	b, _ = io.ReadAll(again)
 	assert.Equal(t, `{"prompt":"hello"}`, string(b))
+}
+
+// TestInferenceIDFromRequestIDOnlyWhenValid: SageMaker takes an inference
+// id of 1 to 64 printable characters, the first not a space, and refuses
+// the whole call with a ValidationError otherwise. A RequestID is sent as
+// the inference id only when it is one; an explicit
+// Attributes.InferenceID is the caller's and is sent as it is.
+func TestInferenceIDFromRequestIDOnlyWhenValid(t *testing.T) {
+	var mu sync.Mutex
+	var ids [][]string
+	ad, _ := testAdapter(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ids = append(ids, r.Header.Values("X-Amzn-SageMaker-Inference-Id"))
+		mu.Unlock()
+		if strings.Contains(r.URL.Path, "response-stream") {
+			writeStreamHead(w, nil)
+			_, _ = w.Write(encodeFrames(t, part("x")))
+			return
+		}
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	long := strings.Repeat("r", 65)
+	tests := []struct {
+		requestID, attribute string
+		want                 []string
+	}{
+		{"0123456789abcdef0123456789abcdef", "", []string{"0123456789abcdef0123456789abcdef"}},
+		{strings.Repeat("r", 64), "", []string{strings.Repeat("r", 64)}},
+		{"bench/run-7 req:42", "", []string{"bench/run-7 req:42"}},
+		{long, "", nil},
+		{" leading-space", "", nil},
+		{"tab\tinside", "", nil},
+		{"caf\u00e9-\u4e2d", "", nil},
+		{long, "explicit", []string{"explicit"}},
+	}
+	for _, tt := range tests {
+		for _, stream := range []bool{false, true} {
+			call := invokeCall("ep", `{}`)
+			call.Request.RequestID = tt.requestID
+			call.Request.Attributes.InferenceID = tt.attribute
+			if stream {
+				cs, err := ad.Stream(context.Background(), call)
+				require.NoError(t, err, tt.requestID)
+				_, err = drain(cs)
+				require.ErrorIs(t, err, io.EOF)
+				require.NoError(t, cs.Close())
+			} else {
+				_, err := ad.Invoke(context.Background(), call)
+				require.NoError(t, err, tt.requestID)
+			}
+			mu.Lock()
+			got := ids[len(ids)-1]
+			mu.Unlock()
+			assert.Equal(t, tt.want, got, "RequestID %q, stream %v", tt.requestID, stream)
+		}
+	}
 }

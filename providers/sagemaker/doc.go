@@ -18,7 +18,9 @@
 // Target.Endpoint is the endpoint name; Target.Variant the target production
 // variant; Target.Model the target model of a multi-model endpoint
 // (InvokeEndpoint only). Attributes.InferenceComponent, CustomAttributes,
-// SessionID, InferenceID (default: CloudRequest.RequestID) and
+// SessionID, InferenceID (default: CloudRequest.RequestID, when it is a
+// valid inference id — 1 to 64 printable ASCII characters, the first not a
+// space — since SageMaker refuses the call otherwise) and
 // TargetContainerHostname become the matching SageMaker headers.
 // CloudRequest.Header entries are sent as extra HTTP headers (SageMaker drops
 // the ones it does not know; the cloudinfer emulator reads its X-Emulator-*

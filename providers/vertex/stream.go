@@ -39,7 +39,7 @@ type chunkStream struct {
 	// Read state, touched only by Next.
 	chunks   int
 	finished bool
-	ended    bool
+	err      error // the terminal result (io.EOF or the failure), once known
 	buf      []byte
 	sb       strings.Builder
 }
@@ -66,8 +66,8 @@ func (s *chunkStream) peek() error {
 
 // Next implements cloudreq.ChunkStream.
 func (s *chunkStream) Next() (cloudreq.StreamChunk, error) {
-	if s.ended {
-		return cloudreq.StreamChunk{}, io.EOF
+	if s.err != nil {
+		return cloudreq.StreamChunk{}, s.err
 	}
 	s.mu.Lock()
 	closed := s.closed
@@ -144,7 +144,7 @@ func (s *chunkStream) endWith(err error) error {
 			return s.fail(errcodes.Errorf(errcodes.StreamInterrupted,
 				"vertex: stream ended after %d messages without a finish reason", s.chunks))
 		}
-		s.ended = true
+		s.err = io.EOF
 		s.cancel()
 		return io.EOF
 	}
@@ -156,9 +156,10 @@ func (s *chunkStream) endWith(err error) error {
 	return s.fail(mapError(err))
 }
 
-// fail ends the stream with err and releases the RPC.
+// fail ends the stream with err, which later calls to Next return too, and
+// releases the RPC.
 func (s *chunkStream) fail(err error) error {
-	s.ended = true
+	s.err = err
 	s.cancel()
 	var e *errcodes.Error
 	if errors.As(err, &e) && e.Provider == "" {

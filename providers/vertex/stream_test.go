@@ -290,7 +290,61 @@ func TestStreamNextAfterClose(t *testing.T) {
 	_, err = cs.Next()
 	assert.ErrorIs(t, err, errcodes.Canceled)
 	_, err = cs.Next()
-	assert.ErrorIs(t, err, errEOF(), "an ended stream keeps returning io.EOF")
+	assert.ErrorIs(t, err, errcodes.Canceled, "a closed stream keeps returning its error, never a clean end")
+}
+
+// TestStreamErrorIsSticky: once a stream failed, Next keeps returning that
+// error; io.EOF, a clean and complete end, comes only after one.
+func TestStreamErrorIsSticky(t *testing.T) {
+	tests := []struct {
+		name string
+		end  error
+		want errcodes.Code
+	}{
+		{"truncated", nil, errcodes.StreamInterrupted},
+		{"status", status.Error(codes.Internal, "model crashed"), errcodes.Internal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, addr := startFake(t)
+			f.set(func(f *fakeServer) {
+				f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 0, 0, 0)}
+				f.streamEnd = tt.end
+			})
+			a := newFakeAdapter(t, addr)
+			req := genReq()
+			p, err := a.Encode(req, true)
+			require.NoError(t, err)
+			cs, err := a.Stream(context.Background(), &cloudreq.Call{Request: req, Payload: p, Attempt: 1})
+			require.NoError(t, err)
+			defer cs.Close()
+			ch, err := cs.Next()
+			require.NoError(t, err)
+			assert.Equal(t, "a", ch.Text)
+			_, first := cs.Next()
+			assert.ErrorIs(t, first, tt.want)
+			for range 2 {
+				_, err = cs.Next()
+				assert.Equal(t, first, err)
+			}
+		})
+	}
+	ok := func(f *fakeServer) { f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 1, 0, 0)} }
+	f, addr := startFake(t)
+	f.set(ok)
+	a := newFakeAdapter(t, addr)
+	req := genReq()
+	p, err := a.Encode(req, true)
+	require.NoError(t, err)
+	cs, err := a.Stream(context.Background(), &cloudreq.Call{Request: req, Payload: p, Attempt: 1})
+	require.NoError(t, err)
+	defer cs.Close()
+	_, err = cs.Next()
+	require.NoError(t, err)
+	for range 2 {
+		_, err = cs.Next()
+		assert.ErrorIs(t, err, errEOF(), "a clean end stays one")
+	}
 }
 
 func TestRawText(t *testing.T) {
