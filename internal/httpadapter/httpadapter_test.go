@@ -287,7 +287,24 @@ func TestStreamCloseWhileNextBlocks(t *testing.T) {
 		errc <- err
 	}()
 	require.NoError(t, s.Close())
-	assert.Error(t, <-errc)
+	err = <-errc
+	assert.Equal(t, errcodes.Canceled, errcodes.Of(err), "a read Close broke is a cancel: %v", err)
+	assert.False(t, errcodes.As(err).Retryable)
 	_, err = s.Next()
-	assert.Error(t, err, "the end is sticky")
+	assert.Equal(t, errcodes.Canceled, errcodes.Of(err), "the end is sticky")
+}
+
+// TestStreamNextAfterClose: Next on a closed stream is ERR_CANCELED, not a
+// retryable interruption.
+func TestStreamNextAfterClose(t *testing.T) {
+	s := NewStream(nil, io.NopCloser(strings.NewReader("data: a\n\ndata: b\n\n")), StreamConfig{Provider: "p", Framing: FramingSSE, Decoder: &recDecoder{}})
+	_, err := s.Next()
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	_, err = s.Next()
+	var e *errcodes.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, errcodes.Canceled, e.Code)
+	assert.Equal(t, "p", e.Provider)
+	assert.False(t, e.Retryable)
 }

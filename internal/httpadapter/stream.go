@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
@@ -70,6 +71,7 @@ type Stream struct {
 	raw   []byte
 	rerr  error // a raw read's error, held back until its data is used
 
+	closed    atomic.Bool   // Close was called: a read it broke is a cancel
 	endOnce   sync.Once     // the end: a drain starts, or Close comes first
 	closeOnce sync.Once     // closes body
 	drained   chan struct{} // closed once no drain runs or will run
@@ -187,6 +189,9 @@ func (s *Stream) Next() (cloudreq.StreamChunk, error) {
 	if s.err != nil {
 		return cloudreq.StreamChunk{}, s.err
 	}
+	if s.closed.Load() {
+		return cloudreq.StreamChunk{}, s.fail(s.closedError(nil))
+	}
 	frame, err := s.frame()
 	if err != nil {
 		return cloudreq.StreamChunk{}, s.fail(s.endError(err))
@@ -220,8 +225,19 @@ func (s *Stream) fail(err error) error {
 	return err
 }
 
+// closedError is the error of a read that Close ended or came after:
+// ERR_CANCELED, as the caller gave up on the stream.
+func (s *Stream) closedError(err error) error {
+	e := errcodes.Wrap(err, errcodes.Canceled, "stream closed")
+	e.Provider = s.cfg.Provider
+	return e
+}
+
 // endError maps the error that ended reading.
 func (s *Stream) endError(err error) error {
+	if s.closed.Load() && !errors.Is(err, io.EOF) {
+		return s.closedError(err)
+	}
 	switch {
 	case errors.Is(err, io.EOF):
 		if c := s.cfg.Decoder.Complete(); c != nil {
@@ -250,6 +266,7 @@ func (s *Stream) endError(err error) error {
 // a blocked Next and a drain still running after the end marker, and
 // returns once the drain's goroutine has ended.
 func (s *Stream) Close() error {
+	s.closed.Store(true)
 	s.endOnce.Do(func() { close(s.drained) })
 	s.closeBody()
 	<-s.drained
