@@ -259,13 +259,53 @@ func (c *readTimeoutConn) Read(p []byte) (int, error) {
 // one already, or anonymous. The sagemakerruntime client uses its
 // Credentials as they are: an uncached provider would be asked for
 // credentials on every request (an STS or IMDS round trip for most).
+//
+// The provider is then marked (credentialSource), so that a failure to get
+// credentials is reported as one.
 func cached(p aws.CredentialsProvider) aws.CredentialsProvider {
 	switch p.(type) {
-	case nil, *aws.CredentialsCache, aws.AnonymousCredentials, *aws.AnonymousCredentials:
+	case nil, aws.AnonymousCredentials, *aws.AnonymousCredentials:
 		return p
+	case *aws.CredentialsCache:
+		return credentialSource{p}
 	}
-	return aws.NewCredentialsCache(p)
+	return credentialSource{aws.NewCredentialsCache(p)}
 }
+
+// credentialSource is a credentials provider whose failures are marked as
+// such (credentialsError): the SDK reports them wrapped in operation
+// errors that say nothing of where they came from. It answers the SDK's
+// type and source questions for the provider it holds.
+type credentialSource struct{ aws.CredentialsProvider }
+
+// Retrieve implements aws.CredentialsProvider.
+func (c credentialSource) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	v, err := c.CredentialsProvider.Retrieve(ctx)
+	if err != nil {
+		return v, &credentialsError{err: err}
+	}
+	return v, nil
+}
+
+// IsCredentialsProvider answers aws.IsCredentialsProvider for the provider held.
+func (c credentialSource) IsCredentialsProvider(target aws.CredentialsProvider) bool {
+	return aws.IsCredentialsProvider(c.CredentialsProvider, target)
+}
+
+// ProviderSources reports the sources of the provider held, for the SDK's
+// user agent.
+func (c credentialSource) ProviderSources() []aws.CredentialSource {
+	if s, ok := c.CredentialsProvider.(aws.CredentialProviderSource); ok {
+		return s.ProviderSources()
+	}
+	return nil
+}
+
+// credentialsError is a credentials provider's failure.
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string { return "getting AWS credentials: " + e.err.Error() }
+func (e *credentialsError) Unwrap() error { return e.err }
 
 // maxErrorBody bounds what is read of an error response's body.
 const maxErrorBody = 64 << 10

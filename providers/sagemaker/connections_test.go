@@ -2,11 +2,14 @@ package sagemaker
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,12 +85,50 @@ func TestCredentialsCached(t *testing.T) {
 // it is, and anonymous credentials are not wrapped.
 func TestCredentialsCacheKept(t *testing.T) {
 	c := aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider("AKIDTESTTESTTEST", "secret", ""))
-	assert.Same(t, c, cached(c))
+	assert.Same(t, c, cached(c).(credentialSource).CredentialsProvider)
+	assert.True(t, aws.IsCredentialsProvider(cached(c), credentials.StaticCredentialsProvider{}), "the SDK still sees the provider held")
 	assert.Equal(t, aws.AnonymousCredentials{}, cached(aws.AnonymousCredentials{}))
 	assert.Nil(t, cached(nil))
 	ad, err := New(context.Background(), Options{Region: "us-east-1", Credentials: c, BaseEndpoint: "https://example.invalid"})
 	require.NoError(t, err)
-	assert.Same(t, c, ad.client.Options().Credentials)
+	assert.Same(t, c, ad.client.Options().Credentials.(credentialSource).CredentialsProvider)
+}
+
+// TestCredentialsFailure: a credentials provider that fails is reported as
+// ERR_UNAUTHENTICATED, not retried and without the provider's words; one
+// whose service cannot be reached keeps the transport's code. No request
+// reaches the endpoint.
+func TestCredentialsFailure(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name      string
+		err       error
+		code      errcodes.Code
+		retryable bool
+	}{
+		{"provider refuses", errors.New("no EC2 IMDS role found at /secret/path"), errcodes.Unauthenticated, false},
+		{"service unreachable", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, errcodes.Unavailable, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return aws.Credentials{}, tc.err })
+			ad, err := New(context.Background(), Options{Region: "us-east-1", Credentials: p, BaseEndpoint: srv.URL, AllowInsecureHTTP: true})
+			require.NoError(t, err)
+			_, err = testClient(t, ad).Invoke(context.Background(), &cloudreq.CloudRequest{
+				Provider: cloudreq.ProviderAWS, Service: cloudreq.ServiceSageMaker, Action: cloudreq.ActionInvoke,
+				Target: cloudreq.Target{Endpoint: "ep"}, Payload: cloudreq.Payload{Body: []byte(`{}`)},
+			})
+			var e *errcodes.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, tc.code, e.Code)
+			assert.Equal(t, tc.retryable, e.Retryable)
+			assert.Contains(t, e.Error(), "credentials")
+			assert.NotContains(t, e.Error(), "/secret/path")
+			assert.ErrorIs(t, err, tc.err)
+		})
+	}
+	assert.Zero(t, hits.Load())
 }
 
 // newPoolAdapter returns an adapter for base with static credentials and

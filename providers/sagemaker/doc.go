@@ -93,6 +93,8 @@
 //	InvalidSignatureException, UnrecognizedClientException,
 //	ExpiredTokenException, IncompleteSignature,
 //	MissingAuthenticationToken (400 or 403)          ERR_UNAUTHENTICATED     no
+//	the credentials provider failed (no request)     ERR_UNAUTHENTICATED     no
+//	  (its service unreachable or slow: the transport's code, as below)
 //	any other error code                             by HTTP status          by code
 //
 // A signature or access error whose response Date is more than 4 minutes

@@ -45,6 +45,26 @@ var (
 // the only evidence: a documented last resort, like timedOutMessage.
 var notFoundMessage = regexp.MustCompile(`(?i)\bnot found\b|could not find`)
 
+// credentialsFailure maps a failure to get credentials: a transport
+// failure or the call's end (a credential service that did not answer)
+// keeps its code, anything else is ERR_UNAUTHENTICATED, not retryable. The
+// provider's own words are not quoted (they may name files or keys); the
+// error stays wrapped.
+func credentialsFailure(err error, cred *credentialsError) *errcodes.Error {
+	e := errcodes.FromTransport(cred.err)
+	switch e.Code {
+	case errcodes.Canceled, errcodes.Timeout, errcodes.Unavailable:
+		retry := e.Retryable
+		e = errcodes.Wrap(err, e.Code, "sagemaker: getting AWS credentials failed: "+e.Message)
+		e.Retryable = retry
+	default:
+		e = errcodes.Wrap(err, errcodes.Unauthenticated, "sagemaker: no AWS credentials: the credentials provider failed (the default chain reads the environment, the shared files, SSO, container and instance metadata)")
+		e.Retryable = false
+	}
+	e.Provider = cloudreq.ProviderAWS
+	return e
+}
+
 // mapError turns an SDK error into an *errcodes.Error: the modelled error
 // types first, then the ErrorCode of other API errors, then the HTTP
 // status, then transport errors. The SDK error stays wrapped.
@@ -55,6 +75,10 @@ func mapError(err error) *errcodes.Error {
 	var ce *errcodes.Error
 	if errors.As(err, &ce) {
 		return ce
+	}
+	var cred *credentialsError
+	if errors.As(err, &cred) {
+		return credentialsFailure(err, cred)
 	}
 	status, reqID, header := responseOf(err)
 	var api smithy.APIError
