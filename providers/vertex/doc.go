@@ -70,9 +70,11 @@
 // Each streamRawPredict message is one chunk of the HttpBody's bytes; Text
 // is extracted best effort from OpenAI-compatible, TGI and Vertex JSON or
 // SSE framing. A chunk read in one of those is content when it carries text
-// (a role-only or usage-only event is not, so TTFT skips it); a non-empty
-// chunk in any other form is content. A raw stream's clean end is the end
-// of the RPC.
+// or reasoning ("reasoning", "reasoning_content"; a role-only or usage-only
+// event is not, so TTFT skips it); a non-empty chunk in any other form is
+// content. The server's token usage is read from OpenAI "usage", Vertex
+// "usageMetadata" and TGI "details.generated_tokens"; without one, output
+// tokens are counted. A raw stream's clean end is the end of the RPC.
 //
 // A status that arrives mid-stream is mapped as below, except that a
 // transport break after the first message (UNAVAILABLE with no details, or

@@ -40,13 +40,12 @@ func FuzzRawText(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"delta":{"content":"hi"}}]}`))
 	f.Add([]byte("data: {\"token\":{\"text\":\"a\"}}\n\ndata: [DONE]\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		text, fin, known := rawText(data)
-		text2, fin2, known2 := rawText(data)
-		if text != text2 || fin != fin2 || known != known2 {
+		c, c2 := rawText(data), rawText(data)
+		if c.text != c2.text || c.finish != c2.finish || c.known != c2.known || c.reasoning != c2.reasoning || (c.usage == nil) != (c2.usage == nil) {
 			t.Fatal("rawText is not deterministic")
 		}
-		if len(strings.TrimSpace(string(data))) == 0 && (text != "" || fin != "") {
-			t.Fatalf("empty input gave %q %q", text, fin)
+		if len(strings.TrimSpace(string(data))) == 0 && (c.text != "" || c.finish != "" || c.usage != nil) {
+			t.Fatalf("empty input gave %+v", c)
 		}
 	})
 }

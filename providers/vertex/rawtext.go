@@ -6,6 +6,8 @@ import (
 
 	"cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
 	"github.com/tidwall/gjson"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
 )
 
 // rawPaths are the fields read from one streaming event, in the dialects
@@ -14,39 +16,91 @@ import (
 // native {"token":{"text","special"}}, and Vertex's own
 // GenerateContentResponse. gjson reads them in one pass without decoding
 // the whole event, which keeps the per-chunk cost (it runs before the
-// chunk's arrival is stamped) small.
+// chunk's arrival is stamped) small. The indexes below name them.
 var rawPaths = []string{
-	"choices.0.delta.content",
-	"choices.0.text",
-	"choices.0.finish_reason",
-	"token.text",
-	"token.special",
-	"candidates.0.content.parts.#.text",
-	"candidates.0.finishReason",
-	// The dialects' top-level keys: an event with one of them is read,
-	// even when it carries no text (a role-only or usage-only chunk).
-	"choices",
-	"token",
-	"candidates",
-	"usage",
+	pDeltaContent:       "choices.0.delta.content",
+	pText:               "choices.0.text",
+	pFinish:             "choices.0.finish_reason",
+	pTokenText:          "token.text",
+	pTokenSpecial:       "token.special",
+	pParts:              "candidates.0.content.parts.#.text",
+	pCandidateFinish:    "candidates.0.finishReason",
+	pChoices:            "choices",
+	pToken:              "token",
+	pCandidates:         "candidates",
+	pUsage:              "usage",
+	pReasoningContent:   "choices.0.delta.reasoning_content",
+	pReasoning:          "choices.0.delta.reasoning",
+	pPromptTokens:       "usage.prompt_tokens",
+	pCompletionTokens:   "usage.completion_tokens",
+	pUsageMetadata:      "usageMetadata",
+	pPromptTokenCount:   "usageMetadata.promptTokenCount",
+	pCandidateTokens:    "usageMetadata.candidatesTokenCount",
+	pTGIGeneratedTokens: "details.generated_tokens",
 }
 
-// rawText extracts, best effort, the text delta and finish reason of one
-// streamRawPredict chunk. A chunk is either one JSON object or SSE-framed
-// ("data: {…}" lines; "[DONE]" and non-JSON events are skipped). Bodies in
-// any other form yield "" and are still passed through as chunk Data: the
-// extraction is a convenience, never a reason to fail a stream. known says
-// the chunk was read in one of the dialects (or is an SSE "[DONE]"), so
-// that an empty text means it carries no content; otherwise nothing is
-// known of its content.
-func rawText(data []byte) (text, finish string, known bool) {
+// Indexes into rawPaths.
+const (
+	pDeltaContent = iota
+	pText
+	pFinish
+	pTokenText
+	pTokenSpecial
+	pParts
+	pCandidateFinish
+	// The dialects' top-level keys: an event with one of them is read,
+	// even when it carries no text (a role-only or usage-only chunk).
+	pChoices
+	pToken
+	pCandidates
+	pUsage
+	// Reasoning text: content that is not the answer's text.
+	pReasoningContent
+	pReasoning
+	// Token usage, as the server counted it.
+	pPromptTokens
+	pCompletionTokens
+	pUsageMetadata
+	pPromptTokenCount
+	pCandidateTokens
+	pTGIGeneratedTokens
+)
+
+// rawChunk is what rawText reads of one streamRawPredict chunk.
+type rawChunk struct {
+	text, finish string
+	// known says the chunk was read in one of the dialects (or is an SSE
+	// "[DONE]"), so that its content is known: its text, or reasoning.
+	known     bool
+	reasoning bool
+	// usage is the server's token count, when the chunk carries one.
+	usage *cloudreq.Usage
+}
+
+// content reports whether the chunk carries generated content; a chunk
+// in no known dialect does when it is not empty.
+func (c rawChunk) content(data []byte) bool {
+	if c.known {
+		return c.text != "" || c.reasoning
+	}
+	return len(data) > 0
+}
+
+// rawText extracts, best effort, the text delta, reasoning, finish reason
+// and usage of one streamRawPredict chunk. A chunk is either one JSON
+// object or SSE-framed ("data: {…}" lines; "[DONE]" and non-JSON events
+// are skipped; of several events' usage the last is kept). Bodies in any
+// other form yield nothing and are still passed through as chunk Data: the
+// extraction is a convenience, never a reason to fail a stream.
+func rawText(data []byte) rawChunk {
 	b := bytes.TrimSpace(data)
 	if len(b) == 0 {
-		return "", "", false
+		return rawChunk{}
 	}
 	if b[0] == '{' {
 		return eventText(b)
 	}
+	var out rawChunk
 	var sb strings.Builder
 	for len(b) > 0 {
 		var line []byte
@@ -57,55 +111,68 @@ func rawText(data []byte) (text, finish string, known bool) {
 		}
 		payload = bytes.TrimSpace(payload)
 		if string(payload) == "[DONE]" {
-			known = true
+			out.known = true
 			continue
 		}
-		t, f, k := eventText(payload)
-		sb.WriteString(t)
-		if f != "" {
-			finish = f
+		ev := eventText(payload)
+		sb.WriteString(ev.text)
+		if ev.finish != "" {
+			out.finish = ev.finish
 		}
-		known = known || k
+		if ev.usage != nil {
+			out.usage = ev.usage
+		}
+		out.known = out.known || ev.known
+		out.reasoning = out.reasoning || ev.reasoning
 	}
-	return sb.String(), finish, known
+	out.text = sb.String()
+	return out
 }
 
-// eventText extracts text and finish reason from one JSON event, and
-// whether it is in one of the dialects.
-func eventText(b []byte) (text, finish string, known bool) {
+// eventText reads one JSON event.
+func eventText(b []byte) (out rawChunk) {
 	if len(b) == 0 || b[0] != '{' || !gjson.ValidBytes(b) {
-		return "", "", false
+		return out
 	}
 	r := gjson.GetManyBytes(b, rawPaths...)
-	known = r[7].Exists() || r[8].Exists() || r[9].Exists() || r[10].Exists()
+	out.known = r[pChoices].Exists() || r[pToken].Exists() || r[pCandidates].Exists() || r[pUsage].Exists() || r[pUsageMetadata].Exists()
+	out.reasoning = r[pReasoningContent].String() != "" || r[pReasoning].String() != ""
 	switch {
-	case r[0].Exists() || r[1].Exists() || r[2].Exists():
-		text = r[0].String() + r[1].String()
-		if r[2].Type == gjson.String {
-			finish = r[2].String()
+	case r[pPromptTokens].Exists() || r[pCompletionTokens].Exists():
+		out.usage = &cloudreq.Usage{InputTokens: int(r[pPromptTokens].Int()), OutputTokens: int(r[pCompletionTokens].Int())}
+	case r[pPromptTokenCount].Exists() || r[pCandidateTokens].Exists():
+		out.usage = &cloudreq.Usage{InputTokens: int(r[pPromptTokenCount].Int()), OutputTokens: int(r[pCandidateTokens].Int())}
+	case r[pTGIGeneratedTokens].Exists():
+		out.usage = &cloudreq.Usage{OutputTokens: int(r[pTGIGeneratedTokens].Int())}
+	}
+	switch {
+	case r[pDeltaContent].Exists() || r[pText].Exists() || r[pFinish].Exists():
+		out.text = r[pDeltaContent].String() + r[pText].String()
+		if r[pFinish].Type == gjson.String {
+			out.finish = r[pFinish].String()
 		}
-	case r[3].Exists():
-		if !r[4].Bool() {
-			text = r[3].String()
+	case r[pTokenText].Exists():
+		if !r[pTokenSpecial].Bool() {
+			out.text = r[pTokenText].String()
 		}
-	case r[5].Exists():
-		parts := r[5].Array()
+	case r[pParts].Exists():
+		parts := r[pParts].Array()
 		if len(parts) == 1 {
-			text = parts[0].String()
+			out.text = parts[0].String()
 		} else {
 			var sb strings.Builder
 			for _, p := range parts {
 				sb.WriteString(p.String())
 			}
-			text = sb.String()
+			out.text = sb.String()
 		}
-		if f := r[6].String(); f != "" {
+		if f := r[pCandidateFinish].String(); f != "" {
 			if v, ok := aiplatformpb.Candidate_FinishReason_value[f]; ok {
-				finish = finishReason(aiplatformpb.Candidate_FinishReason(v))
+				out.finish = finishReason(aiplatformpb.Candidate_FinishReason(v))
 			} else {
-				finish = strings.ToLower(f)
+				out.finish = strings.ToLower(f)
 			}
 		}
 	}
-	return text, finish, known
+	return out
 }

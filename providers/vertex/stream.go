@@ -88,17 +88,14 @@ func (s *chunkStream) Next() (cloudreq.StreamChunk, error) {
 	}
 	s.chunks++
 	data := m.GetData()
-	text, fin, known := rawText(data)
-	if fin != "" {
+	rc := rawText(data)
+	if rc.finish != "" {
 		s.finished = true
 	}
-	// A chunk read in a known dialect is content when it carries text (not
-	// a role-only or usage-only event); any other non-empty chunk is.
-	content := len(data) > 0
-	if known {
-		content = text != ""
-	}
-	return cloudreq.StreamChunk{Data: data, Text: text, Content: content, FinishReason: fin}, nil
+	// A chunk read in a known dialect is content when it carries text or
+	// reasoning (not a role-only or usage-only event); any other non-empty
+	// chunk is.
+	return cloudreq.StreamChunk{Data: data, Text: rc.text, Content: rc.content(data), FinishReason: rc.finish, Usage: rc.usage}, nil
 }
 
 func (s *chunkStream) recvGen() (*aiplatformpb.GenerateContentResponse, error) {

@@ -121,6 +121,32 @@ func TestStreamRaw(t *testing.T) {
 	assert.True(t, resp.Timing.Chunks[1].Content)
 }
 
+// TestStreamRawServerUsage: a raw stream that reports usage (vLLM with
+// include_usage) gives the server's counts, and a reasoning delta is the
+// first content chunk.
+func TestStreamRawServerUsage(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.rawChunks = [][]byte{
+			[]byte("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"),
+			[]byte("data: {\"choices\":[{\"delta\":{\"reasoning\":\"hmm\"}}]}\n\n"),
+			[]byte("data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\n"),
+			[]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":6}}\n\ndata: [DONE]\n\n"),
+		}
+	})
+	c, _ := newFakeClient(t, addr)
+	s, err := c.Stream(context.Background(), invokeReq(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`, ""))
+	require.NoError(t, err)
+	defer s.Close()
+	drain(t, s)
+	require.NoError(t, s.Err())
+	resp := s.Response()
+	assert.Equal(t, cloudreq.Usage{InputTokens: 9, OutputTokens: 6, Source: "server"}, resp.Usage)
+	require.Len(t, resp.Timing.Chunks, 4)
+	assert.False(t, resp.Timing.Chunks[0].Content)
+	assert.True(t, resp.Timing.Chunks[1].Content, "the reasoning delta is content")
+}
+
 func TestStreamTruncated(t *testing.T) {
 	f, addr := startFake(t)
 	f.set(func(f *fakeServer) {
@@ -369,10 +395,10 @@ func TestRawText(t *testing.T) {
 		{`{"choices":[`, "", "", false},
 	}
 	for _, tt := range tests {
-		text, fin, known := rawText([]byte(tt.in))
-		assert.Equal(t, tt.text, text, tt.in)
-		assert.Equal(t, tt.finish, fin, tt.in)
-		assert.Equal(t, tt.known, known, tt.in)
+		c := rawText([]byte(tt.in))
+		assert.Equal(t, tt.text, c.text, tt.in)
+		assert.Equal(t, tt.finish, c.finish, tt.in)
+		assert.Equal(t, tt.known, c.known, tt.in)
 	}
 	assert.Equal(t, "content_filter", finishReason(aiplatformpb.Candidate_SAFETY))
 	assert.Equal(t, "malformed_function_call", finishReason(aiplatformpb.Candidate_MALFORMED_FUNCTION_CALL))
@@ -413,4 +439,27 @@ func TestCandidateTextBlockedPrompt(t *testing.T) {
 	assert.Equal(t, "content_filter", candidateText(&sb, blockedPrompt()))
 	assert.Empty(t, sb.String())
 	assert.Equal(t, "", candidateText(&sb, &aiplatformpb.GenerateContentResponse{}))
+}
+
+// TestRawTextReasoningAndUsage: reasoning deltas (vLLM's "reasoning",
+// "reasoning_content") are content though they carry no answer text, and
+// the server's usage is read in each dialect that reports it.
+func TestRawTextReasoningAndUsage(t *testing.T) {
+	for _, tt := range []struct {
+		in      string
+		content bool
+		usage   *cloudreq.Usage
+	}{
+		{`{"choices":[{"delta":{"reasoning":"hm"}}]}`, true, nil},
+		{`{"choices":[{"delta":{"reasoning_content":"hm"}}]}`, true, nil},
+		{`{"choices":[{"delta":{"role":"assistant","reasoning":null}}]}`, false, nil},
+		{`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}`, false, &cloudreq.Usage{InputTokens: 3, OutputTokens: 2}},
+		{"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n", true, &cloudreq.Usage{InputTokens: 5, OutputTokens: 1}},
+		{`{"candidates":[{"content":{"parts":[{"text":"a"}]}}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":7}}`, true, &cloudreq.Usage{InputTokens: 4, OutputTokens: 7}},
+		{`{"token":{"text":"</s>","special":true},"details":{"finish_reason":"length","generated_tokens":8}}`, false, &cloudreq.Usage{OutputTokens: 8}},
+	} {
+		c := rawText([]byte(tt.in))
+		assert.Equal(t, tt.content, c.content([]byte(tt.in)), tt.in)
+		assert.Equal(t, tt.usage, c.usage, tt.in)
+	}
 }
