@@ -29,4 +29,19 @@
 // warning when the client was CPU-bound or fell behind its schedule.
 // NewProgress draws a live progress bar on a terminal; targets that run at
 // once (Plan.Parallel) share one bar, with their sums.
+//
+// Compare sets two results side by side, per target: each headline figure
+// in A and B, the delta Δ = B − A and Δ%. The latency rows also get a 95%
+// confidence interval for Δ, the range that holds the true difference
+// between the two deployments with 95% confidence: Welch's t interval for
+// the means, and for p50, p95 and p99 a distribution-free interval from
+// order statistics (binomial ranks, widened by the sketch's 1% relative
+// accuracy), which is conservative (coverage at least 95%) and needs
+// enough requests on each side (at least 7 for p50, 72 for p95, 368 for
+// p99). The verdict reads it: "B lower" or "B higher" when the interval
+// excludes zero, "no clear difference" when it holds zero (the runs cannot
+// tell the two apart; more requests may), "-" when there is no interval
+// (too few requests, or a row such as a rate or a count that has none).
+// The interval counts only the noise of sampling requests, not a
+// difference in the conditions of the two runs. See CompareRow.
 package bench
