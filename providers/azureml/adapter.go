@@ -268,6 +268,27 @@ func (a *Adapter) Close() error {
 	return nil
 }
 
+// templateForMessage returns an endpoint URL template fit for an error
+// message: without user info, query or fragment, which may hold
+// credentials. A template does not parse as a URL ({endpoint} is no host),
+// so the parts are cut as text.
+func templateForMessage(t string) string {
+	t, _, _ = strings.Cut(t, "#")
+	t, _, _ = strings.Cut(t, "?")
+	scheme, rest, ok := strings.Cut(t, "://")
+	if !ok {
+		return t
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(host, '@'); i >= 0 {
+		host = host[i+1:]
+	}
+	if path != "" {
+		return scheme + "://" + host + "/" + path
+	}
+	return scheme + "://" + host
+}
+
 // url returns the request URL for r.
 func (a *Adapter) url(r *cloudreq.CloudRequest) (string, error) {
 	ep := r.Target.Endpoint
@@ -282,7 +303,7 @@ func (a *Adapter) url(r *cloudreq.CloudRequest) (string, error) {
 	default:
 		tmpl := a.opts.EndpointURL
 		if strings.Contains(tmpl, "{region}") && a.opts.Region == "" {
-			return "", invalid("Options.Region is required by the endpoint URL template %s", tmpl)
+			return "", invalid("Options.Region is required by the endpoint URL template %s", templateForMessage(tmpl))
 		}
 		root, err = a.checkRoot(strings.NewReplacer("{endpoint}", url.PathEscape(ep), "{region}", a.opts.Region).Replace(tmpl))
 	}

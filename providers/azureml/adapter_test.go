@@ -299,3 +299,18 @@ func TestScoreInputDataSampling(t *testing.T) {
 		})
 	}
 }
+
+// TestRegionErrorHidesTemplateSecrets: the error for a template that
+// needs a region quotes it without user info or query, where a key may
+// ride.
+func TestRegionErrorHidesTemplateSecrets(t *testing.T) {
+	a, err := New(Options{EndpointURL: "https://user:pw-secret@{endpoint}.{region}.example/x?sig=q-secret#frag", Key: key})
+	require.NoError(t, err)
+	_, err = a.url(&cloudreq.CloudRequest{Target: cloudreq.Target{Endpoint: "ep"}})
+	require.ErrorIs(t, err, errcodes.InvalidParam)
+	assert.Contains(t, err.Error(), "https://{endpoint}.{region}.example/x")
+	for _, s := range []string{"pw-secret", "q-secret", "user", "frag"} {
+		assert.NotContains(t, err.Error(), s)
+	}
+	assert.Equal(t, "{endpoint}.example", templateForMessage("{endpoint}.example?key=k"))
+}
