@@ -83,6 +83,10 @@ type Options struct {
 	Dialect Dialect
 	// EndpointDialects sets the generate dialect per endpoint name.
 	EndpointDialects map[string]Dialect
+	// OmitStreamUsage leaves stream_options.include_usage out of messages
+	// dialect streams, for containers that reject it; usage is then
+	// counted.
+	OmitStreamUsage bool
 	// Prompt flattens chat messages into the TGI "inputs" string. Nil: a
 	// lone user message is sent as it is; otherwise each message becomes a
 	// "role: content" line, followed by "assistant:".

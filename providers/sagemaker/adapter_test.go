@@ -296,6 +296,17 @@ func TestEncode(t *testing.T) {
 	}
 }
 
+// TestEncodeOmitStreamUsage: with OmitStreamUsage a messages stream asks
+// for no usage chunk.
+func TestEncodeOmitStreamUsage(t *testing.T) {
+	ad, _ := testAdapter(t, http.NotFoundHandler(), func(o *Options) { o.OmitStreamUsage = true })
+	req := &cloudreq.CloudRequest{Target: cloudreq.Target{Endpoint: "e"},
+		Generate: &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "Hi"}}}}
+	p, err := ad.Encode(req, true)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"messages":[{"role":"user","content":"Hi"}],"stream":true}`, string(p.Body))
+}
+
 func TestDialectSelection(t *testing.T) {
 	ad, _ := testAdapter(t, http.NotFoundHandler(), func(o *Options) {
 		o.Dialect = DialectTGI

@@ -84,7 +84,8 @@ type tgiRequest struct {
 
 // Encode implements cloudreq.Encoder: it writes req.Generate in the
 // endpoint's dialect. Streams of the messages dialect ask for a final usage
-// chunk (stream_options.include_usage). For TGI, a temperature of 0 becomes
+// chunk (stream_options.include_usage) unless Options.OmitStreamUsage is
+// set. For TGI, a temperature of 0 becomes
 // greedy decoding (do_sample false) and a top_p of 1 is left out, since TGI
 // accepts neither.
 func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payload, error) {
@@ -121,7 +122,7 @@ func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payl
 		for i, msg := range g.Messages {
 			m.Messages[i] = chatMessage(msg)
 		}
-		if stream {
+		if stream && !a.opts.OmitStreamUsage {
 			m.StreamOptions = &streamOptions{IncludeUsage: true}
 		}
 		v = m

@@ -50,7 +50,9 @@
 // reassembled across PayloadParts: SSE "data: {…}" fields, read as soon as
 // they hold a whole JSON object (one spread over several data lines is
 // joined, as SSE says), or bare JSON lines, holding OpenAI chunks
-// (choices[0].delta.content, finish_reason, usage) or TGI token events
+// (choices[0].delta.content, finish_reason, usage: a messages dialect
+// stream asks for it with stream_options.include_usage, unless
+// Options.OmitStreamUsage is set) or TGI token events
 // ({"token":{"text"},"generated_text","details"}). A generate stream is
 // complete after a finish reason, "data: [DONE]" or TGI's final event; one
 // that ends otherwise fails with ERR_STREAM_INTERRUPTED. So does a body cut
