@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"regexp"
 	"testing"
 )
 
@@ -44,4 +45,27 @@ func Run(t *testing.T, run func() error, clear []string, args ...string) string 
 		t.Fatalf("run: %v\noutput:\n%s", rerr, out.String())
 	}
 	return out.String()
+}
+
+// reportLines are the lines every example prints for a streamed response
+// of at most 8 tokens: the outcome with the server's usage, and the
+// latency figures of its one attempt.
+var reportLines = []*regexp.Regexp{
+	regexp.MustCompile(`(?m)^finish=(stop|length) usage: in=[1-9][0-9]* out=[1-8] \(server\) start=(warm|cold)`),
+	regexp.MustCompile(`(?m)^attempts=1 ttft=[0-9.]+[µm]?s tpot=[0-9.]+[µm]?s e2e=[0-9.]+[µm]?s`),
+}
+
+// RunOnEmulator runs an example as `go run` does with no settings but
+// "-max-tokens 8": against the embedded emulator, streaming. It fails the
+// test unless the output has the outcome and latency lines every example
+// prints. clear names the environment variables that would point the
+// example elsewhere.
+func RunOnEmulator(t *testing.T, run func() error, clear ...string) {
+	t.Helper()
+	out := Run(t, run, clear, "-max-tokens", "8")
+	for _, re := range reportLines {
+		if !re.MatchString(out) {
+			t.Errorf("the output has no line matching %s:\n%s", re, out)
+		}
+	}
 }
