@@ -300,9 +300,11 @@ func (c *call) admit(ctx context.Context) error {
 	c.arrived = true
 	switch {
 	case c.forced:
+		// Its own setup time, or longer if the model is still starting.
+		wait := max(c.ep.scaled(c.coldMs), st.wait)
 		c.rec.Cold = true
-		c.rec.ColdStartMs = ms(c.ep.scaled(c.coldMs))
-		if err := c.s.sleepUntil(waitCtx, now.Add(c.ep.scaled(c.coldMs))); err != nil {
+		c.rec.ColdStartMs = ms(wait)
+		if err := c.s.sleepUntil(waitCtx, now.Add(wait)); err != nil {
 			return waitErr(err)
 		}
 	case st.cold && c.ep.ColdMode == ColdReject:

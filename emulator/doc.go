@@ -75,7 +75,8 @@
 // Request headers (gRPC: metadata with the same lower-case names):
 //
 //	X-Emulator-Inject: <fault>   force one outcome (see Faults)
-//	X-Emulator-Cold: 1           force a cold start (the request waits a drawn setup time)
+//	X-Emulator-Cold: 1           force a cold start (the request waits a drawn setup time, or
+//	                             until the model is up if it is still starting)
 //	X-Emulator-Stream-Error: InternalStreamFailure
 //	                             SageMaker's stream-error fault sends InternalStreamFailure, not ModelStreamError
 //
@@ -220,7 +221,7 @@
 //	builtin_endpoints: false    # also serve the built-ins (default: only when no endpoints are listed)
 //	profiles:                   # optional named profiles
 //	  - name: fast-llama
-//	    base: llama-3-8b        # optional: start from a built-in or earlier profile
+//	    base: llama-3-8b        # optional: start from a built-in or a profile defined above
 //	    ttft_ms: {mean: 200, sd: 20}
 //	    tpot_ms: {mean: 10, sd: 1}
 //	    gap_jitter: 0.1
@@ -231,7 +232,7 @@
 //	    max_queue: 64           # waiting requests (0: 4 × slots; negative: none)
 //	    batch_penalty_ms: 27
 //	    cold_start_ms: {mean: 2800, sd: 400}
-//	    error_rates: {throttle: 0.01, close-mid-stream: 0.001}
+//	    error_rates: {throttle: 0.01, close-mid-stream: 0.001}   # each in [0,1], at most 1 in all
 //	    throttle: {rate_per_sec: 50, burst: 10}
 //	    stall_ms: 30000
 //	    request_timeout_ms: 5000 # the server's own timeout, queue included (0: none)
@@ -240,6 +241,8 @@
 //	    providers: [sagemaker, azureml, vertex, pai-eas, openai]   # default: all
 //	    profile: fast-llama     # a name, or an inline profile object (with optional base);
 //	                            # default: the built-in of the same name, else llama-3-8b
+//	                            # (an inline object with no base, no name and no ttft_ms,
+//	                            # tpot_ms or output_tokens starts from that default)
 //	    credentials:
 //	      aws_access_key_id: AKID...       # SageMaker: verify SigV4
 //	      aws_secret_access_key: ...
@@ -248,8 +251,23 @@
 //	    start_cold: true        # start scaled to zero
 //	    cold_mode: hold         # hold (wait, then serve) or reject (not-ready answers until ready)
 //
-// Unknown fields are errors. Credentials are redacted when endpoints are
-// written as JSON.
+// A profile with a base starts as a copy of it and changes what it sets:
+// ttft_ms: {mean: 200} keeps the base's sd, error_rates adds to or replaces
+// the base's rates fault by fault (set one to 0 to drop it), throttle merges
+// field by field. Setting slots without max_queue gives a queue of 4 × slots
+// unless the base set a queue length of its own (the built-ins' 1024 is
+// their 4 × 256). A profile object without base starts from zero figures
+// (a request then takes no time and answers one token), except the inline
+// endpoint profile above. The Options.Endpoints rule is the same: a Profile
+// with no name and no TTFT, TPOT or output-length figures is the endpoint's
+// default profile with the non-zero fields it sets.
+//
+// Unknown fields are errors, as are a negative time_scale, YAML's .nan and
+// .inf, a base that is unknown or defined below, error rates that add up to
+// more than 1, and a profile or endpoint defined twice in the file (one may
+// replace a built-in of its name); errors name the key (e.g.
+// profiles[1].ttft_ms.mean, or endpoints[0]: unknown field "colour").
+// Credentials are redacted when endpoints are written as JSON.
 //
 // # Credentials
 //

@@ -123,6 +123,14 @@ type Endpoint struct {
 	ColdMode ColdMode `json:"cold_mode,omitempty"`
 }
 
+// clone returns e with its own copies of every slice, map and pointer.
+func (e Endpoint) clone() Endpoint {
+	e.Providers = slices.Clone(e.Providers)
+	e.Credentials.Keys = slices.Clone(e.Credentials.Keys)
+	e.Profile = e.Profile.clone()
+	return e
+}
+
 // serves reports whether the endpoint is served under provider p.
 func (e Endpoint) serves(p Provider) bool {
 	return len(e.Providers) == 0 || slices.Contains(e.Providers, p)
@@ -146,8 +154,8 @@ func (e Endpoint) Validate() error {
 	default:
 		return fmt.Errorf("endpoint %q: cold_mode must be %q or %q", e.Name, ColdHold, ColdReject)
 	}
-	if math.IsNaN(e.IdleWindowMs) || e.IdleWindowMs < 0 {
-		return fmt.Errorf("endpoint %q: idle_window_ms must be >= 0", e.Name)
+	if math.IsNaN(e.IdleWindowMs) || math.IsInf(e.IdleWindowMs, 0) || e.IdleWindowMs < 0 {
+		return fmt.Errorf("endpoint %q: idle_window_ms must be finite and >= 0", e.Name)
 	}
 	if (e.Credentials.AWSAccessKeyID == "") != (e.Credentials.AWSSecretAccessKey == "") {
 		return fmt.Errorf("endpoint %q: aws_access_key_id and aws_secret_access_key go together", e.Name)
@@ -238,9 +246,13 @@ func (e *endpoint) takeToken(now time.Time) (time.Duration, bool) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rate := t.RatePerSec / e.scale // tokens per real second
-	e.tokens = math.Min(t.Burst, e.tokens+now.Sub(e.refillAt).Seconds()*rate)
-	e.refillAt = now
+	rate := t.RatePerSec / e.scale // tokens per real second (+Inf at a tiny scale)
+	// A caller that read the clock before the last refill adds nothing
+	// (and takes nothing away).
+	if el := now.Sub(e.refillAt); el > 0 {
+		e.tokens = math.Min(t.Burst, e.tokens+el.Seconds()*rate)
+		e.refillAt = now
+	}
 	if e.tokens >= 1 {
 		e.tokens--
 		return 0, true

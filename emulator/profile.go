@@ -197,12 +197,93 @@ func (p Profile) Validate() error {
 			return fmt.Errorf("profile %q: error_rates[%s] must be in [0,1]", p.Name, k)
 		}
 	}
+	// One draw picks at most one fault, so the rates share one unit.
+	total := 0.0
+	for _, f := range allFaults {
+		total += p.ErrorRates[string(f)]
+	}
+	if total > 1+1e-9 {
+		return fmt.Errorf("profile %q: error_rates add up to %g; together they must be at most 1", p.Name, total)
+	}
 	if t := p.Throttle; t != nil {
-		if math.IsNaN(t.RatePerSec) || t.RatePerSec <= 0 || math.IsNaN(t.Burst) || t.Burst < 1 || math.IsInf(t.Burst, 0) {
-			return fmt.Errorf("profile %q: throttle needs rate_per_sec > 0 and burst >= 1", p.Name)
+		if !(t.RatePerSec > 0) || math.IsInf(t.RatePerSec, 0) || !(t.Burst >= 1) || math.IsInf(t.Burst, 0) {
+			return fmt.Errorf("profile %q: throttle needs a finite rate_per_sec > 0 and burst >= 1", p.Name)
 		}
 	}
 	return nil
+}
+
+// hasFigures reports whether the profile sets any latency figure: TTFT,
+// TPOT or output length.
+func (p Profile) hasFigures() bool {
+	return p.TTFTMs != (Dist{}) || p.TPOTMs != (Dist{}) || p.OutputTokens != (Dist{})
+}
+
+// clone returns p with its own copies of ErrorRates and Throttle.
+func (p Profile) clone() Profile {
+	p.ErrorRates = cloneRates(p.ErrorRates)
+	if p.Throttle != nil {
+		t := *p.Throttle
+		p.Throttle = &t
+	}
+	return p
+}
+
+// fallbackProfile is the profile of an endpoint that names none and has no
+// built-in of its own name.
+const fallbackProfile = "llama-3-8b"
+
+// overlay returns base with every field that p sets (non-zero) in place of
+// base's. Setting Slots without MaxQueue gives the default queue, 4 × Slots,
+// when base's queue is its own default.
+func overlay(base, p Profile) Profile {
+	out := base.clone()
+	set := func(dst *float64, v float64) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	if p.Description != "" {
+		out.Description = p.Description
+	}
+	set(&out.GapJitter, p.GapJitter)
+	set(&out.PrefillMsPer1K, p.PrefillMsPer1K)
+	set(&out.BatchPenaltyMs, p.BatchPenaltyMs)
+	set(&out.StallMs, p.StallMs)
+	set(&out.RequestTimeoutMs, p.RequestTimeoutMs)
+	if p.RefPromptTokens != 0 {
+		out.RefPromptTokens = p.RefPromptTokens
+	}
+	if p.ColdStartMs != (Dist{}) {
+		out.ColdStartMs = p.ColdStartMs
+	}
+	if p.ErrorRates != nil {
+		out.ErrorRates = cloneRates(p.ErrorRates)
+	}
+	if p.Throttle != nil {
+		t := *p.Throttle
+		out.Throttle = &t
+	}
+	if p.Slots != 0 {
+		out.Slots = p.Slots
+		if p.MaxQueue == 0 {
+			out.MaxQueue = followSlots(base, out.Slots)
+		}
+	}
+	if p.MaxQueue != 0 {
+		out.MaxQueue = p.MaxQueue
+	}
+	return out
+}
+
+// followSlots returns the queue length of a profile derived from base with
+// slots concurrency slots and no queue length of its own: 4 × slots when
+// base's queue is its default (0 or 4 × its slots), else base's.
+func followSlots(base Profile, slots int) int {
+	if base.MaxQueue != 0 && base.MaxQueue != (Profile{Slots: base.Slots}).withDefaults().MaxQueue {
+		return base.MaxQueue
+	}
+	return Profile{Slots: slots}.withDefaults().MaxQueue
 }
 
 // Reference figures (MEASUREMENT.md): vLLM 0.6.3 on one NVIDIA A10, 512-token
@@ -260,6 +341,9 @@ var gpuDecodeMs = []struct {
 //
 // All share: 512-token reference prompt, 23 ms per extra 1K prompt tokens,
 // 256 slots, queue 1024, gap jitter 0.1, cold start 2.8±0.4 s when one happens.
+// MaxQueue is set to 1024 rather than left 0, so a copy given other Slots in
+// Go keeps 1024 unless MaxQueue changes too; a config file's base and the
+// Options.Endpoints overlay give 4 × the new Slots instead.
 func BuiltinProfiles() []Profile {
 	common := func(p Profile) Profile {
 		p.GapJitter = 0.1

@@ -127,3 +127,23 @@ func TestProfileValidate(t *testing.T) {
 		assert.Error(t, p.Validate(), name)
 	}
 }
+
+func TestProfileValidateMore(t *testing.T) {
+	good, _ := BuiltinProfile("phi-3-mini")
+	for name, mut := range map[string]func(*Profile){
+		"rates total above 1":    func(p *Profile) { p.ErrorRates = map[string]float64{"internal": 0.6, "throttle": 0.5} },
+		"infinite throttle rate": func(p *Profile) { p.Throttle = &TokenBucket{RatePerSec: math.Inf(1), Burst: 1} },
+	} {
+		p := good
+		mut(&p)
+		err := p.Validate()
+		if assert.Error(t, err, name) {
+			assert.Contains(t, err.Error(), map[string]string{"rates total above 1": "error_rates", "infinite throttle rate": "throttle"}[name])
+		}
+	}
+	p := good
+	p.ErrorRates = map[string]float64{"internal": 0.7, "throttle": 0.2, "quota": 0.1}
+	assert.NoError(t, p.Validate(), "rates that total 1 (up to rounding) are fine")
+	e := Endpoint{Name: "x", Profile: good, IdleWindowMs: math.Inf(1)}
+	assert.Error(t, e.Validate(), "an infinite idle window")
+}

@@ -2,8 +2,11 @@ package emulator
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +106,50 @@ func TestSpinOnlyUnderLightLoad(t *testing.T) {
 	assert.Equal(t, spun, s.spun.Load(), "a wait under load does not spin")
 	s.waiting.Add(-spinLoad)
 	assert.Zero(t, s.waiting.Load())
+}
+
+// TestRecordsBoundedByGaps: besides MaxRecords, the kept records hold at
+// most a fixed number of inter-token gaps in all; the oldest go first, and
+// the newest is kept whatever its size.
+func TestRecordsBoundedByGaps(t *testing.T) {
+	s, err := New(Options{MaxRecords: 100})
+	require.NoError(t, err)
+	s.maxGaps = 25
+	for i := 1; i <= 5; i++ {
+		s.store(Record{ID: "r" + strconv.Itoa(i), GapsMs: make([]float64, 10)})
+	}
+	var ids []string
+	for _, r := range s.Records() {
+		ids = append(ids, r.ID)
+	}
+	assert.Equal(t, []string{"r4", "r5"}, ids)
+	_, ok := s.Record("r3")
+	assert.False(t, ok)
+	r, ok := s.Record("r5")
+	require.True(t, ok)
+	assert.Len(t, r.GapsMs, 10)
+	s.store(Record{ID: "big", GapsMs: make([]float64, 40)})
+	recs := s.Records()
+	require.Len(t, recs, 1)
+	assert.Equal(t, "big", recs[0].ID)
+	for i := range 1000 {
+		s.store(Record{ID: "n" + strconv.Itoa(i), GapsMs: make([]float64, 1)})
+	}
+	assert.Len(t, s.Records(), 25)
+	assert.LessOrEqual(t, cap(s.records), 4*100, "dropped records do not pile up")
+	r, ok = s.Record("n999")
+	require.True(t, ok)
+	assert.Equal(t, "n999", r.ID)
+}
+
+// TestRecordsEmptyIsList: with no record kept, GET /emulator/requests
+// answers an empty JSON list, not null.
+func TestRecordsEmptyIsList(t *testing.T) {
+	s := start(t, Options{})
+	resp, err := http.Get(s.URL() + "/emulator/requests")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "[]", strings.TrimSpace(string(b)))
 }

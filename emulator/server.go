@@ -30,9 +30,13 @@ type Options struct {
 	Seed uint64
 	// Endpoints are the served endpoints; nil means DefaultEndpoints(). An
 	// endpoint whose Profile has no name and no TTFT, TPOT or output-length
-	// figures gets the built-in profile of its name, else llama-3-8b.
+	// figures gets the built-in profile of its name, else llama-3-8b, with
+	// the fields its Profile does set (non-zero) in place of the built-in's;
+	// setting Slots without MaxQueue gives a queue of 4 × Slots.
 	Endpoints []Endpoint
-	// MaxRecords bounds the kept ground-truth records (default 100000; the oldest go first).
+	// MaxRecords bounds the kept ground-truth records (default 100000; the
+	// oldest go first). The kept records also hold at most 2^24 inter-token
+	// gaps in all (128 MiB), the newest record always kept.
 	MaxRecords int
 	// Logger receives one line per request at debug level and server errors; nil discards.
 	Logger *slog.Logger
@@ -74,10 +78,18 @@ type Server struct {
 	maxSpin  int32        // how many may spin at once
 
 	recMu   sync.Mutex
-	records []Record
-	recHead int            // ring start when full
-	recByID map[string]int // index in records by Record.ID
+	records []Record          // kept records, oldest first, from recHead on
+	recHead int               // records before it were dropped
+	recBase uint64            // number of the record at records[0]
+	recByID map[string]uint64 // number of each kept record by Record.ID
+	recGaps int               // gaps held by the kept records
+	maxGaps int               // bound on recGaps (maxKeptGaps)
 }
+
+// maxKeptGaps bounds the inter-token gaps held by all kept records together
+// (8 bytes each: 128 MiB), beside Options.MaxRecords: long outputs make
+// large records.
+const maxKeptGaps = 1 << 24
 
 var instances atomic.Uint32
 
@@ -107,24 +119,26 @@ func New(opts Options) (*Server, error) {
 		log:       log,
 		closed:    make(chan struct{}),
 		maxSpin:   spinSlots(opts.SpinWaits),
+		maxGaps:   maxKeptGaps,
 	}
 	for _, e := range opts.Endpoints {
-		if e.Profile.Name == "" && e.Profile.TTFTMs == (Dist{}) && e.Profile.TPOTMs == (Dist{}) && e.Profile.OutputTokens == (Dist{}) {
-			// No profile given: the built-in of the same name, else llama-3-8b (as in a config file).
-			p, ok := BuiltinProfile(e.Name)
+		if e.Profile.Name == "" && !e.Profile.hasFigures() {
+			// No profile named or drawn: the endpoint's default profile
+			// with the fields given in place of its own.
+			base, ok := BuiltinProfile(e.Name)
 			if !ok {
-				p, _ = BuiltinProfile("llama-3-8b")
+				base, _ = BuiltinProfile(fallbackProfile)
 			}
-			p.ErrorRates, p.Throttle = e.Profile.ErrorRates, e.Profile.Throttle
-			e.Profile = p
+			e.Profile = overlay(base, e.Profile)
 		}
+		// The server keeps its own copies: the caller may reuse its Options.
+		e = e.clone()
 		if err := e.Validate(); err != nil {
 			return nil, errcodes.Wrap(err, errcodes.InvalidParam, "emulator: "+err.Error())
 		}
 		if _, dup := s.endpoints[e.Name]; dup {
 			return nil, errcodes.Errorf(errcodes.InvalidParam, "emulator: endpoint %q defined twice", e.Name)
 		}
-		e.Providers = slices.Clone(e.Providers)
 		for i, p := range e.Providers {
 			e.Providers[i], _ = ParseProvider(string(p))
 		}
@@ -247,7 +261,7 @@ func (s *Server) Close() error {
 func (s *Server) Endpoints() []Endpoint {
 	out := make([]Endpoint, 0, len(s.order))
 	for _, n := range s.order {
-		out = append(out, s.endpoints[n].Endpoint)
+		out = append(out, s.endpoints[n].Endpoint.clone())
 	}
 	return out
 }
@@ -260,10 +274,7 @@ func (s *Server) TimeScale() float64 { return s.scale }
 func (s *Server) Records() []Record {
 	s.recMu.Lock()
 	defer s.recMu.Unlock()
-	out := make([]Record, 0, len(s.records))
-	out = append(out, s.records[s.recHead:]...)
-	out = append(out, s.records[:s.recHead]...)
-	return out
+	return append(make([]Record, 0, len(s.records)-s.recHead), s.records[s.recHead:]...)
 }
 
 // Record returns the kept ground-truth record of the finished request whose
@@ -273,8 +284,8 @@ func (s *Server) Records() []Record {
 func (s *Server) Record(id string) (Record, bool) {
 	s.recMu.Lock()
 	defer s.recMu.Unlock()
-	if i, ok := s.recByID[id]; ok {
-		return s.records[i], true
+	if n, ok := s.recByID[id]; ok {
+		return s.records[n-s.recBase], true
 	}
 	return Record{}, false
 }
@@ -283,26 +294,36 @@ func (s *Server) Record(id string) (Record, bool) {
 func (s *Server) ResetRecords() {
 	s.recMu.Lock()
 	defer s.recMu.Unlock()
-	s.records, s.recHead, s.recByID = nil, 0, nil
+	s.records, s.recHead, s.recBase, s.recByID, s.recGaps = nil, 0, 0, nil, 0
 }
 
+// store keeps r, dropping the oldest records beyond MaxRecords or the gap bound.
 func (s *Server) store(r Record) {
 	s.recMu.Lock()
 	defer s.recMu.Unlock()
 	if s.recByID == nil {
-		s.recByID = make(map[string]int)
+		s.recByID = make(map[string]uint64)
 	}
-	if len(s.records) < s.opts.MaxRecords {
-		s.recByID[r.ID] = len(s.records)
-		s.records = append(s.records, r)
-		return
+	s.recByID[r.ID] = s.recBase + uint64(len(s.records))
+	s.records = append(s.records, r)
+	s.recGaps += len(r.GapsMs)
+	for kept := len(s.records) - s.recHead; kept > s.opts.MaxRecords || (kept > 1 && s.recGaps > s.maxGaps); kept-- {
+		old := &s.records[s.recHead]
+		if s.recByID[old.ID] == s.recBase+uint64(s.recHead) {
+			delete(s.recByID, old.ID)
+		}
+		s.recGaps -= len(old.GapsMs)
+		*old = Record{}
+		s.recHead++
 	}
-	if old := s.records[s.recHead].ID; s.recByID[old] == s.recHead {
-		delete(s.recByID, old)
+	// Move the kept records to the front once the dropped ones are as many.
+	if s.recHead > 0 && s.recHead >= len(s.records)-s.recHead {
+		n := copy(s.records, s.records[s.recHead:])
+		clear(s.records[n:])
+		s.records = s.records[:n]
+		s.recBase += uint64(s.recHead)
+		s.recHead = 0
 	}
-	s.recByID[r.ID] = s.recHead
-	s.records[s.recHead] = r
-	s.recHead = (s.recHead + 1) % len(s.records)
 }
 
 // uuid returns a fresh UUID-shaped id for provider request-id headers.
