@@ -15,12 +15,14 @@ import (
 // emulateCmd is the `cloudinfer emulate` command: it serves every
 // provider's wire protocol locally until SIGINT or SIGTERM.
 type emulateCmd struct {
-	Addr      string  `default:"127.0.0.1:8080" help:"HTTP listen address (SageMaker, Azure ML, Vertex REST, PAI-EAS, OpenAI-compatible, /metrics)."`
-	GRPCAddr  string  `name:"grpc-addr" default:"127.0.0.1:8081" help:"gRPC listen address (Vertex AI PredictionService); empty disables gRPC."`
-	Config    string  `type:"existingfile" help:"Endpoint configuration (JSON or YAML; schema in the emulator package documentation)."`
-	TimeScale float64 `help:"Multiply every injected duration by this (default: the config's, else 1)."`
-	Seed      uint64  `help:"Seed of every random draw (default: the config's, else 0)."`
-	SpinWaits int     `name:"spin-waits" help:"How many waits may spin on the clock at once so that tokens leave on time to the microsecond (default: the config's, else one per four CPUs; -1: none, timers only, up to about 1 ms late)."`
+	Addr     string `default:"127.0.0.1:8080" help:"HTTP listen address (SageMaker, Azure ML, Vertex REST, PAI-EAS, OpenAI-compatible, /metrics)."`
+	GRPCAddr string `name:"grpc-addr" default:"127.0.0.1:8081" help:"gRPC listen address (Vertex AI PredictionService); empty disables gRPC."`
+	Config   string `type:"existingfile" help:"Endpoint configuration (JSON or YAML; schema in the emulator package documentation)."`
+	// The flags below are pointers so that a value given, zero included,
+	// overrides the config's.
+	TimeScale *float64 `help:"Multiply every injected duration by this (default: the config's, else 1; 0 means 1)."`
+	Seed      *uint64  `help:"Seed of every random draw (default: the config's, else 0)."`
+	SpinWaits *int     `name:"spin-waits" help:"How many waits may spin on the clock at once so that tokens leave on time to the microsecond (default: the config's, else one per four CPUs; 0: that default; -1: none, timers only, up to about 1 ms late)."`
 }
 
 // Run runs the command.
@@ -32,21 +34,9 @@ func (c *emulateCmd) Run() error {
 
 // run serves until ctx ends, printing the quickstart to out.
 func (c *emulateCmd) run(ctx context.Context, out io.Writer) error {
-	var opts emulator.Options
-	if c.Config != "" {
-		var err error
-		if opts, err = emulator.LoadConfig(c.Config); err != nil {
-			return err
-		}
-	}
-	if c.TimeScale != 0 {
-		opts.TimeScale = c.TimeScale
-	}
-	if c.Seed != 0 {
-		opts.Seed = c.Seed
-	}
-	if c.SpinWaits != 0 {
-		opts.SpinWaits = c.SpinWaits
+	opts, err := c.options()
+	if err != nil {
+		return err
 	}
 	srv, err := emulator.New(opts)
 	if err != nil {
@@ -59,6 +49,28 @@ func (c *emulateCmd) run(ctx context.Context, out io.Writer) error {
 	<-ctx.Done()
 	fmt.Fprintln(out, "cloudinfer emulate: shutting down")
 	return srv.Close()
+}
+
+// options returns the emulator's options: the config file's, with the
+// flags given in place of its values.
+func (c *emulateCmd) options() (emulator.Options, error) {
+	var opts emulator.Options
+	if c.Config != "" {
+		var err error
+		if opts, err = emulator.LoadConfig(c.Config); err != nil {
+			return opts, err
+		}
+	}
+	if c.TimeScale != nil {
+		opts.TimeScale = *c.TimeScale
+	}
+	if c.Seed != nil {
+		opts.Seed = *c.Seed
+	}
+	if c.SpinWaits != nil {
+		opts.SpinWaits = *c.SpinWaits
+	}
+	return opts, nil
 }
 
 func printQuickstart(out io.Writer, srv *emulator.Server) {

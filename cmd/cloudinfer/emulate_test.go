@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +33,8 @@ func TestEmulatePrintsEveryProvider(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out lockedBuffer
-	cmd := &emulateCmd{Addr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", TimeScale: 0.01, Seed: 3}
+	scale, seed := 0.01, uint64(3)
+	cmd := &emulateCmd{Addr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", TimeScale: &scale, Seed: &seed}
 	done := make(chan error, 1)
 	go func() { done <- cmd.run(ctx, &out) }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -62,5 +65,29 @@ func TestEmulateBadConfig(t *testing.T) {
 	cmd := &emulateCmd{Addr: "127.0.0.1:0", Config: "/nonexistent/emulator.yaml"}
 	if err := cmd.run(context.Background(), &bytes.Buffer{}); err == nil {
 		t.Fatal("want an error for a missing config")
+	}
+}
+
+// TestEmulateFlagsOverrideTheConfig: a flag given overrides the config
+// file's value, zero included; a flag not given leaves it.
+func TestEmulateFlagsOverrideTheConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "emu.yaml")
+	if err := os.WriteFile(cfg, []byte("time_scale: 0.5\nseed: 7\nspin_waits: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := parse(t, "emulate", "--config", cfg)
+	opts, err := c.Emulate.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.TimeScale != 0.5 || opts.Seed != 7 || opts.SpinWaits != 2 {
+		t.Errorf("without flags: time scale %g, seed %d, spin waits %d; want the config's 0.5, 7, 2", opts.TimeScale, opts.Seed, opts.SpinWaits)
+	}
+	c = parse(t, "emulate", "--config", cfg, "--time-scale", "0", "--seed", "0", "--spin-waits", "0")
+	if opts, err = c.Emulate.options(); err != nil {
+		t.Fatal(err)
+	}
+	if opts.TimeScale != 0 || opts.Seed != 0 || opts.SpinWaits != 0 {
+		t.Errorf("with zero flags: time scale %g, seed %d, spin waits %d; want 0, 0, 0", opts.TimeScale, opts.Seed, opts.SpinWaits)
 	}
 }
