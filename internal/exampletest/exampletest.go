@@ -5,27 +5,31 @@ package exampletest
 
 import (
 	"bytes"
+	"flag"
 	"io"
 	"os"
 	"regexp"
 	"testing"
 )
 
-// Run calls run with os.Args set to the program name and args, and
-// returns what it wrote to standard output. Environment variables in
-// clear are set empty for the test, so that a setting of the machine
-// (a real endpoint, a key) does not send the program elsewhere than the
-// embedded emulator. Run fails the test if run returns an error. It
-// changes process-wide state (os.Args, os.Stdout): call it from one test
-// at a time, never in parallel.
+// Run calls run with os.Args set to the program name and args and a fresh
+// flag.CommandLine (so that the program's flags can be defined again, as
+// go test -count=2 does), and returns what it wrote to standard output. A
+// bad flag panics rather than exiting the test binary. Environment
+// variables in clear are set empty for the test, so that a setting of the
+// machine (a real endpoint, a key) does not send the program elsewhere
+// than the embedded emulator. Run fails the test if run returns an error.
+// It changes process-wide state (os.Args, os.Stdout, flag.CommandLine):
+// call it from one test at a time, never in parallel.
 func Run(t *testing.T, run func() error, clear []string, args ...string) string {
 	t.Helper()
 	for _, k := range clear {
 		t.Setenv(k, "")
 	}
-	oldArgs, oldOut := os.Args, os.Stdout
-	defer func() { os.Args, os.Stdout = oldArgs, oldOut }()
+	oldArgs, oldOut, oldFlags := os.Args, os.Stdout, flag.CommandLine
+	defer func() { os.Args, os.Stdout, flag.CommandLine = oldArgs, oldOut, oldFlags }()
 	os.Args = append([]string{"example"}, args...)
+	flag.CommandLine = flag.NewFlagSet(os.Args[0], flag.PanicOnError)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
