@@ -3,10 +3,12 @@ package sagemaker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -110,6 +112,10 @@ func TestCredentialsFailure(t *testing.T) {
 	}{
 		{"provider refuses", errors.New("no EC2 IMDS role found at /secret/path"), errcodes.Unauthenticated, false},
 		{"service unreachable", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, errcodes.Unavailable, true},
+		{"service unreachable, in the provider's words", fmt.Errorf("refreshing from /secret/path: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), errcodes.Unavailable, true},
+		{"service unreachable, by URL", fmt.Errorf("container credentials from /secret/path: %w", &url.Error{Op: "Get", URL: "http://169.254.170.2/v2/credentials?token=q-secret", Err: io.ErrUnexpectedEOF}), errcodes.Unavailable, true},
+		{"service slow", fmt.Errorf("refreshing from /secret/path: %w", context.DeadlineExceeded), errcodes.Timeout, true},
+		{"empty cache file", fmt.Errorf("reading SSO token /secret/path: %w", io.EOF), errcodes.Unauthenticated, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return aws.Credentials{}, tc.err })
@@ -125,6 +131,7 @@ func TestCredentialsFailure(t *testing.T) {
 			assert.Equal(t, tc.retryable, e.Retryable)
 			assert.Contains(t, e.Error(), "credentials")
 			assert.NotContains(t, e.Error(), "/secret/path")
+			assert.NotContains(t, e.Error(), "q-secret")
 			assert.ErrorIs(t, err, tc.err)
 		})
 	}

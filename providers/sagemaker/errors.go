@@ -1,8 +1,11 @@
 package sagemaker
 
 import (
+	"context"
 	"errors"
+	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -48,21 +51,44 @@ var notFoundMessage = regexp.MustCompile(`(?i)\bnot found\b|could not find`)
 // credentialsFailure maps a failure to get credentials: a transport
 // failure or the call's end (a credential service that did not answer)
 // keeps its code, anything else is ERR_UNAUTHENTICATED, not retryable. The
-// provider's own words are not quoted (they may name files or keys); the
-// error stays wrapped.
+// provider's own words are not quoted (they may name files or keys), only
+// the transport's (see transportCause); the error stays wrapped.
 func credentialsFailure(err error, cred *credentialsError) *errcodes.Error {
-	e := errcodes.FromTransport(cred.err)
-	switch e.Code {
-	case errcodes.Canceled, errcodes.Timeout, errcodes.Unavailable:
+	var e *errcodes.Error
+	if cause := transportCause(cred.err); cause != nil {
+		e = errcodes.FromTransport(cause)
+	}
+	if e != nil && (e.Code == errcodes.Canceled || e.Code == errcodes.Timeout || e.Code == errcodes.Unavailable) {
 		retry := e.Retryable
 		e = errcodes.Wrap(err, e.Code, "sagemaker: getting AWS credentials failed: "+e.Message)
 		e.Retryable = retry
-	default:
+	} else {
 		e = errcodes.Wrap(err, errcodes.Unauthenticated, "sagemaker: no AWS credentials: the credentials provider failed (the default chain reads the environment, the shared files, SSO, container and instance metadata)")
 		e.Retryable = false
 	}
 	e.Provider = cloudreq.ProviderAWS
 	return e
+}
+
+// transportCause returns the part of a credentials provider's error that
+// tells how its service failed, without the provider's words around it:
+// the call's end, a request's *url.Error (quoted without its query) or a
+// network operation's error. Nil: none of those, so not a transport
+// failure (an io.EOF reading a file is not one).
+func transportCause(err error) error {
+	var ue *url.Error
+	var op *net.OpError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	case errors.As(err, &ue):
+		return ue
+	case errors.As(err, &op):
+		return op
+	}
+	return nil
 }
 
 // mapError turns an SDK error into an *errcodes.Error: the modelled error
