@@ -181,10 +181,11 @@
 // with the records rather than with the profile's nominal figures.
 //
 // SageMaker stateful sessions: an InvokeEndpoint request whose
-// X-Amzn-SageMaker-Session-Id is NEW_SESSION is answered with
-// X-Amzn-SageMaker-New-Session-Id "<id>; Expires=<RFC 3339 UTC, 20 minutes on>",
-// as a stateful model container answers; other session ids are accepted as
-// they come. InvokeEndpointWithResponseStream cannot open a session (the
+// X-Amzn-SageMaker-Session-Id is NEW_SESSION is answered, when it
+// succeeds, with X-Amzn-SageMaker-New-Session-Id
+// "<id>; Expires=<RFC 3339 UTC, 20 minutes on>", as a stateful model
+// container answers (an error answer opens no session); other session ids
+// are accepted as they come. InvokeEndpointWithResponseStream cannot open a session (the
 // service says so; its exact answer is not documented): NEW_SESSION there
 // gets 400 ValidationError.
 //

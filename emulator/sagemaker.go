@@ -170,11 +170,12 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 	if ca := r.Header.Get("X-Amzn-SageMaker-Custom-Attributes"); ca != "" {
 		w.Header().Set("X-Amzn-SageMaker-Custom-Attributes", ca)
 	}
+	wr := &sageMakerWire{reqID: reqID, enc: eventstream.NewEncoder(), chat: gen.dialect == dialectChat, oa: &openAIWire{chat: true, model: ep.Name, created: time.Now().Unix()},
+		internalFailure: strings.EqualFold(r.Header.Get(HeaderStreamError), "InternalStreamFailure")}
 	if newSession {
-		w.Header().Set(headerNewSessionID, s.uuid()+"; Expires="+time.Now().Add(sageMakerSessionTTL).UTC().Format(time.RFC3339))
+		wr.newSession = s.uuid()
 	}
-	s.serveGen(w, r, c, &sageMakerWire{reqID: reqID, enc: eventstream.NewEncoder(), chat: gen.dialect == dialectChat, oa: &openAIWire{chat: true, model: ep.Name, created: time.Now().Unix()},
-		internalFailure: strings.EqualFold(r.Header.Get(HeaderStreamError), "InternalStreamFailure")})
+	s.serveGen(w, r, c, wr)
 }
 
 // SageMaker stateful sessions: a request whose session header is
@@ -235,17 +236,24 @@ type sageMakerWire struct {
 	// internalFailure makes the stream-error fault an InternalStreamFailure
 	// exception (the service's own failure) instead of a ModelStreamError.
 	internalFailure bool
+	// newSession is the id of the stateful session the call opens, if any
+	// (NEW_SESSION); only a successful answer names it.
+	newSession string
 }
 
 func (m *sageMakerWire) successHeaders(h http.Header, c *call) {
 	h.Set("x-amzn-RequestId", m.reqID)
 	h.Set("X-Amzn-Invoked-Production-Variant", "AllTraffic")
+	if m.newSession != "" {
+		h.Set(headerNewSessionID, m.newSession+"; Expires="+time.Now().Add(sageMakerSessionTTL).UTC().Format(time.RFC3339))
+	}
 	if c.gen.stream {
 		h.Set("X-Amzn-SageMaker-Content-Type", "text/event-stream")
 	}
 }
 
 func (m *sageMakerWire) writeError(w http.ResponseWriter, c *call, f Fault) {
+	w.Header().Del(headerNewSessionID) // a failed call opens no session
 	writeSageMakerError(w, sageMakerErrorFor(f, c.ep.Name), c.ep.Name, m.reqID)
 }
 

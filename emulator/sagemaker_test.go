@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
@@ -338,4 +339,24 @@ func TestSageMakerStatefulSession(t *testing.T) {
 	var ve *types.ValidationError
 	require.ErrorAs(t, err, &ve)
 	assert.Contains(t, ve.ErrorMessage(), "stateful session")
+}
+
+// TestSageMakerFailedCallOpensNoSession: NEW_SESSION on an InvokeEndpoint
+// that fails (throttled, or a model error once the answer was due) gets no
+// new session id.
+func TestSageMakerFailedCallOpensNoSession(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	for _, f := range []Fault{FaultThrottle, FaultStreamError} {
+		c := sageMakerClient(s, "AKIDEXAMPLE", "secret", inject(f))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := c.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{
+			EndpointName: aws.String("llama-3-8b"), ContentType: aws.String("application/json"),
+			Body: []byte(tgiSample), SessionId: aws.String("NEW_SESSION"),
+		})
+		cancel()
+		var re *awshttp.ResponseError
+		require.ErrorAs(t, err, &re, "fault %s", f)
+		assert.GreaterOrEqual(t, re.HTTPStatusCode(), 400, "fault %s", f)
+		assert.Empty(t, re.Response.Header.Get(headerNewSessionID), "fault %s", f)
+	}
 }
