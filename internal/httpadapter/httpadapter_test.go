@@ -308,3 +308,41 @@ func TestStreamNextAfterClose(t *testing.T) {
 	assert.Equal(t, "p", e.Provider)
 	assert.False(t, e.Retryable)
 }
+
+// eofOnCloseBody blocks a read past its data until Close, which ends it
+// with io.EOF, as some transports end a body that is closed.
+type eofOnCloseBody struct {
+	holdingBody
+	blocked chan struct{} // closed once a read waits for Close
+	once    sync.Once
+}
+
+func (b *eofOnCloseBody) Read(p []byte) (int, error) {
+	if n, err := b.r.Read(p); n > 0 || err != io.EOF {
+		return n, err
+	}
+	b.once.Do(func() { close(b.blocked) })
+	<-b.closed
+	return 0, io.EOF
+}
+
+// TestStreamCloseEndingReadWithEOF: a read that Close ends with io.EOF
+// before the stream was complete is ERR_CANCELED too, not the decoder's
+// retryable interruption.
+func TestStreamCloseEndingReadWithEOF(t *testing.T) {
+	body := &eofOnCloseBody{holdingBody: holdingBody{r: strings.NewReader("data: a\n\n"), closed: make(chan struct{})}, blocked: make(chan struct{})}
+	dec := &recDecoder{complete: Interrupted("p", "no end marker", nil)}
+	s := NewStream(nil, body, StreamConfig{Provider: "p", Framing: FramingSSE, Decoder: dec})
+	_, err := s.Next()
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Next()
+		errc <- err
+	}()
+	<-body.blocked
+	require.NoError(t, s.Close())
+	err = <-errc
+	assert.Equal(t, errcodes.Canceled, errcodes.Of(err), "%v", err)
+	assert.False(t, errcodes.As(err).Retryable)
+}

@@ -235,7 +235,11 @@ func (s *Stream) closedError(err error) error {
 
 // endError maps the error that ended reading.
 func (s *Stream) endError(err error) error {
-	if s.closed.Load() && !errors.Is(err, io.EOF) {
+	if s.closed.Load() {
+		// A clean end that Close raced stays one; any other end is Close's.
+		if errors.Is(err, io.EOF) && s.cfg.Decoder.Complete() == nil {
+			return io.EOF
+		}
 		return s.closedError(err)
 	}
 	switch {
