@@ -136,7 +136,7 @@ func eventText(b []byte) (out rawChunk) {
 	}
 	r := gjson.GetManyBytes(b, rawPaths...)
 	out.known = r[pChoices].Exists() || r[pToken].Exists() || r[pCandidates].Exists() || r[pUsage].Exists() || r[pUsageMetadata].Exists()
-	out.reasoning = r[pReasoningContent].String() != "" || r[pReasoning].String() != ""
+	out.reasoning = given(r[pReasoningContent]) || given(r[pReasoning])
 	switch {
 	case r[pPromptTokens].Exists() || r[pCompletionTokens].Exists():
 		out.usage = &cloudreq.Usage{InputTokens: int(r[pPromptTokens].Int()), OutputTokens: int(r[pCompletionTokens].Int())}
@@ -175,4 +175,15 @@ func eventText(b []byte) (out rawChunk) {
 		}
 	}
 	return out
+}
+
+// given reports whether a reasoning member carries anything: not absent,
+// null, "" or an empty object (some servers send an object there).
+func given(r gjson.Result) bool {
+	if r.IsObject() {
+		some := false
+		r.ForEach(func(_, _ gjson.Result) bool { some = true; return false })
+		return some
+	}
+	return r.String() != ""
 }

@@ -453,6 +453,8 @@ func TestRawTextReasoningAndUsage(t *testing.T) {
 		{`{"choices":[{"delta":{"reasoning":"hm"}}]}`, true, nil},
 		{`{"choices":[{"delta":{"reasoning_content":"hm"}}]}`, true, nil},
 		{`{"choices":[{"delta":{"role":"assistant","reasoning":null}}]}`, false, nil},
+		{`{"choices":[{"delta":{"reasoning":{"text":"hm"}}}]}`, true, nil},
+		{`{"choices":[{"delta":{"role":"assistant","reasoning":{ }}}]}`, false, nil},
 		{`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}`, false, &cloudreq.Usage{InputTokens: 3, OutputTokens: 2}},
 		{"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n", true, &cloudreq.Usage{InputTokens: 5, OutputTokens: 1}},
 		{`{"candidates":[{"content":{"parts":[{"text":"a"}]}}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":7}}`, true, &cloudreq.Usage{InputTokens: 4, OutputTokens: 7}},
