@@ -62,9 +62,10 @@
 // and requests, per second. A failed call is measured as far as its
 // timeline goes (a stream cut mid-way keeps its TTFT), but a Recorder
 // counts it as an error by code and keeps it out of the distributions.
-// Reports group requests by endpoint, class and start kind; failed requests
-// have no start kind and show as start=failed, and successes recorded
-// without one (a Sample built by hand, say) as start=unclassified.
+// Reports group requests by endpoint, class and start kind. Failed
+// requests have no start kind: a group without one shows as start=failed
+// when all of it failed, and as start=unclassified when it also holds
+// successes recorded without a verdict (a Sample built by hand, say).
 //
 // # Cold and warm starts (Classifier)
 //

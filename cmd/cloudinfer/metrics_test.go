@@ -108,7 +108,7 @@ func TestBenchExportsOTLPBesidePrometheus(t *testing.T) {
 	}))
 	defer recv.Close()
 	c := parse(t, "bench", "--time-scale", "0.05", "--requests", "10", "--quiet",
-		"--metrics-addr", freeAddr(t), "--otlp", recv.URL, "--out", filepath.Join(t.TempDir(), "r.json"))
+		"--metrics-addr", "127.0.0.1:0", "--otlp", recv.URL, "--out", filepath.Join(t.TempDir(), "r.json"))
 	require.NoError(t, c.Bench.run(context.Background(), io.Discard, nil))
 	mu.Lock()
 	defer mu.Unlock()
