@@ -69,8 +69,9 @@
 //
 // Each streamRawPredict message is one chunk of the HttpBody's bytes; Text
 // is extracted best effort from OpenAI-compatible, TGI and Vertex JSON or
-// SSE framing. A chunk read in one of those is content when it carries text
-// or reasoning ("reasoning", "reasoning_content"; a role-only or usage-only
+// SSE framing. A chunk read in one of those is content when it carries text,
+// reasoning ("reasoning", "reasoning_content") or a tool-call delta (a
+// role-only or usage-only
 // event is not, so TTFT skips it); a non-empty chunk in any other form is
 // content. The server's token usage is read from OpenAI "usage", Vertex
 // "usageMetadata" and TGI "details.generated_tokens"; without one, output

@@ -31,6 +31,7 @@ var rawPaths = []string{
 	pUsage:              "usage",
 	pReasoningContent:   "choices.0.delta.reasoning_content",
 	pReasoning:          "choices.0.delta.reasoning",
+	pToolCalls:          "choices.0.delta.tool_calls",
 	pPromptTokens:       "usage.prompt_tokens",
 	pCompletionTokens:   "usage.completion_tokens",
 	pUsageMetadata:      "usageMetadata",
@@ -57,6 +58,8 @@ const (
 	// Reasoning text: content that is not the answer's text.
 	pReasoningContent
 	pReasoning
+	// A tool-call delta: content too.
+	pToolCalls
 	// Token usage, as the server counted it.
 	pPromptTokens
 	pCompletionTokens
@@ -73,6 +76,7 @@ type rawChunk struct {
 	// "[DONE]"), so that its content is known: its text, or reasoning.
 	known     bool
 	reasoning bool
+	toolCalls bool
 	// usage is the server's token count, when the chunk carries one.
 	usage *cloudreq.Usage
 }
@@ -81,7 +85,7 @@ type rawChunk struct {
 // in no known dialect does when it is not empty.
 func (c rawChunk) content(data []byte) bool {
 	if c.known {
-		return c.text != "" || c.reasoning
+		return c.text != "" || c.reasoning || c.toolCalls
 	}
 	return len(data) > 0
 }
@@ -124,6 +128,7 @@ func rawText(data []byte) rawChunk {
 		}
 		out.known = out.known || ev.known
 		out.reasoning = out.reasoning || ev.reasoning
+		out.toolCalls = out.toolCalls || ev.toolCalls
 	}
 	out.text = sb.String()
 	return out
@@ -137,6 +142,7 @@ func eventText(b []byte) (out rawChunk) {
 	r := gjson.GetManyBytes(b, rawPaths...)
 	out.known = r[pChoices].Exists() || r[pToken].Exists() || r[pCandidates].Exists() || r[pUsage].Exists() || r[pUsageMetadata].Exists()
 	out.reasoning = given(r[pReasoningContent]) || given(r[pReasoning])
+	out.toolCalls = given(r[pToolCalls])
 	switch {
 	case r[pPromptTokens].Exists() || r[pCompletionTokens].Exists():
 		out.usage = &cloudreq.Usage{InputTokens: int(r[pPromptTokens].Int()), OutputTokens: int(r[pCompletionTokens].Int())}
@@ -177,10 +183,11 @@ func eventText(b []byte) (out rawChunk) {
 	return out
 }
 
-// given reports whether a reasoning member carries anything: not absent,
-// null, "" or an empty object (some servers send an object there).
+// given reports whether a reasoning or tool-call member carries anything:
+// not absent, null, "", an empty object (some servers send an object for
+// reasoning) or an empty array.
 func given(r gjson.Result) bool {
-	if r.IsObject() {
+	if r.IsObject() || r.IsArray() {
 		some := false
 		r.ForEach(func(_, _ gjson.Result) bool { some = true; return false })
 		return some

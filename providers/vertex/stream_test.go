@@ -451,6 +451,8 @@ func TestRawTextReasoningAndUsage(t *testing.T) {
 		usage   *cloudreq.Usage
 	}{
 		{`{"choices":[{"delta":{"reasoning":"hm"}}]}`, true, nil},
+		{`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}`, true, nil},
+		{`{"choices":[{"delta":{"tool_calls":[ ]}}]}`, false, nil},
 		{`{"choices":[{"delta":{"reasoning_content":"hm"}}]}`, true, nil},
 		{`{"choices":[{"delta":{"role":"assistant","reasoning":null}}]}`, false, nil},
 		{`{"choices":[{"delta":{"reasoning":{"text":"hm"}}}]}`, true, nil},
