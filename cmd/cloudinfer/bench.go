@@ -106,6 +106,9 @@ type benchCmd struct {
 	OTLP        string `name:"otlp" help:"Export spans and metrics over OTLP/HTTP to this endpoint." group:"Telemetry"`
 
 	abort <-chan struct{} // closed by a second interrupt
+	// metricsAt, when set, is told the Prometheus URL once it listens
+	// (tests listen on port 0 and learn the port here).
+	metricsAt func(url string)
 }
 
 // ReferenceModels are the default run's endpoints: the emulator's A10
@@ -638,6 +641,9 @@ func (e *environment) telemetry(ctx context.Context) error {
 		}
 		e.prom = p
 		fmt.Fprintf(os.Stderr, "metrics at %s\n", p.URL())
+		if c.metricsAt != nil {
+			c.metricsAt(p.URL())
+		}
 		var tp trace.TracerProvider // nil: the global one
 		if c.OTLP != "" {
 			tp = tracenoop.NewTracerProvider() // the OTLP Observer traces

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -19,24 +18,23 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// freeAddr returns a loopback address no one listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
 // TestBenchServesPrometheusDuringTheRun scrapes `cloudinfer bench
 // --metrics-addr` while the run goes, and finds the GenAI metrics there.
 func TestBenchServesPrometheusDuringTheRun(t *testing.T) {
-	addr := freeAddr(t)
 	c := parse(t, "bench", "--time-scale", "0.05", "--requests", "40", "--quiet",
-		"--metrics-addr", addr, "--out", filepath.Join(t.TempDir(), "r.json"))
+		"--metrics-addr", "127.0.0.1:0", "--out", filepath.Join(t.TempDir(), "r.json"))
+	urls := make(chan string, 1)
+	c.Bench.metricsAt = func(u string) { urls <- u }
 	done := make(chan error, 1)
 	go func() { done <- c.Bench.run(context.Background(), io.Discard, nil) }()
+	var url string
+	select {
+	case url = <-urls:
+	case err := <-done:
+		t.Fatalf("the run ended (err %v) before serving metrics", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("no metrics listener within 60 s")
+	}
 
 	want := []string{
 		"gen_ai_client_operation_duration_seconds_bucket",
@@ -55,7 +53,7 @@ func TestBenchServesPrometheusDuringTheRun(t *testing.T) {
 			t.Fatal("no metrics within 60 s")
 		case <-time.After(50 * time.Millisecond):
 		}
-		res, err := http.Get("http://" + addr + "/metrics")
+		res, err := http.Get(url)
 		if err != nil {
 			continue // not listening yet
 		}
