@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -103,6 +104,45 @@ func writeAzureServerlessError(w http.ResponseWriter, f Fault, name, msg string)
 		e.msg = msg
 	}
 	writeJSON(w, e.status, map[string]any{"status": e.status, "code": code, "message": e.msg, "detail": map[string]any{}})
+}
+
+// azureChatParams are the body members the model inference API defines
+// for chat completions; others are "extra parameters".
+var azureChatParams = map[string]bool{
+	"messages": true, "model": true, "stream": true, "max_tokens": true, "temperature": true,
+	"top_p": true, "stop": true, "frequency_penalty": true, "presence_penalty": true,
+	"response_format": true, "seed": true, "tools": true, "tool_choice": true,
+}
+
+// azureExtraParams returns the body's members the model inference API does
+// not define, sorted, when the request's extra-parameters header refuses
+// them: absent or "error" (the API's default); "drop" and "pass-through"
+// accept them. A body that is no JSON object has none (it fails parsing
+// later).
+func azureExtraParams(body []byte, mode string) []string {
+	if m := strings.ToLower(strings.TrimSpace(mode)); m == "drop" || m == "pass-through" {
+		return nil
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return nil
+	}
+	var extra []string
+	for k := range members {
+		if !azureChatParams[k] {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return extra
+}
+
+// writeAzureExtraParams answers a serverless chat request that carries
+// extra parameters the extra-parameters header does not accept.
+func writeAzureExtraParams(w http.ResponseWriter, extra []string) {
+	msg := fmt.Sprintf("Extra parameters %q are not allowed when extra-parameters is not set or set to be 'error'. Set extra-parameters to 'drop' or 'pass-through'.", extra)
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"status": http.StatusUnprocessableEntity,
+		"code": "parameter_not_supported", "message": msg, "detail": map[string]any{"extra_parameters": extra}})
 }
 
 // serveAzureML serves /azureml/{endpoint}/score and the serverless

@@ -137,3 +137,40 @@ func TestAzureMLHostRouting(t *testing.T) {
 	assert.Equal(t, 200, resp.StatusCode)
 	assert.Equal(t, "phi-3-mini", resp.Header.Get(HeaderEndpoint))
 }
+
+// TestAzureServerlessExtraParameters: the serverless chat route refuses
+// body members the model inference API does not define with 422
+// parameter_not_supported, unless extra-parameters says drop or
+// pass-through.
+func TestAzureServerlessExtraParameters(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 5})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pl := azurePipeline("any")
+	url := s.URL() + "/azureml/serverless/chat/completions?api-version=2024-05-01-preview"
+	body := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true,"stream_options":{"include_usage":true},"logit_bias":{}}`
+	resp, err := azureScore(ctx, t, pl, url, body, nil)
+	var re *azcore.ResponseError
+	require.True(t, errors.As(err, &re), "%T %v", err, err)
+	assert.Equal(t, 422, re.StatusCode)
+	var e struct {
+		Status int    `json:"status"`
+		Code   string `json:"code"`
+		Detail struct {
+			Extra []string `json:"extra_parameters"`
+		} `json:"detail"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, 422, e.Status)
+	assert.Equal(t, "parameter_not_supported", e.Code)
+	assert.Equal(t, []string{"logit_bias", "stream_options"}, e.Detail.Extra)
+
+	for _, mode := range []string{"drop", "pass-through"} {
+		resp, err = azureScore(ctx, t, pl, url, body, map[string]string{"extra-parameters": mode})
+		require.NoError(t, err, mode)
+		events := readSSE(t, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		assert.Equal(t, "[DONE]", events[len(events)-1], mode)
+	}
+}

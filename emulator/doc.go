@@ -127,6 +127,10 @@
 // ErrorCode. Azure ML bodies are {"error":{"code","message"}} except 424
 // ({"message"} plus the ms-azureml-model-error-statuscode and -reason
 // headers); serverless chat errors are flat {"status","code","message","detail"}.
+// Serverless chat refuses body members the model inference API does not
+// define (stream_options, logit_bias, …) with 422 parameter_not_supported,
+// as the API does by default, unless the extra-parameters header is "drop"
+// or "pass-through".
 // Vertex REST errors are google.rpc.Status JSON with ErrorInfo (domain
 // aiplatform.googleapis.com) details; PAI-EAS bodies are plain text
 // ("Authorization Failed", "request is discarded because the queue is full").

@@ -135,6 +135,14 @@ func (s *Server) serveOpenAIGen(w http.ResponseWriter, r *http.Request, ep *endp
 		fail(FaultInvalid, "", perr.Error())
 		return
 	}
+	if prov == AzureML {
+		// The model inference API refuses members it does not define,
+		// unless told to drop or pass them.
+		if extra := azureExtraParams(body, r.Header.Get("extra-parameters")); len(extra) > 0 {
+			writeAzureExtraParams(w, extra)
+			return
+		}
+	}
 	if ep == nil {
 		if gen.model == "" {
 			fail(FaultInvalid, "", "field \"model\" is required")
