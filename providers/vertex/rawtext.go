@@ -16,33 +16,28 @@ import (
 // native {"token":{"text","special"}}, and Vertex's own
 // GenerateContentResponse. gjson reads them in one pass without decoding
 // the whole event, which keeps the per-chunk cost (it runs before the
-// chunk's arrival is stamped) small. The indexes below name them.
+// chunk's arrival is stamped) small; members read only now and then (a
+// delta's reasoning, the usage of a final chunk) are read from these
+// results when present, without another pass. The indexes below name them.
 var rawPaths = []string{
-	pDeltaContent:       "choices.0.delta.content",
-	pText:               "choices.0.text",
-	pFinish:             "choices.0.finish_reason",
-	pTokenText:          "token.text",
-	pTokenSpecial:       "token.special",
-	pParts:              "candidates.0.content.parts.#.text",
-	pCandidateFinish:    "candidates.0.finishReason",
-	pChoices:            "choices",
-	pToken:              "token",
-	pCandidates:         "candidates",
-	pUsage:              "usage",
-	pReasoningContent:   "choices.0.delta.reasoning_content",
-	pReasoning:          "choices.0.delta.reasoning",
-	pToolCalls:          "choices.0.delta.tool_calls",
-	pPromptTokens:       "usage.prompt_tokens",
-	pCompletionTokens:   "usage.completion_tokens",
-	pUsageMetadata:      "usageMetadata",
-	pPromptTokenCount:   "usageMetadata.promptTokenCount",
-	pCandidateTokens:    "usageMetadata.candidatesTokenCount",
-	pTGIGeneratedTokens: "details.generated_tokens",
+	pDelta:           "choices.0.delta",
+	pText:            "choices.0.text",
+	pFinish:          "choices.0.finish_reason",
+	pTokenText:       "token.text",
+	pTokenSpecial:    "token.special",
+	pParts:           "candidates.0.content.parts.#.text",
+	pCandidateFinish: "candidates.0.finishReason",
+	pChoices:         "choices",
+	pToken:           "token",
+	pCandidates:      "candidates",
+	pUsage:           "usage",
+	pUsageMetadata:   "usageMetadata",
+	pDetails:         "details",
 }
 
 // Indexes into rawPaths.
 const (
-	pDeltaContent = iota
+	pDelta = iota
 	pText
 	pFinish
 	pTokenText
@@ -55,18 +50,9 @@ const (
 	pToken
 	pCandidates
 	pUsage
-	// Reasoning text: content that is not the answer's text.
-	pReasoningContent
-	pReasoning
-	// A tool-call delta: content too.
-	pToolCalls
-	// Token usage, as the server counted it.
-	pPromptTokens
-	pCompletionTokens
 	pUsageMetadata
-	pPromptTokenCount
-	pCandidateTokens
-	pTGIGeneratedTokens
+	// TGI's final event: its generated_tokens are the output's usage.
+	pDetails
 )
 
 // rawChunk is what rawText reads of one streamRawPredict chunk.
@@ -141,19 +127,10 @@ func eventText(b []byte) (out rawChunk) {
 	}
 	r := gjson.GetManyBytes(b, rawPaths...)
 	out.known = r[pChoices].Exists() || r[pToken].Exists() || r[pCandidates].Exists() || r[pUsage].Exists() || r[pUsageMetadata].Exists()
-	out.reasoning = given(r[pReasoningContent]) || given(r[pReasoning])
-	out.toolCalls = given(r[pToolCalls])
-	switch {
-	case r[pPromptTokens].Exists() || r[pCompletionTokens].Exists():
-		out.usage = &cloudreq.Usage{InputTokens: int(r[pPromptTokens].Int()), OutputTokens: int(r[pCompletionTokens].Int())}
-	case r[pPromptTokenCount].Exists() || r[pCandidateTokens].Exists():
-		out.usage = &cloudreq.Usage{InputTokens: int(r[pPromptTokenCount].Int()), OutputTokens: int(r[pCandidateTokens].Int())}
-	case r[pTGIGeneratedTokens].Exists():
-		out.usage = &cloudreq.Usage{OutputTokens: int(r[pTGIGeneratedTokens].Int())}
-	}
-	switch {
-	case r[pDeltaContent].Exists() || r[pText].Exists() || r[pFinish].Exists():
-		out.text = r[pDeltaContent].String() + r[pText].String()
+	out.usage = rawUsage(r[pUsage], r[pUsageMetadata], r[pDetails])
+	switch content := r[pDelta].Get("content"); {
+	case content.Exists() || r[pText].Exists() || r[pFinish].Exists():
+		out.text = content.String() + r[pText].String()
 		if r[pFinish].Type == gjson.String {
 			out.finish = r[pFinish].String()
 		}
@@ -180,7 +157,36 @@ func eventText(b []byte) (out rawChunk) {
 			}
 		}
 	}
+	if d := r[pDelta]; out.text == "" && d.IsObject() {
+		// Reasoning and tool-call deltas are content without text; the
+		// delta is small, so reading it again costs little.
+		out.reasoning = given(d.Get("reasoning_content")) || given(d.Get("reasoning"))
+		out.toolCalls = given(d.Get("tool_calls"))
+	}
 	return out
+}
+
+// rawUsage reads the server's token usage, in whichever dialect the event
+// reports it: OpenAI "usage", Vertex "usageMetadata" or TGI's final
+// "details"; nil when it reports none.
+func rawUsage(usage, metadata, details gjson.Result) *cloudreq.Usage {
+	switch {
+	case usage.IsObject():
+		in, outTok := usage.Get("prompt_tokens"), usage.Get("completion_tokens")
+		if in.Exists() || outTok.Exists() {
+			return &cloudreq.Usage{InputTokens: int(in.Int()), OutputTokens: int(outTok.Int())}
+		}
+	case metadata.IsObject():
+		in, outTok := metadata.Get("promptTokenCount"), metadata.Get("candidatesTokenCount")
+		if in.Exists() || outTok.Exists() {
+			return &cloudreq.Usage{InputTokens: int(in.Int()), OutputTokens: int(outTok.Int())}
+		}
+	case details.IsObject():
+		if n := details.Get("generated_tokens"); n.Exists() {
+			return &cloudreq.Usage{OutputTokens: int(n.Int())}
+		}
+	}
+	return nil
 }
 
 // given reports whether a reasoning or tool-call member carries anything:
