@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"slices"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/nilerr"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
@@ -58,10 +58,10 @@ var _ cloudreq.Observer = (*Observer)(nil)
 
 // New returns an Observer that records with the providers in opts.
 func New(opts Options) (*Observer, error) {
-	if isNil(opts.TracerProvider) {
+	if nilerr.Value(opts.TracerProvider) {
 		opts.TracerProvider = otel.GetTracerProvider()
 	}
-	if isNil(opts.MeterProvider) {
+	if nilerr.Value(opts.MeterProvider) {
 		opts.MeterProvider = otel.GetMeterProvider()
 	}
 	o := &Observer{opts: opts}
@@ -84,17 +84,6 @@ func New(opts Options) (*Observer, error) {
 		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "telemetry: cannot create instruments: "+err.Error())
 	}
 	return o, nil
-}
-
-// isNil reports whether v is nil or a nil pointer in an interface (an
-// unset *sdktrace.TracerProvider field given as a provider), whose methods
-// would panic.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // WithObserver returns a cloudreq option function that adds obs to the

@@ -11,13 +11,18 @@ import "reflect"
 
 // Is reports whether err is nil, or a nil pointer, map, slice, channel or
 // function in a non-nil error interface.
-func Is(err error) bool {
-	if err == nil {
+func Is(err error) bool { return Value(err) }
+
+// Value is Is for any interface value: a provider or handler held as an
+// interface whose dynamic value is a nil pointer (or map, slice, channel,
+// function) would panic when called, as a typed nil error does.
+func Value(v any) bool {
+	if v == nil {
 		return true
 	}
-	switch v := reflect.ValueOf(err); v.Kind() {
+	switch rv := reflect.ValueOf(v); rv.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
-		return v.IsNil()
+		return rv.IsNil()
 	}
 	return false
 }
