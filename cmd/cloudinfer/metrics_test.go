@@ -18,11 +18,20 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// TestBenchServesPrometheusDuringTheRun scrapes `cloudinfer bench
-// --metrics-addr` while the run goes, and finds the GenAI metrics there.
-func TestBenchServesPrometheusDuringTheRun(t *testing.T) {
-	c := parse(t, "bench", "--time-scale", "0.05", "--requests", "40", "--quiet",
-		"--metrics-addr", "127.0.0.1:0", "--out", filepath.Join(t.TempDir(), "r.json"))
+// promMetrics are the GenAI metrics a bench run serves to Prometheus.
+var promMetrics = []string{
+	"gen_ai_client_operation_duration_seconds_bucket",
+	"gen_ai_client_token_usage",
+	"gen_ai_client_operation_time_to_first_chunk_seconds",
+	"gen_ai_client_operation_time_per_output_chunk_seconds",
+}
+
+// scrapeDuring runs the parsed bench command c, which serves Prometheus on
+// port 0, and scrapes it while the run goes until every metric of
+// promMetrics is there; it returns the scrape once the run has ended
+// without error.
+func scrapeDuring(t *testing.T, c *cli) string {
+	t.Helper()
 	urls := make(chan string, 1)
 	c.Bench.metricsAt = func(u string) { urls <- u }
 	done := make(chan error, 1)
@@ -34,13 +43,6 @@ func TestBenchServesPrometheusDuringTheRun(t *testing.T) {
 		t.Fatalf("the run ended (err %v) before serving metrics", err)
 	case <-time.After(60 * time.Second):
 		t.Fatal("no metrics listener within 60 s")
-	}
-
-	want := []string{
-		"gen_ai_client_operation_duration_seconds_bucket",
-		"gen_ai_client_token_usage",
-		"gen_ai_client_operation_time_to_first_chunk_seconds",
-		"gen_ai_client_operation_time_per_output_chunk_seconds",
 	}
 	var body string
 	found := false
@@ -61,17 +63,26 @@ func TestBenchServesPrometheusDuringTheRun(t *testing.T) {
 		res.Body.Close()
 		body = string(b)
 		found = true
-		for _, m := range want {
+		for _, m := range promMetrics {
 			found = found && strings.Contains(body, m)
 		}
 	}
-	assert.Contains(t, body, `gen_ai_provider_name="openai"`)
 	require.NoError(t, <-done)
+	return body
+}
+
+// TestBenchServesPrometheusDuringTheRun scrapes `cloudinfer bench
+// --metrics-addr` while the run goes, and finds the GenAI metrics there.
+func TestBenchServesPrometheusDuringTheRun(t *testing.T) {
+	c := parse(t, "bench", "--time-scale", "0.05", "--requests", "40", "--quiet",
+		"--metrics-addr", "127.0.0.1:0", "--out", filepath.Join(t.TempDir(), "r.json"))
+	body := scrapeDuring(t, c)
+	assert.Contains(t, body, `gen_ai_provider_name="openai"`)
 }
 
 // TestBenchExportsOTLPBesidePrometheus runs `cloudinfer bench` with both
-// --metrics-addr and --otlp: the OTLP endpoint gets the run's metrics as
-// well as its spans.
+// --metrics-addr and --otlp: Prometheus serves the run's metrics during
+// the run, and the OTLP endpoint gets them as well as its spans.
 func TestBenchExportsOTLPBesidePrometheus(t *testing.T) {
 	var mu sync.Mutex
 	metrics := map[string]bool{}
@@ -105,9 +116,9 @@ func TestBenchExportsOTLPBesidePrometheus(t *testing.T) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
 	defer recv.Close()
-	c := parse(t, "bench", "--time-scale", "0.05", "--requests", "10", "--quiet",
+	c := parse(t, "bench", "--time-scale", "0.05", "--requests", "40", "--quiet",
 		"--metrics-addr", "127.0.0.1:0", "--otlp", recv.URL, "--out", filepath.Join(t.TempDir(), "r.json"))
-	require.NoError(t, c.Bench.run(context.Background(), io.Discard, nil))
+	scrapeDuring(t, c) // Prometheus gets the metrics too
 	mu.Lock()
 	defer mu.Unlock()
 	assert.True(t, metrics["gen_ai.client.operation.duration"], "OTLP metrics: %v", metrics)
