@@ -23,6 +23,17 @@ import (
 // call it from one test at a time, never in parallel.
 func Run(t *testing.T, run func() error, clear []string, args ...string) string {
 	t.Helper()
+	out, err := RunErr(t, run, clear, args...)
+	if err != nil {
+		t.Fatalf("run: %v\noutput:\n%s", err, out)
+	}
+	return out
+}
+
+// RunErr is Run for a program whose failure is what the test checks: it
+// returns run's error beside the output instead of failing the test.
+func RunErr(t *testing.T, run func() error, clear []string, args ...string) (string, error) {
+	t.Helper()
 	for _, k := range clear {
 		t.Setenv(k, "")
 	}
@@ -45,10 +56,7 @@ func Run(t *testing.T, run func() error, clear []string, args ...string) string 
 	_ = w.Close()
 	<-copied
 	_ = r.Close()
-	if rerr != nil {
-		t.Fatalf("run: %v\noutput:\n%s", rerr, out.String())
-	}
-	return out.String()
+	return out.String(), rerr
 }
 
 // reportLines are the lines every example prints for a streamed response
