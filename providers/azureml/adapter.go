@@ -98,7 +98,8 @@ type Options struct {
 	// Anonymous sends no credential (local servers).
 	Anonymous bool
 	// API is the route (default APIScore); APIVersion the serverless
-	// api-version (default DefaultAPIVersion).
+	// api-version (default DefaultAPIVersion), sent on the chat route when
+	// the endpoint URL and Target.Path give none.
 	API        API
 	APIVersion string
 	// ScoreDialect is the generate body for /score (default ScoreMessages).
@@ -188,10 +189,10 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	a := &Adapter{opts: opts, cred: !opts.Anonymous}
 	a.client, a.own = httpadapter.Client(opts.HTTPClient)
 	if !strings.Contains(opts.EndpointURL, "{endpoint}") {
-		if _, err := a.checkRoot(opts.EndpointURL); err != nil {
+		if _, _, err := a.checkRoot(opts.EndpointURL); err != nil {
 			return nil, err
 		}
-	} else if _, err := a.checkRoot(strings.NewReplacer("{endpoint}", "x", "{region}", "r").Replace(opts.EndpointURL)); err != nil {
+	} else if _, _, err := a.checkRoot(strings.NewReplacer("{endpoint}", "x", "{region}", "r").Replace(opts.EndpointURL)); err != nil {
 		return nil, err
 	}
 
@@ -237,17 +238,19 @@ func invalid(format string, args ...any) *errcodes.Error {
 }
 
 // checkRoot validates an absolute root URL and the credential rule for it,
-// and returns it without a trailing slash.
-func (a *Adapter) checkRoot(raw string) (string, error) {
+// and returns it without user info, query, fragment or trailing slash, and
+// its raw query apart.
+func (a *Adapter) checkRoot(raw string) (root, query string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", invalid("%q is not an absolute http(s) URL", httpadapter.URLForMessage(raw))
+		return "", "", invalid("%q is not an absolute http(s) URL", httpadapter.URLForMessage(raw))
 	}
 	if u.Scheme == "http" && a.cred && !a.opts.AllowInsecureHTTP {
-		return "", invalid("refusing to send an Azure credential over plain http to %s; use https, set AllowInsecureHTTP for a local emulator, or Anonymous", u.Host)
+		return "", "", invalid("refusing to send an Azure credential over plain http to %s; use https, set AllowInsecureHTTP for a local emulator, or Anonymous", u.Host)
 	}
+	query = u.RawQuery
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return strings.TrimRight(u.String(), "/"), nil
+	return strings.TrimRight(u.String(), "/"), query, nil
 }
 
 // Describe implements cloudreq.Adapter.
@@ -289,14 +292,16 @@ func templateForMessage(t string) string {
 	return scheme + "://" + host
 }
 
-// url returns the request URL for r.
+// url returns the request URL for r. Its query is the endpoint URL's
+// followed by Target.Path's; the chat route's holds exactly one
+// api-version (see withAPIVersion).
 func (a *Adapter) url(r *cloudreq.CloudRequest) (string, error) {
 	ep := r.Target.Endpoint
-	var root string
+	var root, query string
 	var err error
 	switch {
 	case httpadapter.IsAbsoluteURL(ep):
-		root, err = a.checkRoot(ep)
+		root, query, err = a.checkRoot(ep)
 		root = strings.TrimSuffix(strings.TrimSuffix(root, "/score"), "/chat/completions")
 	case ep == "":
 		return "", invalid("Target.Endpoint (the endpoint name or URL) is required")
@@ -305,22 +310,55 @@ func (a *Adapter) url(r *cloudreq.CloudRequest) (string, error) {
 		if strings.Contains(tmpl, "{region}") && a.opts.Region == "" {
 			return "", invalid("Options.Region is required by the endpoint URL template %s", templateForMessage(tmpl))
 		}
-		root, err = a.checkRoot(strings.NewReplacer("{endpoint}", url.PathEscape(ep), "{region}", a.opts.Region).Replace(tmpl))
+		root, query, err = a.checkRoot(strings.NewReplacer("{endpoint}", url.PathEscape(ep), "{region}", a.opts.Region).Replace(tmpl))
 	}
 	if err != nil {
 		return "", err
 	}
-	p := r.Target.Path
+	p, _, _ := strings.Cut(r.Target.Path, "#")
 	switch {
 	case p != "":
 		if p[0] != '/' && p[0] != '?' {
 			p = "/" + p
 		}
-		return root + p, nil
 	case a.opts.API == APIChat:
-		return root + "/chat/completions?api-version=" + url.QueryEscape(a.opts.APIVersion), nil
+		p = "/chat/completions"
+	default:
+		p = "/score"
 	}
-	return root + "/score", nil
+	p, pathQuery, _ := strings.Cut(p, "?")
+	switch {
+	case query == "":
+		query = pathQuery
+	case pathQuery != "":
+		query += "&" + pathQuery
+	}
+	if a.opts.API == APIChat {
+		query = withAPIVersion(query, a.opts.APIVersion)
+	}
+	if query != "" {
+		p += "?" + query
+	}
+	return root + p, nil
+}
+
+// withAPIVersion returns the raw query q with exactly one api-version,
+// last: the last non-empty one q holds, as written, else v. Other
+// parameters are kept as written, in order.
+func withAPIVersion(q, v string) string {
+	version := "api-version=" + url.QueryEscape(v)
+	var keep []string
+	for _, kv := range strings.Split(q, "&") {
+		rawName, value, _ := strings.Cut(kv, "=")
+		switch name, err := url.QueryUnescape(rawName); {
+		case kv == "":
+		case err != nil || name != "api-version":
+			keep = append(keep, kv)
+		case value != "":
+			version = kv
+		}
+	}
+	return strings.Join(append(keep, version), "&")
 }
 
 // chatRoute reports whether r goes to a chat completions route: APIChat,

@@ -314,3 +314,80 @@ func TestRegionErrorHidesTemplateSecrets(t *testing.T) {
 	}
 	assert.Equal(t, "{endpoint}.example", templateForMessage("{endpoint}.example?key=k"))
 }
+
+// TestURLQueries: the serverless chat route always carries exactly one
+// api-version — Target.Path's, else the endpoint URL's, else
+// Options.APIVersion — and keeps the caller's other query parameters;
+// /score gets no api-version of its own.
+func TestURLQueries(t *testing.T) {
+	const (
+		serverless = "https://m.eastus2.models.ai.azure.com"
+		managed    = "https://ep.westeurope.inference.ml.azure.com"
+		def        = "api-version=" + DefaultAPIVersion
+	)
+	tests := []struct {
+		name       string
+		api        API
+		apiVersion string
+		target     cloudreq.Target
+		want       string
+	}{
+		{"chat name", APIChat, "", cloudreq.Target{Endpoint: "ep"}, managed + "/chat/completions?" + def},
+		{"chat absolute root", APIChat, "", cloudreq.Target{Endpoint: serverless}, serverless + "/chat/completions?" + def},
+		{"chat absolute route", APIChat, "", cloudreq.Target{Endpoint: serverless + "/chat/completions/"}, serverless + "/chat/completions?" + def},
+		{"chat absolute keeps api-version", APIChat, "", cloudreq.Target{Endpoint: serverless + "/chat/completions?api-version=2024-08-01-preview"},
+			serverless + "/chat/completions?api-version=2024-08-01-preview"},
+		{"chat absolute keeps other parameters", APIChat, "", cloudreq.Target{Endpoint: serverless + "?foo=a%26b&bar=1"},
+			serverless + "/chat/completions?foo=a%26b&bar=1&" + def},
+		{"chat absolute keeps both", APIChat, "2025-01-01", cloudreq.Target{Endpoint: serverless + "/chat/completions?foo=1&api-version=2024-08-01-preview#frag"},
+			serverless + "/chat/completions?foo=1&api-version=2024-08-01-preview"},
+		{"chat absolute empty api-version", APIChat, "", cloudreq.Target{Endpoint: serverless + "?api-version="}, serverless + "/chat/completions?" + def},
+		{"chat options api-version escaped", APIChat, "2024 05+x&y", cloudreq.Target{Endpoint: serverless}, serverless + "/chat/completions?api-version=2024+05%2Bx%26y"},
+		{"chat path", APIChat, "", cloudreq.Target{Endpoint: "ep", Path: "/v1/chat/completions"}, managed + "/v1/chat/completions?" + def},
+		{"chat path on absolute", APIChat, "2025-01-01", cloudreq.Target{Endpoint: serverless, Path: "chat/completions"}, serverless + "/chat/completions?api-version=2025-01-01"},
+		{"chat path keeps api-version", APIChat, "", cloudreq.Target{Endpoint: "ep", Path: "/chat/completions?api-version=2024-08-01-preview"},
+			managed + "/chat/completions?api-version=2024-08-01-preview"},
+		{"chat path keeps other parameters", APIChat, "", cloudreq.Target{Endpoint: "ep", Path: "chat/completions?foo=1"}, managed + "/chat/completions?foo=1&" + def},
+		{"chat path query only", APIChat, "", cloudreq.Target{Endpoint: serverless, Path: "?foo=1"}, serverless + "?foo=1&" + def},
+		{"chat path api-version wins", APIChat, "", cloudreq.Target{Endpoint: serverless + "?api-version=a&x=1", Path: "/chat/completions?api-version=b&y=2"},
+			serverless + "/chat/completions?x=1&y=2&api-version=b"},
+		{"chat duplicate api-version", APIChat, "", cloudreq.Target{Endpoint: serverless + "?api-version=a&x=1&api%2Dversion=b"},
+			serverless + "/chat/completions?x=1&api%2Dversion=b"},
+		{"score name", APIScore, "", cloudreq.Target{Endpoint: "ep"}, managed + "/score"},
+		{"score absolute keeps parameters", APIScore, "", cloudreq.Target{Endpoint: managed + "/score?foo=1"}, managed + "/score?foo=1"},
+		{"score path keeps parameters", APIScore, "", cloudreq.Target{Endpoint: "ep", Path: "/score?verbose"}, managed + "/score?verbose"},
+		{"score chat path", APIScore, "", cloudreq.Target{Endpoint: "ep", Path: "/v1/chat/completions"}, managed + "/v1/chat/completions"},
+		{"score both queries", APIScore, "", cloudreq.Target{Endpoint: managed + "?a=1", Path: "/score?b=2"}, managed + "/score?a=1&b=2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := New(Options{Region: "westeurope", API: tt.api, APIVersion: tt.apiVersion})
+			require.NoError(t, err)
+			got, err := a.url(&cloudreq.CloudRequest{Target: tt.target})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestTemplateQuery: the query of Options.EndpointURL is kept.
+func TestTemplateQuery(t *testing.T) {
+	a, err := New(Options{EndpointURL: "https://{endpoint}.example/x?sig=1", API: APIChat})
+	require.NoError(t, err)
+	got, err := a.url(&cloudreq.CloudRequest{Target: cloudreq.Target{Endpoint: "ep"}})
+	require.NoError(t, err)
+	assert.Equal(t, "https://ep.example/x/chat/completions?sig=1&api-version="+DefaultAPIVersion, got)
+}
+
+// TestChatAPIPathQuery: a custom chat path and its query reach the server
+// with the api-version added.
+func TestChatAPIPathQuery(t *testing.T) {
+	var s seen
+	a, _ := server(t, recorder(&s, 200, "application/json", chatReply), func(o *Options) { o.API = APIChat })
+	r := generateReq()
+	r.Target.Path = "/v1/chat/completions?foo=a%20b"
+	_, err := client(t, a).Invoke(ctx(t), r)
+	require.NoError(t, err)
+	assert.Equal(t, "/azureml/my-ep/v1/chat/completions", s.path)
+	assert.Equal(t, "foo=a%20b&api-version="+DefaultAPIVersion, s.query)
+}

@@ -9,9 +9,10 @@
 // The endpoint root is Options.EndpointURL with "{endpoint}" replaced by
 // Target.Endpoint (and "{region}" by Options.Region); by default
 // https://{endpoint}.{region}.inference.ml.azure.com. A Target.Endpoint that
-// is an https URL is the root itself (a trailing /score is dropped). Every
-// request carries Target.Variant as azureml-model-deployment (when set) and
-// CloudRequest.RequestID as x-ms-client-request-id.
+// is an http(s) URL is the root itself (a trailing /score or
+// /chat/completions is dropped). Every request carries Target.Variant as
+// azureml-model-deployment (when set) and CloudRequest.RequestID as
+// x-ms-client-request-id.
 //
 // Options.API picks the route:
 //
@@ -33,13 +34,21 @@
 //     [{"0":"…"}] or a JSON string.
 //   - APIChat: serverless / model-inference deployments, POST
 //     {root}/chat/completions?api-version=<Options.APIVersion>, OpenAI chat
-//     JSON, SSE when streaming. A generate stream's stream_options (unless
+//     JSON, SSE when streaming. The URL always carries exactly one
+//     api-version, last in its query: Target.Path's if its query has one,
+//     else the endpoint URL's, else Options.APIVersion (default
+//     DefaultAPIVersion); an empty one counts as none, and of several the
+//     last is kept. A generate stream's stream_options (unless
 //     Options.OmitStreamUsage) goes with the header "extra-parameters:
 //     drop": the model inference API defines no stream_options and, by
 //     default, refuses a body member it does not define with a 422. A
 //     caller's own extra-parameters header is kept.
 //
-// Target.Path, when set, replaces /score (or /chat/completions).
+// Target.Path, when set, replaces /score (or /chat/completions); a Path
+// that is only a query ("?a=b") leaves the root's path alone. The query of
+// the endpoint URL (an absolute Target.Endpoint or Options.EndpointURL) and
+// that of Target.Path are both sent, in that order, as written; /score gets
+// no api-version of its own (managed online endpoints take none).
 //
 // Streams are read as SSE when the server says text/event-stream: OpenAI
 // chunks for generate and for any request to a chat completions route
