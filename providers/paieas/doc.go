@@ -15,6 +15,12 @@
 //	                    "Authorization: EAS " + base64(HMAC-SHA1(token,
 //	                    "POST\n<md5hex>\napplication/octet-stream\n<Date>\n/api/predict/<service><path>"))
 //
+// The signature covers the Content-Type, and the EAS SDKs sign
+// application/octet-stream, so AuthSignature sends every body so labelled,
+// JSON included. An OpenAI-compatible image behind EAS may refuse a JSON
+// body labelled so (FastAPI-based servers answer 422); use AuthAuto or
+// AuthBearer for their /v1/… routes.
+//
 // Action invoke sends the caller's bytes as they are. Action generate
 // writes one of two dialects (Options.Dialect, or per request the
 // Attributes.Extra["dialect"]):
