@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
@@ -40,6 +41,27 @@ func TestAttemptsPerCode(t *testing.T) {
 		t.Run(string(code), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fake := failing(errcodes.New(code, "boom"))
+				_, err := client(t, fake).Invoke(context.Background(), req())
+				require.Error(t, err)
+				assert.Equal(t, code, errcodes.Of(err))
+				want := 1
+				if code.Retryable() {
+					want = cloudreq.DefaultMaxAttempts
+				}
+				assert.Len(t, fake.Calls(), want)
+			})
+		})
+	}
+}
+
+// TestBareCodeFromAdapter: an adapter error that carries a bare
+// errcodes.Code (errcodes.Throttled, or one wrapped with %w) keeps its
+// code and that code's retryability.
+func TestBareCodeFromAdapter(t *testing.T) {
+	for _, code := range errcodes.All {
+		t.Run(string(code), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Err: fmt.Errorf("adapter: %w", code)}}}
 				_, err := client(t, fake).Invoke(context.Background(), req())
 				require.Error(t, err)
 				assert.Equal(t, code, errcodes.Of(err))

@@ -360,7 +360,9 @@ func ForHTTPStatus(status int) Code {
 
 // FromTransport classifies an error that came from below the provider's
 // protocol: a context error, a network failure or a TLS verification
-// failure. An *Error is returned as it is. Connection failures (refused,
+// failure. An *Error is returned as it is, and an error carrying a bare
+// Code (errcodes.Throttled, or one wrapped with %w) gets that code and
+// its retryability. Connection failures (refused,
 // reset, unexpected EOF, network timeouts) are retryable; certificate
 // errors and refused TLS handshakes are not. The message never includes
 // URL query strings, which may carry credentials.
@@ -376,6 +378,10 @@ func FromTransport(err error) *Error {
 		return e
 	}
 	msg := transportMessage(err)
+	var c Code
+	if errors.As(err, &c) {
+		return Wrap(err, c, msg)
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return Wrap(err, Canceled, "canceled by caller")

@@ -150,6 +150,9 @@ func TestFromTransport(t *testing.T) {
 		{"canceled", context.Canceled, errcodes.Canceled, false},
 		{"other", errors.New("weird"), errcodes.Unknown, false},
 		{"unparsable url", &url.Error{Op: "Post", URL: "https://[::1/p?key=SECRET123&sig=SIG", Err: io.EOF}, errcodes.Unavailable, true},
+		{"bare code", errcodes.Throttled, errcodes.Throttled, true},
+		{"wrapped code", fmt.Errorf("adapter: %w", errcodes.NotFound), errcodes.NotFound, false},
+		{"code over transport", fmt.Errorf("%w: %w", errcodes.PermissionDenied, io.EOF), errcodes.PermissionDenied, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
