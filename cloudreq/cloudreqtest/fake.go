@@ -16,9 +16,20 @@ import (
 // Stream: Err fails the open; otherwise Chunks are yielded in order, then
 // StreamErr (or a clean end when it is nil).
 //
+// Err and StreamErr are returned as the adapter's error: an *errcodes.Error
+// (errcodes.New) fails with its code, Retryable and RetryAfter, and a bare
+// errcodes.Code (errcodes.Throttled) with its code and default
+// retryability; the client classifies any other error as a transport error
+// (io.ErrUnexpectedEOF is ERR_UNAVAILABLE, and ERR_STREAM_INTERRUPTED once
+// a chunk was read).
+//
 // As with a real transport, an attempt or a stream read whose context has
 // ended fails with the context's error, and a stream's Close makes a read
-// that waits return. Each attempt gets its own copy of Response.
+// that waits return. Each attempt gets its own copy of Response and of the
+// chunks' Data and Usage. The attempt reports to the client's timeline when
+// the request was written (as it starts) and when the answer began (after
+// Delay), so that a measured call has its server wait and, for a stream,
+// its first-token phase.
 type Outcome struct {
 	Response  *cloudreq.CloudResponse
 	Err       error
@@ -39,6 +50,8 @@ type Outcome struct {
 
 // Adapter is a fake cloudreq.Adapter, Streamer and Encoder. It plays
 // Outcomes in order, one per attempt; after the last, it repeats the last.
+// The order is that of the attempts as they reach the fake, whatever their
+// call: concurrent calls share it (Respond scripts each call apart).
 // With no Outcomes every attempt succeeds with status 200 and the request
 // body echoed. It records every attempt. Safe for concurrent use.
 type Adapter struct {
@@ -47,6 +60,13 @@ type Adapter struct {
 	// Actions defaults to invoke and generate.
 	Actions  []string
 	Outcomes []Outcome
+	// Respond, when set, chooses each attempt's Outcome instead of
+	// Outcomes, from what the attempt sent: to script concurrent calls
+	// each apart, or to answer by request. It is called from the calling
+	// goroutines, concurrently, with no lock held (it may call Calls),
+	// and must not modify the request. A panic in it fails the attempt,
+	// as an adapter's panic does: the client returns ERR_INTERNAL.
+	Respond func(Recorded) Outcome
 
 	mu    sync.Mutex
 	calls []Recorded
@@ -54,8 +74,14 @@ type Adapter struct {
 
 // Recorded is one attempt the fake saw.
 type Recorded struct {
+	// Request is the request as the adapter got it, after the client's
+	// PreSerialize hooks (Header holds the headers sent). It must not be
+	// modified.
 	Request *cloudreq.CloudRequest
-	Body    []byte
+	// Body is the payload sent: the request's Payload for ActionInvoke, or
+	// what Encode wrote for ActionGenerate.
+	Body []byte
+	// Attempt counts the call's attempts from 1.
 	Attempt int
 }
 
@@ -91,19 +117,35 @@ func (a *Adapter) Calls() []Recorded {
 	return append([]Recorded(nil), a.calls...)
 }
 
+// next records the attempt and returns its Outcome.
 func (a *Adapter) next(call *cloudreq.Call) (Outcome, error) {
 	body, err := io.ReadAll(call.Body())
 	if err != nil {
 		return Outcome{}, err
 	}
+	if call.Trace != nil {
+		call.Trace.WroteRequest(time.Now())
+	}
+	r := Recorded{Request: call.Request, Body: body, Attempt: call.Attempt}
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.calls = append(a.calls, Recorded{Request: call.Request, Body: body, Attempt: call.Attempt})
-	if len(a.Outcomes) == 0 {
+	a.calls = append(a.calls, r)
+	n := len(a.calls)
+	respond, outcomes := a.Respond, a.Outcomes
+	a.mu.Unlock()
+	switch {
+	case respond != nil:
+		return respond(r), nil
+	case len(outcomes) == 0:
 		return Outcome{Response: &cloudreq.CloudResponse{StatusCode: 200, Data: body}}, nil
 	}
-	i := min(len(a.calls), len(a.Outcomes)) - 1
-	return a.Outcomes[i], nil
+	return outcomes[min(n, len(outcomes))-1], nil
+}
+
+// answered reports to the attempt's trace that the answer began.
+func answered(call *cloudreq.Call) {
+	if call.Trace != nil {
+		call.Trace.FirstByte(time.Now())
+	}
 }
 
 // errClosed returns what a stream's read returns once the stream was
@@ -163,6 +205,7 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	if err := wait(ctx, nil, o.Delay, o.Block); err != nil {
 		return nil, err
 	}
+	answered(call)
 	if o.Err != nil {
 		return nil, o.Err
 	}
@@ -181,6 +224,7 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 	if err := wait(ctx, nil, o.Delay, o.BlockOpen); err != nil {
 		return nil, err
 	}
+	answered(call)
 	if o.Err != nil {
 		return nil, o.Err
 	}
@@ -209,6 +253,11 @@ func (s *stream) Next() (cloudreq.StreamChunk, error) {
 		}
 		c := s.o.Chunks[s.i]
 		s.i++
+		c.Data = slices.Clone(c.Data)
+		if c.Usage != nil {
+			u := *c.Usage
+			c.Usage = &u
+		}
 		return c, nil
 	}
 	if err := wait(s.ctx, s.closed, 0, s.o.Block); err != nil {
