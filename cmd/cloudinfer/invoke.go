@@ -5,12 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/cloudinfer/cloudinfer/bench"
 	"github.com/cloudinfer/cloudinfer/cloudreq"
@@ -19,29 +25,29 @@ import (
 )
 
 // invokeCmd is the `cloudinfer invoke` command: one request, its response,
-// its timeline and its start verdict. With no --url (and, for Vertex, no
-// --grpc-addr) it goes to the embedded emulator.
+// its timeline and its start verdict. With no --url, no --endpoint URL and,
+// for Vertex, no --grpc-addr, it goes to the embedded emulator.
 type invokeCmd struct {
-	Provider  string            `help:"Provider: aws, azure, gcp, alibaba or openai." default:"openai"`
-	Endpoint  string            `help:"Endpoint name (SageMaker, Azure ML, Vertex, PAI-EAS) or URL."`
-	Model     string            `help:"Model name (OpenAI-compatible servers; for the other providers the endpoint's name when --endpoint is not given)." default:"llama-3-8b"`
-	Variant   string            `help:"SageMaker production variant or Azure ML deployment."`
-	Path      string            `help:"Sub-path under the endpoint (PAI-EAS /v1/chat/completions, …)."`
-	URL       string            `help:"Base URL to send to (an emulator, a gateway, an OpenAI-compatible server)."`
-	GRPCAddr  string            `name:"grpc-addr" help:"Vertex gRPC address to dial instead of the cloud's."`
-	Region    string            `help:"AWS region."`
-	Project   string            `help:"Google Cloud project."`
-	Location  string            `help:"Google Cloud location."`
-	Prompt    string            `help:"Prompt for a generate request." default:"Say hello."`
-	MaxTokens int               `name:"max-tokens" help:"Output token limit for generate." default:"64"`
-	Body      string            `help:"File whose bytes are sent as they are (action invoke) instead of a prompt." type:"existingfile"`
-	Type      string            `help:"Content type of --body." default:"application/json"`
-	Stream    bool              `help:"Stream the response and print chunks as they arrive."`
-	Header    map[string]string `help:"Extra request header (repeatable), e.g. -H X-Emulator-Inject=throttle." short:"H"`
-	Network   string            `help:"Impair the connection, e.g. \"delay=20ms,jitter=2ms\" (see go doc ./impair)." placeholder:"SPEC"`
-	Retries   int               `help:"Retries after the first attempt." default:"2"`
-	Timeout   time.Duration     `help:"Overall deadline of the call." default:"60s"`
-	TimeScale float64           `name:"time-scale" help:"Embedded emulator time scale." default:"1"`
+	Provider  string        `help:"Provider: aws, azure, gcp, alibaba or openai." default:"openai"`
+	Endpoint  string        `help:"Endpoint name (SageMaker, Azure ML, Vertex, PAI-EAS), or the URL of an Azure ML endpoint, a PAI-EAS service or an OpenAI-compatible server (which it then goes to)."`
+	Model     string        `help:"Model name (OpenAI-compatible servers; for the other providers the endpoint's name when --endpoint is not given)." default:"llama-3-8b"`
+	Variant   string        `help:"SageMaker production variant or Azure ML deployment."`
+	Path      string        `help:"Sub-path under the endpoint (PAI-EAS /v1/chat/completions, …)."`
+	URL       string        `help:"Base URL to send to (a cloud's, an emulator, a gateway, an OpenAI-compatible server); with none, nor an --endpoint URL or a --grpc-addr, the request goes to the embedded emulator."`
+	GRPCAddr  string        `name:"grpc-addr" help:"Vertex gRPC address to dial instead of the embedded emulator."`
+	Region    string        `help:"AWS region."`
+	Project   string        `help:"Google Cloud project."`
+	Location  string        `help:"Google Cloud location."`
+	Prompt    string        `help:"Prompt for a generate request." default:"Say hello."`
+	MaxTokens int           `name:"max-tokens" help:"Output token limit for generate (0: the server's default)." default:"64"`
+	Body      string        `help:"File whose bytes are sent as they are (action invoke) instead of a prompt." type:"existingfile"`
+	Type      string        `help:"Content type of --body." default:"application/json"`
+	Stream    bool          `help:"Stream the response and print chunks as they arrive."`
+	Header    headerFlag    `help:"Extra request header, \"Name=value\" or \"Name: value\" (repeat -H for more), e.g. -H X-Emulator-Inject=throttle." short:"H" placeholder:"NAME=VALUE"`
+	Network   string        `help:"Impair the connection, e.g. \"delay=20ms,jitter=2ms\" (see go doc ./impair)." placeholder:"SPEC"`
+	Retries   int           `help:"Retries after the first attempt." default:"2"`
+	Timeout   time.Duration `help:"Overall deadline of the call (0: none)." default:"60s"`
+	TimeScale float64       `name:"time-scale" help:"Embedded emulator time scale (0 means 1)." default:"1"`
 }
 
 // Run sends the request and prints what happened.
@@ -52,6 +58,9 @@ func (c *invokeCmd) Run() error {
 }
 
 func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	t := bench.Target{
 		Provider: c.Provider, Endpoint: c.Endpoint, Model: c.Model, Variant: c.Variant, Path: c.Path,
 		URL: c.URL, GRPCAddr: c.GRPCAddr, Region: c.Region, Project: c.Project, Location: c.Location,
@@ -71,6 +80,9 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 		return invokeError(err)
 	}
 	t = plan.Targets[0]
+	if err := endpointURL(&t); err != nil {
+		return err
+	}
 
 	env := &environment{cmd: &benchCmd{TimeScale: c.TimeScale, Seed: 1, Retries: c.Retries, Timeout: c.Timeout}, plan: plan}
 	defer env.close()
@@ -78,7 +90,7 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 		if err := env.startEmulator(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "embedded emulator at %s (time scale %g)\n", env.emu.URL(), c.TimeScale)
+		fmt.Fprintf(w, "embedded emulator at %s (time scale %g)\n", env.emu.URL(), env.emu.TimeScale())
 	}
 	client, err := env.connect(ctx, &t)
 	if err != nil {
@@ -86,12 +98,14 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 	}
 	defer client.Close()
 	req := t.Request()
+	var n attemptCounter
+	count := func(o *cloudreq.Options) { o.Observers = append(o.Observers, &n) }
 
 	var resp *cloudreq.CloudResponse
 	if c.Stream {
-		s, err := client.Stream(ctx, req)
+		s, err := client.Stream(ctx, req, count)
 		if err != nil {
-			return describe(err)
+			return describe(err, n.n.Load())
 		}
 		defer s.Close()
 		for s.Next() {
@@ -104,13 +118,13 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 		if err := s.Err(); err != nil {
-			return describe(err)
+			return describe(err, n.n.Load())
 		}
 		resp = s.Response()
 	} else {
-		resp, err = client.Invoke(ctx, req)
+		resp, err = client.Invoke(ctx, req, count)
 		if err != nil {
-			return describe(err)
+			return describe(err, n.n.Load())
 		}
 		if resp.Text != "" {
 			fmt.Fprintln(w, resp.Text)
@@ -122,10 +136,120 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-// describe turns a call's error into the command's error, with its code.
-func describe(err error) error {
+// check refuses what the flags cannot mean: a negative count or duration
+// (which would be read as "none") and an empty prompt (which the plan
+// would replace by a generated one).
+func (c *invokeCmd) check() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"--retries", float64(c.Retries)}, {"--timeout", float64(c.Timeout)},
+		{"--time-scale", c.TimeScale}, {"--max-tokens", float64(c.MaxTokens)},
+	} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return errcodes.Errorf(errcodes.InvalidParam, "invoke: %s must not be negative (got %g)", f.name, f.v)
+		}
+	}
+	if c.Body == "" && strings.TrimSpace(c.Prompt) == "" {
+		return errcodes.New(errcodes.InvalidParam, "invoke: --prompt is empty (give some text, or --body FILE)")
+	}
+	return nil
+}
+
+// endpointURL makes an --endpoint that is a URL the target's server, as
+// --url would (the adapters of Azure ML, PAI-EAS and OpenAI-compatible
+// servers send to such an endpoint): no embedded emulator, and the
+// credentials and TLS rules of that server. SageMaker and Vertex address
+// endpoints by name only.
+func endpointURL(t *bench.Target) error {
+	lower := strings.ToLower(t.Endpoint)
+	if !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") {
+		return nil
+	}
+	switch t.Provider {
+	case cloudreq.ProviderAWS:
+		return errcodes.New(errcodes.InvalidParam, "invoke: --endpoint for aws takes an endpoint name, not a URL; give the server with --url")
+	case cloudreq.ProviderGCP:
+		return errcodes.New(errcodes.InvalidParam, "invoke: --endpoint for gcp takes an endpoint name, not a URL; give the server with --grpc-addr")
+	}
+	if t.URL != "" {
+		return nil
+	}
+	u, err := url.Parse(t.Endpoint)
+	if err != nil || u.Host == "" {
+		return errcodes.New(errcodes.InvalidParam, "invoke: --endpoint is neither an endpoint name nor a valid http(s) URL")
+	}
+	t.URL = u.Scheme + "://" + u.Host
+	return nil
+}
+
+// describe turns a call's error into the command's error, with its code
+// and the number of attempts made (0: none was).
+func describe(err error, attempts int32) error {
 	e := errcodes.As(err)
-	return fmt.Errorf("%s (retryable: %t)", e.Error(), e.Retryable)
+	switch attempts {
+	case 0:
+		return fmt.Errorf("%s (retryable: %t)", e.Error(), e.Retryable)
+	case 1:
+		return fmt.Errorf("%s (retryable: %t, after 1 attempt)", e.Error(), e.Retryable)
+	}
+	return fmt.Errorf("%s (retryable: %t, after %d attempts)", e.Error(), e.Retryable, attempts)
+}
+
+// attemptCounter is a cloudreq.Observer that counts a call's attempts.
+type attemptCounter struct{ n atomic.Int32 }
+
+func (a *attemptCounter) StartCall(ctx context.Context, _ *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
+	return ctx, a
+}
+
+func (a *attemptCounter) EndAttempt(latency.Attempt, *errcodes.Error) { a.n.Add(1) }
+
+func (a *attemptCounter) EndCall(*cloudreq.CloudResponse, *latency.Timeline, *errcodes.Error) {}
+
+// headerFlag is -H: one request header per flag, "Name=value" or
+// "Name: value", the value kept whole. Its errors never repeat the flag's
+// text, which may hold a credential.
+type headerFlag map[string]string
+
+// Decode implements kong.MapperValue.
+func (h *headerFlag) Decode(ctx *kong.DecodeContext) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("header", &s); err != nil {
+		return err
+	}
+	i := strings.IndexAny(s, "=:")
+	if i < 0 {
+		return errors.New(`want "Name=value" or "Name: value" (the flag's text is not repeated here)`)
+	}
+	name, value := strings.TrimSpace(s[:i]), strings.Trim(s[i+1:], " \t")
+	if !validHeaderName(name) {
+		return errors.New("the part before '=' or ':' is not a header name (letters, digits and !#$%&'*+-.^_`|~)")
+	}
+	if strings.ContainsFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+		return fmt.Errorf("the value of %s holds a control character (CR, LF, …)", name)
+	}
+	if *h == nil {
+		*h = headerFlag{}
+	}
+	(*h)[http.CanonicalHeaderKey(name)] = value
+	return nil
+}
+
+// validHeaderName reports whether s is an HTTP field name (RFC 9110 token).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9') || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 // printTiming writes the response's status, usage, start verdict and the
@@ -136,7 +260,7 @@ func printTiming(w io.Writer, resp *cloudreq.CloudResponse) {
 	if u := resp.Usage; u.Source == "" && u.InputTokens == 0 && u.OutputTokens == 0 {
 		fmt.Fprintf(w, "usage   unknown (the response reported none)\n")
 	} else {
-		fmt.Fprintf(w, "usage   in %d  out %d (%s)\n", u.InputTokens, u.OutputTokens, cmpOr(u.Source, "server"))
+		fmt.Fprintf(w, "usage   tokens in %d  out %d (%s)\n", u.InputTokens, u.OutputTokens, cmpOr(u.Source, "server"))
 	}
 	start := string(resp.Start.Kind) + " (" + string(resp.Start.Reason) + ")"
 	if resp.Start.ConnectionCold {

@@ -6,7 +6,8 @@
 //	cloudinfer report    render, compare or merge saved benchmark results
 //
 // It exits 0 on success, 1 when a command fails and 2 on a usage error (an
-// unknown flag, a value that does not parse), after the short usage line
+// unknown flag, a value that does not parse; for report, the wrong number
+// of files or flags that do not go together), after the short usage line
 // and the error; --help prints the full help.
 package main
 
@@ -58,8 +59,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := k.Run(); err != nil {
+		if ue := (usageError{}); errors.As(err, &ue) { // found by the command, not by kong
+			k.Stdout = stderr
+			_ = kong.DefaultShortHelpPrinter(kong.HelpOptions{}, k)
+			fmt.Fprintf(stderr, "cloudinfer: error: %v\n", err)
+			return exitUsage
+		}
 		fmt.Fprintf(stderr, "cloudinfer: error: %v\n", err)
 		return exitFailed
 	}
 	return 0
 }
+
+// usageError is a command's error about the shape of its command line (how
+// many arguments, which flags together): run exits with exitUsage after the
+// short usage, as for kong's own parse errors.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }

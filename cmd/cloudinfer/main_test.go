@@ -28,7 +28,10 @@ func TestExitStatuses(t *testing.T) {
 			[]string{"Usage: cloudinfer bench", `missing unit in duration "5"`}},
 		{"no command", nil, exitUsage, []string{`expected one of "bench"`}},
 		{"unknown flag", []string{"report", "--bogus", "x.json"}, exitUsage, []string{"unknown flag --bogus"}},
-		{"failed command", []string{"report", "--compare", "--merge", a, b}, exitFailed, []string{"cloudinfer: error:"}},
+		{"failed command", []string{"report", "--compare", a, b}, exitFailed,
+			[]string{"cloudinfer: error:", "a.json is not a cloudinfer bench result"}},
+		{"flags that do not go together", []string{"report", "--compare", "--merge", a, b}, exitUsage,
+			[]string{"Usage: cloudinfer report", "--compare or --merge, not both"}},
 		{"invoke's own words", []string{"invoke", "--provider", "nope"}, exitFailed,
 			[]string{`cloudinfer: error: ERR_INVALID_PARAM: invoke: provider "nope"`}},
 	} {
