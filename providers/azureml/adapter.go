@@ -231,8 +231,10 @@ func btoi(b bool) int {
 	return 0
 }
 
+// invalid returns an ERR_INVALID_PARAM error of provider azure (which its
+// text names: the message does not repeat it).
 func invalid(format string, args ...any) *errcodes.Error {
-	e := errcodes.Errorf(errcodes.InvalidParam, "azureml: "+format, args...)
+	e := errcodes.Errorf(errcodes.InvalidParam, format, args...)
 	e.Provider = cloudreq.ProviderAzure
 	return e
 }

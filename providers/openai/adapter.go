@@ -136,8 +136,10 @@ func (a *Adapter) checkBase(raw string) (base, query string, err error) {
 	return strings.TrimRight(u.String(), "/"), query, nil
 }
 
+// invalid returns an ERR_INVALID_PARAM error of provider openai (which its
+// text names: the message does not repeat it).
 func invalid(format string, args ...any) *errcodes.Error {
-	e := errcodes.Errorf(errcodes.InvalidParam, "openai: "+format, args...)
+	e := errcodes.Errorf(errcodes.InvalidParam, format, args...)
 	e.Provider = cloudreq.ProviderOpenAI
 	return e
 }

@@ -211,8 +211,10 @@ func (a *Adapter) checkURL(raw string) (string, error) {
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
+// invalid returns an ERR_INVALID_PARAM error of provider alibaba (which its
+// text names: the message does not repeat it).
 func invalid(format string, args ...any) *errcodes.Error {
-	e := errcodes.Errorf(errcodes.InvalidParam, "paieas: "+format, args...)
+	e := errcodes.Errorf(errcodes.InvalidParam, format, args...)
 	e.Provider = cloudreq.ProviderAlibaba
 	return e
 }

@@ -187,7 +187,7 @@ func decodeGenerate(body []byte, model string) (*aiplatformpb.GenerateContentReq
 
 // invalid returns an ERR_INVALID_PARAM error of provider gcp.
 func invalid(format string, args ...any) *errcodes.Error {
-	e := errcodes.Errorf(errcodes.InvalidParam, "vertex: "+format, args...)
+	e := errcodes.Errorf(errcodes.InvalidParam, format, args...)
 	e.Provider = cloudreq.ProviderGCP
 	return e
 }
