@@ -173,7 +173,7 @@ func (s *Server) serveAzureML(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, AzureML, http.MethodPost)
 		return
 	}
-	body, tooLarge, err := readBody(r)
+	body, tooLarge, err := s.readBody(w, r, maxBody)
 	if err != nil {
 		return
 	}

@@ -199,6 +199,27 @@
 // transport closes the connection under the response. No real endpoint
 // answers that fast; the planned TTFT includes the wait when it matters.
 //
+// # Slow and hostile clients
+//
+// The HTTP listener bounds what one client can hold:
+//
+//	headers        must arrive within 30 s and fit in 64 KiB (else 431)
+//	body           must arrive within Options.ReadBodyTimeout (default 30 s) of the headers, else a
+//	               plain-text 408 and the connection closes; a body that breaks off or whose chunked
+//	               encoding is broken gets 400 the same way
+//	body size      8 MiB (Vertex REST 1.5 MiB); a bigger body gets the provider's payload-too-large
+//	               answer (see Faults), at once and without 100 Continue when its Content-Length says
+//	               so, else when the limit is passed; the connection closes after it
+//	each write     must be taken by the client within Options.WriteStallTimeout (default 1 minute),
+//	               else the request ends (its Record says canceled, its slot is freed) and the
+//	               connection closes; a stream as a whole has no bound, however long it lasts
+//	idle           a kept-alive connection closes after 2 minutes without a request
+//
+// A client that goes away mid-request ends it at once: waits stop, the
+// slot is freed, and the Record says canceled. The two Options bounds are
+// real time (TimeScale does not change them); a negative value removes one.
+// gRPC request messages are limited to 8 MiB + 1 KiB.
+//
 // # Built-in profiles and endpoints
 //
 // With Options.Endpoints nil, one endpoint per built-in profile is served

@@ -42,6 +42,9 @@ func countTokens(n int) int { return (n + 3) / 4 }
 // provider's payload-too-large answer).
 const maxBody = 8 << 20
 
+// vertexMaxBody is the largest body Vertex AI's REST routes take.
+const vertexMaxBody = 1572864
+
 var errNotObject = errors.New("request body must be a JSON object")
 
 // decodeObject decodes body into v, requiring one JSON object.

@@ -110,7 +110,7 @@ func (s *Server) serveOpenAIGen(w http.ResponseWriter, r *http.Request, ep *endp
 		methodNotAllowed(w, prov, http.MethodPost)
 		return
 	}
-	body, tooLarge, err := readBody(r)
+	body, tooLarge, err := s.readBody(w, r, maxBody)
 	if err != nil {
 		return
 	}

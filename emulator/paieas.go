@@ -97,7 +97,7 @@ func (s *Server) servePAIEAS(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, PAIEAS, http.MethodPost)
 		return
 	}
-	body, tooLarge, err := readBody(r)
+	body, tooLarge, err := s.readBody(w, r, maxBody)
 	if err != nil {
 		return
 	}

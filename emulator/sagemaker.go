@@ -97,7 +97,7 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/endpoints/")
 	name, op, ok := strings.Cut(rest, "/")
 	reqID := s.uuid()
-	body, tooLarge, err := readBody(r)
+	body, tooLarge, err := s.readBody(w, r, maxBody)
 	if err != nil {
 		return
 	}

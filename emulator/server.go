@@ -10,8 +10,10 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +49,17 @@ type Options struct {
 	// per four CPUs, at least one; a negative value turns spinning off,
 	// leaving every wait to the runtime's timers.
 	SpinWaits int
+	// ReadBodyTimeout bounds how long a request's body may take to arrive,
+	// counted from when its headers were read (default 30 s; negative: no
+	// bound). A request whose body is not all in by then is answered 408
+	// and its connection closed. Real time: TimeScale does not change it.
+	ReadBodyTimeout time.Duration
+	// WriteStallTimeout bounds each write of a response: a client that
+	// takes none of the bytes written for this long has its response ended
+	// and its connection closed (default 1 minute; negative: no bound). It
+	// bounds each write, not the response: a stream lasts as long as its
+	// tokens. Real time: TimeScale does not change it.
+	WriteStallTimeout time.Duration
 }
 
 // Server is the emulator: one HTTP listener for every provider's REST
@@ -103,6 +116,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxRecords <= 0 {
 		opts.MaxRecords = 100000
+	}
+	if opts.ReadBodyTimeout == 0 {
+		opts.ReadBodyTimeout = defaultReadBodyTimeout
+	}
+	if opts.WriteStallTimeout == 0 {
+		opts.WriteStallTimeout = defaultWriteStallTimeout
 	}
 	if opts.Endpoints == nil {
 		opts.Endpoints = DefaultEndpoints()
@@ -180,10 +199,15 @@ func (s *Server) Start(httpAddr, grpcAddr string) error {
 	}
 	s.started = true
 	s.httpLn = ln
+	// No WriteTimeout: it bounds a whole response, so it would end the
+	// streams that outlast it; ServeHTTP bounds each write instead
+	// (Options.WriteStallTimeout). No ReadTimeout: ServeHTTP bounds a
+	// request's body from when its headers were read (Options.ReadBodyTimeout).
 	s.httpSrv = &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.serveDone.Add(1)
@@ -446,10 +470,27 @@ func (s *Server) lookup(name string, p Provider) *endpoint {
 //	GET  /metrics                                            vLLM-style Prometheus metrics
 //	GET  /emulator/requests, DELETE /emulator/requests       ground-truth records
 //	GET  /emulator/endpoints                                 served endpoints and profiles
+//
+// A request's body must arrive within Options.ReadBodyTimeout of its
+// headers, and each write of its answer must be taken by the client within
+// Options.WriteStallTimeout (see the package documentation).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A request arrives when its headers have been read: stamp it before
 	// the body is read and parsed, so that the injected TTFT starts there.
-	r = r.WithContext(context.WithValue(r.Context(), arrivalKey{}, time.Now()))
+	arrival := time.Now()
+	r = r.WithContext(context.WithValue(r.Context(), arrivalKey{}, arrival))
+	rc := http.NewResponseController(w)
+	if d := s.opts.ReadBodyTimeout; d > 0 && r.Body != nil && r.Body != http.NoBody {
+		// readBody lifts the deadline once the body is in; a body left
+		// unread keeps it, which bounds net/http's read of the rest after
+		// the answer.
+		_ = rc.SetReadDeadline(arrival.Add(d))
+	}
+	if d := s.opts.WriteStallTimeout; d > 0 {
+		sw := &stallWriter{ResponseWriter: w, rc: rc, timeout: d}
+		sw.arm()
+		w = sw
+	}
 	p := r.URL.Path
 	switch {
 	case strings.HasPrefix(p, "/endpoints/"):
@@ -507,17 +548,119 @@ func (s *Server) serveRecords(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readBody reads at most maxBody bytes; tooLarge says the body was bigger.
-func readBody(r *http.Request) (body []byte, tooLarge bool, err error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		return nil, false, err
-	}
-	if len(b) > maxBody {
+// readBody reads r's body, at most limit bytes. tooLarge says the body is
+// bigger (by its declared length, then none of it is read, or by what came):
+// the caller answers with the provider's payload-too-large error, after
+// which the connection is closed. A body that does not arrive within
+// Options.ReadBodyTimeout is answered 408, one that cannot be read (a broken
+// chunked encoding, a client gone) 400, both with the connection closed;
+// err then says why, and the caller returns. Once the whole body is in, the
+// read deadline ServeHTTP set is lifted: it bounds the body only.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, tooLarge bool, err error) {
+	rc := http.NewResponseController(w)
+	if r.ContentLength > limit {
+		// Answered before any read, so no 100 Continue goes out.
+		w.Header().Set("Connection", "close")
 		return nil, true, nil
 	}
+	// On the innermost writer, so that net/http learns the limit was hit
+	// and closes the connection after the answer without reading on.
+	b, err := io.ReadAll(http.MaxBytesReader(innermost(w), r.Body, limit))
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		w.Header().Set("Connection", "close")
+		// Whatever else the client sends is not read: net/http would
+		// otherwise read up to 256 KiB more of it after the answer.
+		_ = rc.SetReadDeadline(time.Now())
+		return nil, true, nil
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			refuseBody(w, http.StatusRequestTimeout, fmt.Sprintf("request body not received within %v", s.opts.ReadBodyTimeout))
+		} else {
+			refuseBody(w, http.StatusBadRequest, "request body could not be read: "+err.Error())
+		}
+		return nil, false, err
+	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return b, false, nil
 }
+
+// refuseBody answers status with a plain-text message to a request whose
+// body could not be read, and closes the connection as net/http closes one
+// whose request it did not read to the end: the answer, a FIN, then what
+// the client still sends read and dropped (lingerTimeout and
+// lingerMaxBytes at most) before the close. Closing with unread bytes
+// would send an RST, on which the client's TCP stack may drop the answer
+// before it is read.
+func refuseBody(w http.ResponseWriter, status int, msg string) {
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		http.Error(w, msg, status)
+		return
+	}
+	defer func() { _ = conn.Close() }()
+	msg += "\n"
+	h := w.Header().Clone()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set(headerContentLength, strconv.Itoa(len(msg)))
+	h.Set("Connection", "close")
+	_ = conn.SetDeadline(time.Now().Add(lingerTimeout))
+	_, _ = fmt.Fprintf(brw, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
+	_ = h.Write(brw)
+	_, _ = brw.WriteString("\r\n" + msg)
+	if brw.Flush() != nil {
+		return
+	}
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(conn, lingerMaxBytes))
+}
+
+// innermost returns the ResponseWriter that w wraps, through every Unwrap.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+// stallWriter sets the connection's write deadline to timeout from now
+// before each write and flush of a response, so that a client that takes
+// no bytes for that long fails the write (the request then ends and its
+// connection closes) while a stream may last as long as its tokens:
+// http.Server.WriteTimeout would instead bound the whole response.
+type stallWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+// arm sets the write deadline.
+func (w *stallWriter) arm() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) }
+
+// Write writes b to the response.
+func (w *stallWriter) Write(b []byte) (int, error) {
+	w.arm()
+	return w.ResponseWriter.Write(b)
+}
+
+// FlushError flushes the response, for http.ResponseController.
+func (w *stallWriter) FlushError() error {
+	w.arm()
+	return w.rc.Flush()
+}
+
+// Flush flushes the response, for http.Flusher.
+func (w *stallWriter) Flush() { _ = w.FlushError() }
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
@@ -535,3 +678,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func flush(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).Flush()
 }
+
+// Limits on HTTP clients (see the package documentation).
+const (
+	// readHeaderTimeout bounds the arrival of a request's headers.
+	readHeaderTimeout = 30 * time.Second
+	// idleTimeout is how long a kept-alive connection may wait for its next request.
+	idleTimeout = 2 * time.Minute
+	// maxHeaderBytes bounds a request's header block (net/http allows 4 KiB more).
+	maxHeaderBytes = 64 << 10
+	// lingerTimeout and lingerMaxBytes bound refuseBody's wait for the
+	// client to read its answer (net/http waits 500 ms, reading 256 KiB).
+	lingerTimeout  = 500 * time.Millisecond
+	lingerMaxBytes = 256 << 10
+	// defaultReadBodyTimeout is Options.ReadBodyTimeout's default.
+	defaultReadBodyTimeout = 30 * time.Second
+	// defaultWriteStallTimeout is Options.WriteStallTimeout's default.
+	defaultWriteStallTimeout = time.Minute
+)

@@ -64,7 +64,7 @@ func vertexErrorFor(f Fault, resource string) vertexErr {
 	case FaultTimeout:
 		return vertexErr{code: codes.DeadlineExceeded, msg: "Deadline exceeded while waiting for the model server."}
 	case FaultPayloadTooLarge:
-		return vertexErr{code: codes.InvalidArgument, reason: "PAYLOAD_TOO_LARGE", msg: "Request payload size exceeds the limit: 1572864 bytes."}
+		return vertexErr{code: codes.InvalidArgument, reason: "PAYLOAD_TOO_LARGE", msg: fmt.Sprintf("Request payload size exceeds the limit: %d bytes.", vertexMaxBody)}
 	}
 	return vertexErr{code: codes.Internal, msg: "Internal error encountered."}
 }
@@ -256,11 +256,11 @@ func (s *Server) serveVertexREST(w http.ResponseWriter, r *http.Request) {
 		writeVertexError(w, vertexErr{code: codes.NotFound, msg: "Method :" + t.method + " is not served by the emulator"})
 		return
 	}
-	body, tooLarge, err := readBody(r)
+	body, tooLarge, err := s.readBody(w, r, vertexMaxBody)
 	if err != nil {
 		return
 	}
-	if tooLarge || len(body) > 1572864 {
+	if tooLarge {
 		fail(FaultPayloadTooLarge, "")
 		return
 	}
