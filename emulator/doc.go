@@ -207,7 +207,7 @@
 //	body           must arrive within Options.ReadBodyTimeout (default 30 s) of the headers, else a
 //	               plain-text 408 and the connection closes; a body that breaks off or whose chunked
 //	               encoding is broken gets 400 the same way
-//	body size      8 MiB (Vertex REST 1.5 MiB); a bigger body gets the provider's payload-too-large
+//	body size      8 MiB (SageMaker 6 MiB, Vertex REST 1.5 MiB); a bigger body gets the provider's payload-too-large
 //	               answer (see Faults), at once and without 100 Continue when its Content-Length says
 //	               so, else when the limit is passed; the connection closes after it
 //	each write     must be taken by the client within Options.WriteStallTimeout (default 1 minute),

@@ -60,10 +60,13 @@ func sageMakerErrorFor(f Fault, name string) sageMakerErr {
 	case FaultTimeout:
 		return sageMakerErr{status: 424, typ: "ModelError", origStatus: 0, origMsg: "Your invocation timed out while waiting for a response from container primary. Review the latency metrics for each container in Amazon CloudWatch, resolve the issue, and try again."}
 	case FaultPayloadTooLarge:
-		return sageMakerErr{status: 413, typ: "ValidationError", msg: "Request payload size exceeds the maximum allowed size of 6291456 bytes"}
+		return sageMakerErr{status: 413, typ: "ValidationError", msg: fmt.Sprintf("Request payload size exceeds the maximum allowed size of %d bytes", sageMakerMaxBody)}
 	}
 	return sageMakerErr{status: 500, typ: "InternalFailure", msg: "An internal error occurred"}
 }
+
+// sageMakerMaxBody is the largest body InvokeEndpoint takes: 6 MB.
+const sageMakerMaxBody = 6 << 20
 
 func writeSageMakerError(w http.ResponseWriter, e sageMakerErr, name, reqID string) {
 	h := w.Header()
@@ -97,7 +100,7 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/endpoints/")
 	name, op, ok := strings.Cut(rest, "/")
 	reqID := s.uuid()
-	body, tooLarge, err := s.readBody(w, r, maxBody)
+	body, tooLarge, err := s.readBody(w, r, sageMakerMaxBody)
 	if err != nil {
 		return
 	}

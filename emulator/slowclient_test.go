@@ -350,3 +350,21 @@ func TestClientGoneMidStream(t *testing.T) {
 		gone(t)
 	})
 }
+
+// TestSageMakerPayloadLimit: SageMaker takes bodies of up to 6 MiB
+// (6291456 bytes, as its 413 message says) and refuses one byte more.
+func TestSageMakerPayloadLimit(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	for _, tc := range []struct {
+		size int
+		want int
+	}{{6 << 20, http.StatusOK}, {6<<20 + 1, http.StatusRequestEntityTooLarge}} {
+		body := `{"inputs":"` + strings.Repeat("x", tc.size-len(`{"inputs":"`)-len(`"}`)) + `"}`
+		require.Len(t, body, tc.size)
+		resp, err := http.Post(s.URL()+"/endpoints/llama-3-8b/invocations", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, tc.want, resp.StatusCode, "%d bytes: %s", tc.size, b)
+	}
+}
