@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
@@ -20,12 +21,16 @@ import (
 // for the schema). Profiles and endpoints are decoded one by one, so that
 // an error names the entry.
 type configFile struct {
-	TimeScale        float64           `json:"time_scale"`
-	Seed             uint64            `json:"seed"`
-	SpinWaits        int               `json:"spin_waits"`
-	BuiltinEndpoints bool              `json:"builtin_endpoints"`
-	Profiles         []json.RawMessage `json:"profiles"`
-	Endpoints        []json.RawMessage `json:"endpoints"`
+	TimeScale float64 `json:"time_scale"`
+	Seed      uint64  `json:"seed"`
+	SpinWaits int     `json:"spin_waits"`
+	// ReadBodyTimeoutMs and WriteStallTimeoutMs are Options'
+	// ReadBodyTimeout and WriteStallTimeout in milliseconds.
+	ReadBodyTimeoutMs   float64           `json:"read_body_timeout_ms"`
+	WriteStallTimeoutMs float64           `json:"write_stall_timeout_ms"`
+	BuiltinEndpoints    bool              `json:"builtin_endpoints"`
+	Profiles            []json.RawMessage `json:"profiles"`
+	Endpoints           []json.RawMessage `json:"endpoints"`
 }
 
 type endpointFile struct {
@@ -130,7 +135,8 @@ func ParseConfig(data []byte) (Options, error) {
 		defined[p.Name] = i
 		profiles[p.Name] = p
 	}
-	opts := Options{TimeScale: f.TimeScale, Seed: f.Seed, SpinWaits: f.SpinWaits}
+	opts := Options{TimeScale: f.TimeScale, Seed: f.Seed, SpinWaits: f.SpinWaits,
+		ReadBodyTimeout: msDuration(f.ReadBodyTimeoutMs), WriteStallTimeout: msDuration(f.WriteStallTimeoutMs)}
 	if f.BuiltinEndpoints || len(f.Endpoints) == 0 {
 		opts.Endpoints = DefaultEndpoints()
 	}
@@ -184,6 +190,10 @@ func configJSON(data []byte) ([]byte, error) {
 	}
 	return js, nil
 }
+
+// msDuration converts a config's milliseconds (finite: the YAML and JSON
+// readers refuse others) to a Duration.
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // nonFinite finds a NaN or infinite number in a decoded YAML tree and
 // returns its path (keys in sorted order, so the answer is stable).

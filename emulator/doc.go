@@ -245,6 +245,8 @@
 //	seed: 42                    # optional
 //	spin_waits: -1              # optional; see Options.SpinWaits (the CLI's --spin-waits wins)
 //	builtin_endpoints: false    # also serve the built-ins (default: only when no endpoints are listed)
+//	read_body_timeout_ms: 30000 # optional; Options.ReadBodyTimeout (negative: none; the CLI's --read-body-timeout wins)
+//	write_stall_timeout_ms: 60000 # optional; Options.WriteStallTimeout (negative: none; --write-stall-timeout wins)
 //	profiles:                   # optional named profiles
 //	  - name: fast-llama
 //	    base: llama-3-8b        # optional: start from a built-in or a profile defined above

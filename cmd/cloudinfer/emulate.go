@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cloudinfer/cloudinfer/emulator"
 )
@@ -23,6 +24,9 @@ type emulateCmd struct {
 	TimeScale *float64 `help:"Multiply every injected duration by this (default: the config's, else 1; 0 means 1)."`
 	Seed      *uint64  `help:"Seed of every random draw (default: the config's, else 0)."`
 	SpinWaits *int     `name:"spin-waits" help:"How many waits may spin on the clock at once so that tokens leave on time to the microsecond (default: the config's, else one per four CPUs; 0: that default; -1: none, timers only, up to about 1 ms late)."`
+	// The slow-client bounds (emulator.Options), in real time.
+	ReadBodyTimeout   *time.Duration `name:"read-body-timeout" help:"How long a request's body may take to arrive after its headers before a 408 (default: the config's, else 30s; negative: no bound)."`
+	WriteStallTimeout *time.Duration `name:"write-stall-timeout" help:"How long a client may take none of a response's bytes before the response is ended (default: the config's, else 1m; negative: no bound)."`
 }
 
 // Run runs the command.
@@ -69,6 +73,12 @@ func (c *emulateCmd) options() (emulator.Options, error) {
 	}
 	if c.SpinWaits != nil {
 		opts.SpinWaits = *c.SpinWaits
+	}
+	if c.ReadBodyTimeout != nil {
+		opts.ReadBodyTimeout = *c.ReadBodyTimeout
+	}
+	if c.WriteStallTimeout != nil {
+		opts.WriteStallTimeout = *c.WriteStallTimeout
 	}
 	return opts, nil
 }

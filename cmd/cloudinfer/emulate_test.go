@@ -91,3 +91,27 @@ func TestEmulateFlagsOverrideTheConfig(t *testing.T) {
 		t.Errorf("with zero flags: time scale %g, seed %d, spin waits %d; want 0, 0, 0", opts.TimeScale, opts.Seed, opts.SpinWaits)
 	}
 }
+
+// TestEmulateClientBounds: the slow-client bounds come from the config's
+// read_body_timeout_ms and write_stall_timeout_ms, and the flags win.
+func TestEmulateClientBounds(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "emu.yaml")
+	if err := os.WriteFile(cfg, []byte("read_body_timeout_ms: 1500\nwrite_stall_timeout_ms: -1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := parse(t, "emulate", "--config", cfg)
+	opts, err := c.Emulate.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.ReadBodyTimeout != 1500*time.Millisecond || opts.WriteStallTimeout >= 0 {
+		t.Errorf("from the config: read body %v, write stall %v; want 1.5s and negative (off)", opts.ReadBodyTimeout, opts.WriteStallTimeout)
+	}
+	c = parse(t, "emulate", "--config", cfg, "--read-body-timeout", "5s", "--write-stall-timeout", "2m")
+	if opts, err = c.Emulate.options(); err != nil {
+		t.Fatal(err)
+	}
+	if opts.ReadBodyTimeout != 5*time.Second || opts.WriteStallTimeout != 2*time.Minute {
+		t.Errorf("with flags: read body %v, write stall %v; want 5s, 2m0s", opts.ReadBodyTimeout, opts.WriteStallTimeout)
+	}
+}
