@@ -73,7 +73,8 @@ func Decode(data []byte) (Result, error) {
 // decoder decodes bodies one after the other, reusing its buffers so that
 // a streamed chunk costs few allocations.
 type decoder struct {
-	w wireBody
+	w    wireBody
+	text []byte // the fast path's text, reused
 }
 
 func (d *decoder) decode(data []byte) (Result, error) {
@@ -88,6 +89,15 @@ func (d *decoder) decode(data []byte) (Result, error) {
 			return Result{Error: &eb}, nil
 		}
 	}
+	if r, ok := d.fast(data); ok {
+		return r, nil
+	}
+	return d.slow(data)
+}
+
+// slow decodes data with encoding/json. It is the reference for fast, and
+// decodes every body that fast declines: its errors are encoding/json's.
+func (d *decoder) slow(data []byte) (Result, error) {
 	clear(d.w.Choices[:cap(d.w.Choices)])
 	d.w.Choices, d.w.Usage = d.w.Choices[:0], nil
 	if err := json.Unmarshal(data, &d.w); err != nil {
