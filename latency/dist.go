@@ -234,8 +234,9 @@ func sampleSD(n uint64, sum, sumSq wide, scale float64) float64 {
 }
 
 // Quantile returns the value at quantile q (0 ≤ q ≤ 1) within the sketch's
-// 1% relative accuracy, clamped to the exact [Min, Max]; quantiles 0 and 1
-// are the exact Min and Max. It is 0 when d is empty or q out of range.
+// 1% relative accuracy, rounded to an integer as the values are (so exact
+// below 50: token counts), clamped to the exact [Min, Max]; quantiles 0
+// and 1 are the exact Min and Max. It is 0 when d is empty or q out of range.
 //
 // Quantiles are nearest-rank: the q-quantile of n values is the one of
 // rank ⌈q·n⌉ (the smallest value with at least a fraction q of the values
@@ -256,7 +257,9 @@ func (d *Dist) Quantile(q float64) float64 {
 	if r == d.n-1 {
 		return float64(d.max)
 	}
-	v := valueAtRank(d.sketch, float64(r))
+	// The values are integers, so the quantile is one: below 50 the
+	// sketch's 1% is under a half, and rounding makes it exact.
+	v := math.Round(valueAtRank(d.sketch, float64(r)))
 	return math.Min(math.Max(v, float64(d.min)), float64(d.max))
 }
 

@@ -82,6 +82,32 @@ func TestDistExactMoments(t *testing.T) {
 	assert.Equal(t, Stats{}, none.Stats())
 }
 
+// TestDistQuantilesOfSmallCounts: values are integers, so a quantile is
+// one too; below 50 the sketch's 1% is under a half and the quantile is
+// exact (token counts: a p50 of 52 tokens, not 51.9).
+func TestDistQuantilesOfSmallCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var d Dist
+	vals := make([]float64, 0, 500)
+	for range 500 {
+		v := 1 + rng.Int64N(49)
+		d.Add(v)
+		vals = append(vals, float64(v))
+	}
+	slices.Sort(vals)
+	for _, q := range []float64{0.1, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999} {
+		exact := vals[int(math.Ceil(q*float64(len(vals))))-1]
+		assert.Equal(t, exact, d.Quantile(q), "q=%g", q)
+	}
+	var tokens Dist
+	for _, v := range []int64{51, 52, 52, 52, 53} {
+		tokens.Add(v)
+	}
+	q := tokens.Quantile(0.5)
+	assert.Equal(t, math.Round(q), q, "p50 of token counts")
+	assert.InDelta(t, 52, q, 1)
+}
+
 func TestDistQuantilesWithinOnePercent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var d Dist
