@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 
 	"gonum.org/v1/gonum/stat/distuv"
 
@@ -57,6 +58,9 @@ type CompareRow struct {
 	Figure string
 	Unit   string
 	A, B   float64
+	// Count is true when the figure is a count (requests): A, B and the
+	// delta are whole numbers, and render as such.
+	Count bool
 	// HasA and HasB are false when a result lacks the figure.
 	HasA, HasB bool
 	// Incomparable, when set, says why A and B do not measure the same
@@ -138,7 +142,7 @@ func Compare(a, b *Result, nameA, nameB string) (*Comparison, error) {
 		fa, fb := figures(p[0]), figures(p[1])
 		sameSLAs := slices.Equal(targetSLAs(p[0]), targetSLAs(p[1]))
 		for _, f := range fa {
-			row := CompareRow{Target: name, Figure: f.name, Unit: f.unit, A: f.v, HasA: f.ok}
+			row := CompareRow{Target: name, Figure: f.name, Unit: f.unit, A: f.v, HasA: f.ok, Count: f.count}
 			var fig figure
 			for _, g := range fb {
 				if g.name == f.name {
@@ -184,6 +188,7 @@ type figure struct {
 	name, unit string
 	v          float64
 	ok         bool
+	count      bool // v is a count: a whole number
 	// dist, for the latency rows that have a confidence interval, is the
 	// distribution (in ns) the figure was read from: its mean when q is 0,
 	// its q-quantile otherwise.
@@ -209,7 +214,7 @@ func figures(t *TargetResult) []figure {
 	c := t.Counts()
 	wall := t.Wall.D().Seconds()
 	out = append(out,
-		figure{name: "requests", v: float64(c.Requests), ok: true},
+		figure{name: "requests", v: float64(c.Requests), ok: true, count: true},
 		figure{name: "error rate", unit: "%", v: 100 * float64(c.Failed) / float64(max(c.Requests, 1)), ok: c.Requests > 0},
 		figure{name: "ok rate", unit: "req/s", v: float64(c.Requests-c.Failed) / wall, ok: wall > 0},
 		figure{name: "throughput", unit: "tok/s", v: float64(c.OutputTokens) / wall, ok: wall > 0},
@@ -359,17 +364,21 @@ func (c *Comparison) rows() [][]string {
 	rows := [][]string{{"target", "figure", "unit", c.A, c.B, "Δ", "Δ%", "Δ 95% CI", "verdict"}}
 	for _, r := range c.Rows {
 		a, b, d, p, ci := "-", "-", "-", "-", "-"
+		num, delta := fmtNum, "%+.4g"
+		if r.Count {
+			num, delta = func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }, "%+.0f"
+		}
 		if r.HasA {
-			a = fmtNum(r.A)
+			a = num(r.A)
 		}
 		if r.HasB {
-			b = fmtNum(r.B)
+			b = num(r.B)
 		}
 		switch {
 		case r.Incomparable != "":
 			p = r.Incomparable
 		case r.HasA && r.HasB:
-			d = fmt.Sprintf("%+.4g", r.Delta())
+			d = fmt.Sprintf(delta, r.Delta())
 			if pct, ok := r.DeltaPct(); ok {
 				p = fmt.Sprintf("%+.1f%%", pct)
 			}

@@ -436,3 +436,23 @@ func TestCompareCIColumnsInEveryFormat(t *testing.T) {
 	assert.Contains(t, page, "<th>Δ 95% CI</th><th>verdict</th>")
 	assert.Contains(t, page, "<td>"+ci+"</td><td>B higher</td>")
 }
+
+// TestCompareCountsAreWhole: the requests row prints its counts and their
+// delta as whole numbers, not as 3.0.
+func TestCompareCountsAreWhole(t *testing.T) {
+	a := measured(t, "m1", []float64{100, 110, 120}, []float64{10, 11, 12})
+	b := measured(t, "m1", []float64{100, 110, 120, 130, 140}, []float64{10, 11, 12, 13, 14})
+	c, err := Compare(a, b, "a", "b")
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, c.Render(&buf, FormatText))
+	t.Log("\n" + buf.String())
+	var found bool
+	for line := range strings.SplitSeq(buf.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[1] == "requests" {
+			found = true
+			assert.Equal(t, []string{"m1", "requests", "3", "5", "+2", "+66.7%"}, f[:6])
+		}
+	}
+	assert.True(t, found, "a requests row")
+}

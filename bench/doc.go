@@ -24,6 +24,14 @@
 // JSON, mergeable across machines, and renders as a table, CSV, Markdown
 // or a self-contained HTML report with charts.
 //
+// A target's throughputs are over its wall time (TargetResult.Wall, from
+// the start of its run to its last response), as MEASUREMENT.md defines
+// throughput: requests / benchmark duration. The load table's sent /s and
+// ok /s are the requests sent and the successful ones over that one
+// duration, so ok /s never exceeds sent /s; the open loop's achieved send
+// rate (TargetResult.SendRate, over the span from the first send to the
+// last) is what the offered rate is checked against.
+//
 // The generator reports what might distort its figures: the schedule lag
 // (actual − intended send) distribution, the count of late sends, and a
 // warning when the client was CPU-bound or fell behind its schedule.

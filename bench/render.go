@@ -232,7 +232,7 @@ func (r *Result) sections(rep *latency.Report) []section {
 		add("By class", rows)
 	}
 	add("From the intended send (coordinated-omission corrected)", r.intendedRows())
-	add("Load and generator", r.loadRows())
+	add(loadTitle, r.loadRows())
 	add("Errors by code", r.errorRows())
 	add("Cold and warm starts", r.coldRows())
 	add("SLAs", slaRows(rep))
@@ -305,13 +305,25 @@ func (r *Result) intendedRows() [][]string {
 	return rows
 }
 
+// loadTitle heads the load table; it says what the table's rates divide
+// by.
+const loadTitle = "Load and generator (sent /s, ok /s and tok/s over the wall time: from the start to the last response)"
+
+// loadRows returns the load table. Its rates are the throughputs of
+// MEASUREMENT.md, each over the target's wall time (TargetResult.Wall):
+// sent /s the requests sent, ok /s the successful ones, tok/s their output
+// tokens; one denominator, so ok /s never exceeds sent /s. offered /s is
+// the open loop's scheduled rate. The achieved send rate over the span of
+// the sends (TargetResult.SendRate), which the shortfall warning compares
+// with the offered rate, is in the CSV and the JSON, not here.
 func (r *Result) loadRows() [][]string {
-	rows := [][]string{{"target", "load", "sent", "wall s", "offered /s", "achieved /s", "ok /s", "tok/s", "lag p50/p99 ms", "late", "client CPU", "machine CPU"}}
+	rows := [][]string{{"target", "load", "sent", "wall s", "offered /s", "sent /s", "ok /s", "tok/s", "lag p50/p99 ms", "late", "client CPU", "machine CPU"}}
 	for _, tr := range r.Targets {
 		c := tr.Counts()
 		wall := tr.Wall.D().Seconds()
-		okRate, tokRate := "-", "-"
+		sentRate, okRate, tokRate := "-", "-", "-"
 		if wall > 0 {
+			sentRate = fmtNum(float64(tr.Sent) / wall)
 			okRate, tokRate = fmtNum(float64(c.Requests-c.Failed)/wall), fmtNum(float64(c.OutputTokens)/wall)
 		}
 		lag := tr.Dist(latency.ScheduleLag, "", "")
@@ -319,12 +331,9 @@ func (r *Result) loadRows() [][]string {
 		if lag.Count() > 0 {
 			lagS = ms(lag.Quantile(0.5)) + " / " + ms(lag.Quantile(0.99))
 		}
-		offered, achieved := "-", "-"
+		offered := "-"
 		if tr.OfferedRate > 0 {
 			offered = fmtNum(tr.OfferedRate)
-		}
-		if tr.SendRate > 0 {
-			achieved = fmtNum(tr.SendRate)
 		}
 		cpu, mcpu := "-", "-"
 		if tr.CPU >= 0 {
@@ -334,7 +343,7 @@ func (r *Result) loadRows() [][]string {
 			mcpu = fmt.Sprintf("%.0f%%", 100*tr.MachineCPU)
 		}
 		load, _, _ := strings.Cut(tr.Load, " (") // the details are in the run's description
-		rows = append(rows, []string{tr.Name, load, strconv.FormatInt(tr.Sent, 10), fmtNum(wall), offered, achieved, okRate, tokRate,
+		rows = append(rows, []string{tr.Name, load, strconv.FormatInt(tr.Sent, 10), fmtNum(wall), offered, sentRate, okRate, tokRate,
 			lagS, strconv.FormatInt(tr.Late, 10), cpu, mcpu})
 	}
 	return rows

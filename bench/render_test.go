@@ -411,3 +411,49 @@ func TestSummaryShowsIntendedSendFigures(t *testing.T) {
 	f := strings.Fields(strings.Split(out[i:], "\n")[2])
 	assert.Equal(t, []string{"m1", "500", "±", "0", "500", "/", "500", "/", "500", "1000", "±", "0", "1000", "/", "1000", "/", "1000"}, f[:17])
 }
+
+// TestLoadTableRatesShareTheWall: the load table's sent /s and ok /s are
+// the sent and the successful requests over one duration, the target's
+// wall time (MEASUREMENT.md's throughput: requests / benchmark duration),
+// so ok /s never exceeds sent /s. Here a closed loop's first request takes
+// 2 s and the seven after it 1 s each: the sends span 8 s of a 9 s run, and
+// a rate over the span of the sends ((8 − 1) / 8 s = 0.875/s) would read
+// lower than the 8 successes over the 9 s wall (0.889/s).
+func TestLoadTableRatesShareTheWall(t *testing.T) {
+	p := &Plan{Targets: []Target{{Name: "m1", Provider: "openai", Model: "m1", Stream: true}}, Limits: Limits{Requests: 8}}
+	require.NoError(t, p.Prepare())
+	col, err := newCollector(p, &p.Targets[0])
+	require.NoError(t, err)
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	col.begin(start)
+	send := start
+	for i := range 8 {
+		e2e := time.Second
+		if i == 0 {
+			e2e = 2 * time.Second
+		}
+		s := latency.Sample{Endpoint: "m1", Start: latency.Warm, Streamed: true, Attempts: 1, OutputTokens: 2,
+			TTFT: e2e / 2, E2E: e2e, Begin: send, End: send.Add(e2e)}
+		s.Has = s.Has.With(latency.TTFT).With(latency.E2E).With(latency.OutputTokens)
+		col.sent.Add(1)
+		col.add(&s, nil, s.Begin)
+		send = s.End
+	}
+	r := newResult(p)
+	r.Begin = start
+	r.Targets = append(r.Targets, col.result())
+
+	rows := r.loadRows()
+	// The rate of the sends is the column after the offered rate.
+	sent, ok := slices.Index(rows[0], "offered /s")+1, slices.Index(rows[0], "ok /s")
+	require.Positive(t, sent, "header %q", rows[0])
+	require.GreaterOrEqual(t, ok, 0, "header %q", rows[0])
+	assert.Equal(t, "0.89", rows[1][sent], "8 sent over the 9 s wall")
+	assert.Equal(t, "0.89", rows[1][ok], "8 successes over the 9 s wall")
+	assert.Equal(t, "sent /s", rows[0][sent], "a rate over the wall, not the achieved send rate")
+
+	var b bytes.Buffer
+	require.NoError(t, r.Render(&b, FormatText, RenderOptions{}))
+	t.Log("\n" + b.String())
+	assert.Contains(t, b.String(), "over the wall time", "the table says what its rates divide by")
+}

@@ -55,8 +55,9 @@ type TargetResult struct {
 	Network string `json:"network,omitempty"`
 	// Begin is when the measured run started; Wall is how long it took,
 	// to the last response (merged: from the earliest start to the latest
-	// end). Wall is the denominator of every rate of the target, and its
-	// Recorder's window.
+	// end). Wall is the denominator of every throughput of the target
+	// (requests, successes, tokens and goodput per second), and its
+	// Recorder's window; SendRate alone is over the span of the sends.
 	Begin time.Time `json:"begin"`
 	Wall  Duration  `json:"wall"`
 	// Sent counts measured requests sent; Late those whose schedule lag

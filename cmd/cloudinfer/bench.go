@@ -46,11 +46,11 @@ type benchCmd struct {
 	Config string `help:"Plan file (YAML or JSON) with targets, load, limits, mix and SLAs; load and limit flags given here override it." type:"existingfile" placeholder:"FILE" group:"Targets"`
 
 	Provider string   `help:"Provider of the flag-built targets: openai, aws (sagemaker), azure (azureml), gcp (vertex), alibaba (pai-eas)." placeholder:"NAME" group:"Targets"`
-	Endpoint []string `help:"Endpoint to benchmark; repeat for side-by-side targets." placeholder:"NAME" group:"Targets"`
+	Endpoint []string `help:"Endpoint to benchmark, or the URL of an Azure ML endpoint, a PAI-EAS service or an OpenAI-compatible server (which it then goes to); repeat for side-by-side targets." placeholder:"NAME" group:"Targets"`
 	Model    string   `help:"Model name (OpenAI-compatible model, SageMaker target model, Vertex publisher model)." group:"Targets"`
 	Variant  string   `help:"SageMaker production variant or Azure ML deployment." group:"Targets"`
 	Path     string   `help:"Sub-path under the endpoint (PAI-EAS)." group:"Targets"`
-	URL      string   `name:"url" help:"Base URL to send to instead of the cloud's own (an OpenAI-compatible server, a gateway)." group:"Targets"`
+	URL      string   `name:"url" help:"Base URL to send to instead of the cloud's own or the embedded emulator (an OpenAI-compatible server, a gateway, a cloudinfer emulate running apart)." group:"Targets"`
 	Region   string   `help:"AWS region." group:"Targets"`
 	Project  string   `help:"GCP project." group:"Targets"`
 	Location string   `help:"GCP location." group:"Targets"`
@@ -88,7 +88,7 @@ type benchCmd struct {
 	TrafficLog string   `help:"Build the mix from a traffic log (CSV or JSONL: path, method, headers, latency_ms, tag columns)." type:"existingfile" placeholder:"FILE" group:"Mix"`
 	SLA        []string `name:"sla" help:"SLA, e.g. \"ttft p95 150ms starts=warm\" (repeatable)." placeholder:"SPEC" group:"Mix"`
 
-	TimeScale float64 `help:"Embedded emulator's time scale (1: real time)." default:"1" group:"Emulator"`
+	TimeScale float64 `help:"Embedded emulator's time scale (1: real time; 0 means 1)." default:"1" group:"Emulator"`
 
 	Retries int           `help:"Retries per request (0: none, so every failure is seen)." group:"Client"`
 	Network string        `help:"Impair every target's connections, e.g. \"delay=20ms,jitter=2ms,loss=0.1%,rate=100mbit\" (each direction; up./down. prefixes for one; seed=N). See go doc ./impair." placeholder:"SPEC" group:"Client"`
@@ -166,6 +166,9 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	if err := plan.Prepare(); err != nil {
 		return err
 	}
+	if err := endpointURLs(plan); err != nil {
+		return err
+	}
 	env := &environment{cmd: c, plan: plan}
 	defer env.close()
 	if c.needsEmulator(plan) {
@@ -182,7 +185,7 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 		opts.Progress = bench.NewProgress(stderr)
 	}
 	if env.emu != nil && stderr != nil {
-		fmt.Fprintf(stderr, "embedded emulator at %s (time scale %g)\n", env.emu.URL(), c.TimeScale)
+		fmt.Fprintf(stderr, "embedded emulator at %s (time scale %g)\n", env.emu.URL(), env.emu.TimeScale())
 	}
 	res, err := bench.Run(ctx, plan, opts)
 	if err != nil {
@@ -373,7 +376,7 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 				Payload: bench.Payload{File: c.Payload, ContentType: c.ContentType, Prompt: c.Prompt,
 					PromptTokens: c.PromptTokens, OutputTokens: c.OutputTokens},
 			}
-			if t.Model == "" && t.Endpoint != "" && prov == cloudreq.ProviderOpenAI {
+			if t.Model == "" && t.Endpoint != "" && !isURL(t.Endpoint) && prov == cloudreq.ProviderOpenAI {
 				t.Model = t.Endpoint // an OpenAI-compatible server routes by model
 			}
 			p.Targets = append(p.Targets, t)
@@ -588,6 +591,9 @@ func toEmulator(t *bench.Target) bool {
 // emulator's reference profiles (mean total = TTFT + TPOT × (N_out − 1)),
 // between 5 and 100. The models run at the same time.
 func referenceRequests(scale float64, warmup int) int {
+	if scale == 0 {
+		scale = 1 // as the emulator reads it
+	}
 	total := 0.0 // the slowest model's mean request: the models run at once
 	for _, m := range referenceModels {
 		p, ok := emulator.BuiltinProfile(m)
@@ -718,9 +724,18 @@ func (e *environment) emulated(t *bench.Target) bool { return e.emu != nil && to
 // embedded emulator when the target goes to it.
 var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error){
 	cloudreq.ProviderOpenAI: func(_ context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
+		// Credentials: OPENAI_API_KEY, over plain http only to a server on
+		// this machine (a local vLLM started with --api-key, a cloudinfer
+		// emulate with keys), where it does not cross a network; another
+		// host is refused. The embedded emulator is sent none.
 		o := openai.Options{BaseURL: t.URL, APIKey: os.Getenv("OPENAI_API_KEY"), HTTPClient: n.http}
-		if emu != nil {
-			o.BaseURL, o.AllowInsecureHTTP = emu.URL(), true
+		switch {
+		case emu != nil:
+			o.BaseURL, o.APIKey = emu.URL(), ""
+		case loopbackHTTP(serverURL(t)):
+			o.AllowInsecureHTTP = true
+		case o.APIKey != "" && plainHTTP(serverURL(t)):
+			return nil, inClear(t, "OPENAI_API_KEY")
 		}
 		return openai.New(o)
 	},
@@ -733,16 +748,24 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 		switch {
 		case emu != nil:
 			o.EndpointURL, o.Anonymous, o.Key, o.AllowInsecureHTTP = emu.URL()+"/azureml/{endpoint}", true, "", true
-		case loopbackHTTP(t.URL):
+		case loopbackHTTP(serverURL(t)):
 			o.AllowInsecureHTTP, o.Anonymous = true, o.Key == ""
+		case plainHTTP(serverURL(t)):
+			return nil, inClear(t, "an Azure credential")
 		}
 		return azureml.New(o)
 	},
 	cloudreq.ProviderAlibaba: func(_ context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
-		// PAI-EAS authenticates with the service token: EAS_TOKEN.
+		// PAI-EAS authenticates with the service token: EAS_TOKEN, over
+		// plain http only to a server on this machine (as OPENAI_API_KEY).
 		o := paieas.Options{Endpoint: t.URL, Token: os.Getenv("EAS_TOKEN"), HTTPClient: n.http}
-		if emu != nil {
+		switch {
+		case emu != nil:
 			o.Endpoint, o.Token, o.AllowInsecureHTTP = emu.URL(), "", true
+		case loopbackHTTP(serverURL(t)):
+			o.AllowInsecureHTTP = true
+		case o.Token != "" && plainHTTP(serverURL(t)):
+			return nil, inClear(t, "EAS_TOKEN")
 		}
 		return paieas.New(o)
 	},
@@ -779,6 +802,65 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 		}
 		return vertex.New(ctx, o)
 	},
+}
+
+// serverURL returns the URL t's requests go to: its endpoint when that is
+// a URL (the Azure ML, PAI-EAS and OpenAI-compatible adapters send there),
+// else its base URL.
+func serverURL(t *bench.Target) string {
+	if isURL(t.Endpoint) {
+		return t.Endpoint
+	}
+	return t.URL
+}
+
+// isURL reports whether s is an http or https URL rather than a name.
+func isURL(s string) bool {
+	ls := strings.ToLower(s)
+	return strings.HasPrefix(ls, "http://") || strings.HasPrefix(ls, "https://")
+}
+
+// plainHTTP reports whether u is a plain-http URL.
+func plainHTTP(u string) bool {
+	pu, err := url.Parse(u)
+	return err == nil && pu.Scheme == "http"
+}
+
+// inClear is the refusal of a credential (what) that would go over plain
+// http to another host than this machine.
+func inClear(t *bench.Target, what string) error {
+	host := serverURL(t)
+	if pu, err := url.Parse(host); err == nil {
+		host = pu.Host
+	}
+	return errcodes.Errorf(errcodes.InvalidParam, "%s: refusing to send %s over plain http to %s, which is not this machine; use https", t.Provider, what, host)
+}
+
+// endpointURLs makes every target's endpoint that is a URL its server
+// (endpointURL), so that it does not go to the embedded emulator.
+// SageMaker and Vertex address endpoints by name only; an
+// OpenAI-compatible server given by URL needs a model.
+func endpointURLs(p *bench.Plan) error {
+	for i := range p.Targets {
+		t := &p.Targets[i]
+		if !isURL(t.Endpoint) {
+			continue
+		}
+		switch t.Provider {
+		case cloudreq.ProviderAWS:
+			return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: aws takes an endpoint name, not a URL; give the server with --url", t.Name)
+		case cloudreq.ProviderGCP:
+			return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: gcp takes an endpoint name, not a URL; give the server's gRPC address as grpc_addr in a --config plan", t.Name)
+		case cloudreq.ProviderOpenAI:
+			if t.Model == "" { // the URL names the server, not the model
+				return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: an OpenAI-compatible server given by URL needs the model to ask for (--model)", t.Name)
+			}
+		}
+		if err := endpointURL(t); err != nil {
+			return reword(err, "invoke: ", fmt.Sprintf("bench: target %q: ", t.Name))
+		}
+	}
+	return nil
 }
 
 // loopbackHTTP reports whether u is a plain-http URL on this machine

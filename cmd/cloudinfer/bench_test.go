@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cloudinfer/cloudinfer/bench"
+	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
@@ -384,4 +391,204 @@ func TestPlanErrorBeforeTheEmulator(t *testing.T) {
 	b, rerr := os.ReadFile(stderr.Name())
 	require.NoError(t, rerr)
 	assert.NotContains(t, string(b)+stdout.String(), "embedded emulator")
+}
+
+// keyProxy is a reverse proxy to a standalone emulator that notes every
+// request it forwards and any of them whose headers held a secret.
+type keyProxy struct {
+	URL    string
+	secret []string
+
+	mu     sync.Mutex
+	n      int
+	leaked []string // "Header: where the secret was seen"
+}
+
+// newKeyProxy starts a keyProxy to target, closed with the test.
+func newKeyProxy(t *testing.T, target string, secrets ...string) *keyProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	tr := &http.Transport{}
+	rp.Transport = tr
+	p := &keyProxy{secret: secrets}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.n++
+		for name, vs := range r.Header {
+			for _, v := range vs {
+				for _, s := range p.secret {
+					if strings.Contains(v, s) {
+						p.leaked = append(p.leaked, name)
+					}
+				}
+			}
+		}
+		p.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		tr.CloseIdleConnections()
+	})
+	p.URL = srv.URL
+	return p
+}
+
+// seen returns how many requests went through and the headers that held a
+// secret.
+func (p *keyProxy) seen() (int, []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n, slices.Clone(p.leaked)
+}
+
+// standaloneEmulator starts an emulator apart from the command, as
+// `cloudinfer emulate` would, closed with the test.
+func standaloneEmulator(t *testing.T) *emulator.Server {
+	t.Helper()
+	emu, err := emulator.New(emulator.Options{TimeScale: 0.01, Seed: 1})
+	require.NoError(t, err)
+	require.NoError(t, emu.Start("127.0.0.1:0", ""))
+	t.Cleanup(func() { _ = emu.Close() })
+	return emu
+}
+
+// runBench runs bench with args (--quiet and an --out in a temporary
+// directory added) and returns its result, its standard output and its
+// standard error.
+func runBench(t *testing.T, args ...string) (*bench.Result, string, string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.json")
+	c := parse(t, append([]string{"bench", "--quiet", "--out", out}, args...)...)
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
+	require.NoError(t, err)
+	defer stderr.Close()
+	var stdout bytes.Buffer
+	runErr := c.Bench.run(context.Background(), &stdout, stderr)
+	b, err := os.ReadFile(stderr.Name())
+	require.NoError(t, err)
+	var res *bench.Result
+	if _, err := os.Stat(out); err == nil {
+		res, err = bench.ReadResult(out)
+		require.NoError(t, err)
+	}
+	return res, stdout.String(), string(b), runErr
+}
+
+// TestBenchLoopbackURLWithKeysInTheEnvironment: a plain-http loopback --url
+// (a `cloudinfer emulate` running apart, a local vLLM) is reached with
+// OPENAI_API_KEY and EAS_TOKEN set, and sent them: on this machine they
+// cross no network.
+func TestBenchLoopbackURLWithKeysInTheEnvironment(t *testing.T) {
+	const key, token = "sk-BENCHENVSECRET0123456789", "EASBENCHSECRET0123456789"
+	t.Setenv("OPENAI_API_KEY", key)
+	t.Setenv("EAS_TOKEN", token)
+	emu := standaloneEmulator(t)
+	for _, prov := range []string{"openai", "alibaba"} {
+		t.Run(prov, func(t *testing.T) {
+			p := newKeyProxy(t, emu.URL(), key, token)
+			args := []string{"--provider", prov, "--url", p.URL, "--requests", "2", "--warmup", "0",
+				"--prompt-tokens", "8", "--output-tokens", "2"}
+			if prov == "openai" {
+				args = append(args, "--model", "phi-3-mini")
+			} else {
+				args = append(args, "--endpoint", "phi-3-mini")
+			}
+			res, stdout, stderr, err := runBench(t, args...)
+			t.Log("\n" + stdout + stderr)
+			require.NoError(t, err)
+			tr := res.Targets[0]
+			assert.Empty(t, tr.Fatal)
+			assert.Equal(t, int64(2), tr.Counts().Requests)
+			assert.Zero(t, tr.Counts().Failed, "%v", tr.ErrorExamples)
+			assert.NotContains(t, stderr, "embedded emulator")
+			n, sent := p.seen()
+			assert.Equal(t, 2, n, "the requests went to --url")
+			assert.Equal(t, []string{"Authorization", "Authorization"}, sent, "the key from the environment reaches a server on this machine")
+		})
+	}
+}
+
+// TestBenchEndpointURLIsTheServer: an --endpoint that is a URL (an
+// OpenAI-compatible base, an Azure ML scoring root, a PAI-EAS service URL)
+// names the server, as for invoke: the embedded emulator is neither
+// started nor announced, the requests reach that server with the key from
+// the environment (on this machine). SageMaker and Vertex endpoints are
+// names only.
+func TestBenchEndpointURLIsTheServer(t *testing.T) {
+	const key, token = "sk-BENCHENVSECRET0123456789", "EASBENCHSECRET0123456789"
+	t.Setenv("OPENAI_API_KEY", key)
+	t.Setenv("EAS_TOKEN", token)
+	t.Setenv("AZUREML_API_KEY", "")
+	emu := standaloneEmulator(t)
+	for _, tc := range []struct{ prov, path string }{
+		{"openai", "/v1"},
+		{"azure", "/azureml/phi-3-mini"},
+		{"alibaba", "/api/predict/phi-3-mini"},
+	} {
+		t.Run(tc.prov, func(t *testing.T) {
+			p := newKeyProxy(t, emu.URL(), key, token)
+			res, stdout, stderr, err := runBench(t, "--provider", tc.prov, "--endpoint", p.URL+tc.path, "--model", "phi-3-mini",
+				"--requests", "2", "--warmup", "0", "--prompt-tokens", "8", "--output-tokens", "2")
+			t.Log("\n" + stdout + stderr)
+			require.NoError(t, err)
+			assert.NotContains(t, stderr, "embedded emulator")
+			assert.NotContains(t, stdout, "Emulator ground truth", "no embedded emulator served it")
+			tr := res.Targets[0]
+			assert.Zero(t, tr.Counts().Failed, "%v", tr.ErrorExamples)
+			n, sent := p.seen()
+			assert.Equal(t, 2, n, "the requests went to the --endpoint URL")
+			if tc.prov == "azure" {
+				assert.Empty(t, sent, "AZUREML_API_KEY is empty")
+			} else {
+				assert.Equal(t, []string{"Authorization", "Authorization"}, sent, "the key from the environment reaches a server on this machine")
+			}
+		})
+	}
+	for _, prov := range []string{"aws", "gcp"} {
+		_, _, stderr, err := runBench(t, "--provider", prov, "--endpoint", emu.URL()+"/endpoints/phi-3-mini", "--requests", "1")
+		require.Error(t, err, prov)
+		assert.Contains(t, err.Error(), "endpoint name, not a URL", prov)
+		assert.NotContains(t, stderr, "embedded emulator", prov)
+	}
+	// The URL names the server, not the model it is asked for.
+	_, _, stderr, err := runBench(t, "--provider", "openai", "--endpoint", emu.URL()+"/v1", "--requests", "1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--model")
+	assert.NotContains(t, stderr, "embedded emulator")
+}
+
+// TestBenchTimeScaleZeroIsAnnouncedAsOne: --time-scale 0 runs the embedded
+// emulator at 1 (its default) and says so; the default run sizes itself
+// for that scale.
+func TestBenchTimeScaleZeroIsAnnouncedAsOne(t *testing.T) {
+	_, _, stderr, err := runBench(t, "--time-scale", "0", "--endpoint", "phi-3-mini", "--requests", "1", "--warmup", "0",
+		"--prompt-tokens", "8", "--output-tokens", "1")
+	require.NoError(t, err)
+	assert.Contains(t, stderr, "(time scale 1)")
+	assert.Equal(t, referenceRequests(1, 1), referenceRequests(0, 1), "0 means 1")
+}
+
+// TestBenchRefusesAKeyInClearToAnotherHost: a key in the environment is
+// not sent over plain http to a host other than this machine's: the target
+// is refused with words a CLI user can act on. Nothing is dialled.
+func TestBenchRefusesAKeyInClearToAnotherHost(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-BENCHENVSECRET0123456789")
+	t.Setenv("EAS_TOKEN", "EASBENCHSECRET0123456789")
+	env := &environment{cmd: &benchCmd{}}
+	for _, tg := range []bench.Target{
+		{Name: "o", Provider: "openai", Model: "m", URL: "http://192.0.2.1:8000"},
+		{Name: "o2", Provider: "openai", Endpoint: "http://192.0.2.1:8000/v1", URL: "http://192.0.2.1:8000", Model: "m"},
+		{Name: "a", Provider: "alibaba", Endpoint: "svc", URL: "http://192.0.2.1:8000"},
+	} {
+		_, err := env.adapter(context.Background(), &tg)
+		require.Error(t, err, tg.Name)
+		assert.Contains(t, err.Error(), "over plain http", tg.Name)
+		assert.Contains(t, err.Error(), "https", tg.Name)
+		assert.NotContains(t, err.Error(), "AllowInsecureHTTP", "%s: no option a CLI user can set", tg.Name)
+		assert.NotContains(t, err.Error(), "SECRET", tg.Name)
+	}
 }

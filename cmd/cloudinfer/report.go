@@ -21,7 +21,7 @@ type reportCmd struct {
 	Merge   bool     `help:"Merge results of the same plan run on several machines into one (--format json --out FILE saves it as a result); run each machine with its own bench --seed."`
 	Format  string   `help:"Output: text, markdown, csv, json (not with --compare) or html." enum:"text,markdown,csv,json,html" default:"text"`
 	Out     string   `help:"Write the output to this file instead of standard output." placeholder:"FILE"`
-	Detail  bool     `help:"Add the full per-group latency report to the text output."`
+	Detail  bool     `help:"Add the full per-group latency report to the text output (not with --compare)."`
 
 	stderr io.Writer // notes beside the output; nil: standard error
 }
@@ -53,6 +53,8 @@ func (c *reportCmd) check() error {
 		msg = "report: --compare takes two result files, A and B"
 	case c.Compare && c.Format == "json":
 		msg = "report: --compare renders text, markdown, csv or html, not json"
+	case c.Compare && c.Detail:
+		msg = "report: --detail adds the per-group report of one result; a comparison (--compare) has none"
 	case !c.Compare && !c.Merge && len(c.Files) != 1:
 		msg = "report: one result file, or --compare A B, or --merge FILE…"
 	default:

@@ -143,3 +143,18 @@ func TestReportHelpSaysWhatCompareRenders(t *testing.T) {
 	_, _ = p.Parse([]string{"report", "--help"})
 	assert.Regexp(t, `json \(not\s+with\s+--compare\)`, out.String())
 }
+
+// TestReportCompareDetailIsAUsageError: a comparison has no per-group
+// report to add, so --detail with --compare is refused as a usage error
+// rather than ignored in silence.
+func TestReportCompareDetailIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	a := writeResult(t, dir, "a.json", `{"version": 1, "targets": [{"name": "x"}]}`)
+	b := writeResult(t, dir, "b.json", `{"version": 1, "targets": [{"name": "x"}]}`)
+	var out, errOut bytes.Buffer
+	got := run([]string{"report", "--compare", "--detail", a, b}, &out, &errOut)
+	assert.Equal(t, exitUsage, got, errOut.String())
+	assert.Contains(t, errOut.String(), "Usage: cloudinfer report")
+	assert.Contains(t, errOut.String(), "--detail")
+	assert.Empty(t, out.String(), "nothing rendered")
+}
