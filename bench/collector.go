@@ -48,7 +48,6 @@ type collector struct {
 
 	scheduled atomic.Uint64 // float64 bits
 
-	ladder      *stepStats
 	ladderTrace *LadderTrace
 
 	rec *latency.Recorder
@@ -92,7 +91,7 @@ func (c *collector) setScheduled(r float64) { c.scheduled.Store(math.Float64bits
 
 // StartCall implements cloudreq.Observer.
 func (c *collector) StartCall(ctx context.Context, req *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
-	return ctx, &call{c: c, class: req.Class, tags: req.Tags}
+	return ctx, &call{c: c, class: req.Class, tags: req.Tags, lc: ladderCallOf(ctx)}
 }
 
 // call is one call's observer.
@@ -100,6 +99,7 @@ type call struct {
 	c     *collector
 	class string
 	tags  map[string]string
+	lc    *ladderCall // a ladder step's request; nil for other loads
 }
 
 // EndAttempt implements cloudreq.CallObserver.
@@ -123,7 +123,10 @@ func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 	if tl != nil && len(tl.Attempts) > 0 {
 		send = tl.Attempts[0].Send
 	}
-	o.c.add(&s, o.tags, send)
+	cut := o.c.add(&s, o.tags, send)
+	if o.lc != nil {
+		o.lc.end(&s, cut)
+	}
 }
 
 // MaxErrorExample bounds a kept error message.
@@ -157,24 +160,21 @@ func (c *collector) sentAt(send time.Time) {
 	}
 }
 
-// add files one measured call.
-func (c *collector) add(s *latency.Sample, tags map[string]string, send time.Time) {
+// add files one measured call and reports whether the run cut it.
+func (c *collector) add(s *latency.Sample, tags map[string]string, send time.Time) bool {
 	c.done.Add(1)
 	if s.Err == string(errcodes.Canceled) && c.cut.Load() {
 		c.cutN.Add(1) // the run ended it: not the endpoint's failure
 		c.mu.Lock()
 		c.sentAt(send) // but it was sent: the send rate counts it
 		c.mu.Unlock()
-		return
+		return true
 	}
 	if s.Err != "" {
 		c.errs.Add(1)
 	}
 	if lag, ok := s.Value(latency.ScheduleLag); ok && time.Duration(lag) > c.plan.Load.LateAfter.D() {
 		c.late.Add(1)
-	}
-	if c.ladder != nil {
-		c.ladder.add(s)
 	}
 	c.rec.Add(s)
 	c.mu.Lock()
@@ -212,6 +212,7 @@ func (c *collector) add(s *latency.Sample, tags map[string]string, send time.Tim
 	} else if j := c.rng.Int64N(c.seen); j < MaxPoints {
 		c.points[j] = p
 	}
+	return false
 }
 
 // snapshot returns the live state for progress displays.

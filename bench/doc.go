@@ -11,11 +11,14 @@
 //     run's start (never from relative sleeps that drift), and every request
 //     carries its intended send time so coordinated-omission corrected
 //     metrics can be computed;
-//   - the dynamic QPS ladder: every step the p95 latency of the step is read
-//     and the rate backs off (×0.7, not below the floor), climbs (+step, not
-//     above the target) or holds (see NextRate). A run that stops inside a
-//     step reports it as a partial last step (action "end"), which
-//     HighestHeld leaves out.
+//   - the dynamic QPS ladder: at the end of every step the p95 latency of
+//     the step's own requests (those it sent), measured from their intended
+//     send times, is read, those still in flight counting at their age so
+//     far, and the rate backs off (×0.7, not below the floor), climbs
+//     (+step, not above the target) or holds (see NextRate). Each step's
+//     reported p95 is over all of its requests once they ended, and
+//     HighestHeld reads it. A run that stops inside a step reports it as a
+//     partial last step (action "end"), which HighestHeld leaves out.
 //
 // A weighted request Mix picks each request's class and tags (region,
 // device, time of day…) in the given proportions; it can be built from a

@@ -8,12 +8,21 @@ import (
 	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
-// Ladder is the dynamic QPS ladder of MEASUREMENT.md. Every Step the p95
-// latency of the requests completed in the step is read:
+// Ladder is the dynamic QPS ladder of MEASUREMENT.md. At the end of every
+// Step the p95 latency of the step's own requests (those whose intended
+// send time falls in it) is read:
 //
 //   - p95 > HighWater: next rate = max(Floor, current × Backoff);
 //   - current < Target and p95 < LowWater: next rate = min(Target, current + Increment);
 //   - otherwise the rate holds.
+//
+// The latency is measured from the intended send time (coordinated-omission
+// corrected), so that a request the client could not send on time counts
+// its wait. A request of the step still in flight at the step's end counts
+// in the read at its age so far; a request of an earlier step that ends
+// in this one counts in its own step, never here. Once every request of a
+// step has ended, the step's p95 is computed again over all of them: that
+// is the figure the trace reports and HighestHeld reads.
 //
 // The run reports the rate trace and the highest rate held with p95 under
 // the high-water mark.
@@ -35,7 +44,8 @@ type Ladder struct {
 	// 120 ms).
 	HighWater Duration `json:"high_water,omitempty" yaml:"high_water,omitempty"`
 	LowWater  Duration `json:"low_water,omitempty" yaml:"low_water,omitempty"`
-	// Metric is the latency the ladder watches: "e2e" (default) or "ttft".
+	// Metric is the latency the ladder watches: "e2e" (default) or "ttft",
+	// each measured from the intended send time.
 	Metric string `json:"metric,omitempty" yaml:"metric,omitempty"`
 }
 
@@ -128,11 +138,11 @@ const (
 )
 
 // NextRate is the ladder's rule: the rate of the next step given the
-// current rate and the step's p95. ok is false when the step produced no
-// completed request, or when failures filled its p95, which counts as
-// over the high-water mark (requests were sent and too few came back in
-// time). The function is pure, so the
-// ladder is tested without a clock.
+// current rate and the step's p95. ok is false when the step's requests
+// gave no latency to read, or when failures filled its p95, which counts
+// as over the high-water mark (requests were sent and too few came back
+// in time). The function is pure, so the ladder is tested without a
+// clock.
 func (l Ladder) NextRate(current float64, p95 time.Duration, ok bool) (float64, LadderAction) {
 	switch {
 	case !ok || p95 > l.HighWater.D():
@@ -144,7 +154,9 @@ func (l Ladder) NextRate(current float64, p95 time.Duration, ok bool) (float64, 
 	}
 }
 
-// LadderStep is one step of a ladder run's rate trace.
+// LadderStep is one step of a ladder run's rate trace. Its figures are
+// over its own requests, those whose intended send time falls in it,
+// wherever they ended.
 type LadderStep struct {
 	// Index counts from 0.
 	Index int `json:"index"`
@@ -152,26 +164,47 @@ type LadderStep struct {
 	Start Duration `json:"start"`
 	// Rate is the step's scheduled rate (requests per second).
 	Rate float64 `json:"rate"`
-	// Sent is how many requests the step sent; Completed how many ended in
-	// it, Errors how many of those failed.
+	// Sent is how many requests the step sent; Completed how many of them
+	// ended before the run's end, Errors how many of those failed, and
+	// Cut how many the run canceled at its end (see Options.Drain).
 	Sent      int `json:"sent"`
 	Completed int `json:"completed"`
 	Errors    int `json:"errors"`
-	// P95 is the step's p95 of the ladder's metric over its completed
-	// requests, a failure counting as slower than any success; P95Known is
-	// false when none completed, or when failures fill the p95's rank
-	// (more than 5% of the completed requests failed): then P95Failed is
-	// set, the ladder backs off and the step is not held.
+	Cut       int `json:"cut,omitempty"`
+	// P95 is the p95 of the ladder's metric over the step's requests, once
+	// every one has ended, a failure or a cut call counting as slower than
+	// any success; P95Known is false when none gave the metric, or when
+	// failures and cut calls fill the p95's rank (more than 5% of the
+	// step's requests): then P95Failed is set and the step is not held.
 	P95       Duration `json:"p95"`
 	P95Known  bool     `json:"p95_known"`
 	P95Failed bool     `json:"p95_failed,omitempty"`
+	// Read is what the ladder read at the step's end, the input of Action
+	// (zero for a partial last step).
+	Read LadderRead `json:"read,omitzero"`
 	// Action and Next are the ladder's decision after the step (End and
 	// 0 for a partial last step).
 	Action LadderAction `json:"action"`
 	Next   float64      `json:"next"`
-	// Length is how long a partial last step sent, shorter than the
-	// configured Step; zero for a full step.
+	// Length is how long a partial last step ran, from its start to the
+	// run's stop or the first send it did not make, whichever came first;
+	// at most the configured Step; zero for a full step.
 	Length Duration `json:"length,omitempty"`
+}
+
+// LadderRead is what the ladder read at a step's end: the p95 over the
+// step's requests that had ended, and those still in flight, each at its
+// age so far (from its intended send time; for the TTFT metric, its TTFT
+// once its first content chunk has come).
+type LadderRead struct {
+	// P95 is the p95 read, a failure counting as slower than any success.
+	P95 Duration `json:"p95"`
+	// Known is false when there was nothing to read, or when failures
+	// filled the p95's rank: then Failed is set.
+	Known  bool `json:"known,omitempty"`
+	Failed bool `json:"failed,omitempty"`
+	// InFlight is how many of the step's requests were in flight.
+	InFlight int `json:"in_flight,omitempty"`
 }
 
 // LadderTrace is a ladder run's outcome.
@@ -180,9 +213,10 @@ type LadderTrace struct {
 	Steps  []LadderStep `json:"steps"`
 }
 
-// HighestHeld returns the highest rate of a full step whose p95 stayed at
-// or under the high-water mark, and false when no step did. A partial last
-// step (Action End) did not hold its rate for a step: it does not count.
+// HighestHeld returns the highest rate of a full step whose requests' p95
+// (LadderStep.P95, over all of them once they ended) stayed at or under
+// the high-water mark, and false when no step did. A partial last step
+// (Action End) did not hold its rate for a step: it does not count.
 func (t *LadderTrace) HighestHeld() (float64, bool) {
 	best, ok := 0.0, false
 	for _, s := range t.Steps {
@@ -193,15 +227,20 @@ func (t *LadderTrace) HighestHeld() (float64, bool) {
 	return best, ok
 }
 
-// String renders the step as "step 0 @10.0/s p95=… climb → 60.0/s" for
-// logs.
+// String renders the step as "step 0 @10.0/s p95=… (read …) climb →
+// 60.0/s" for logs.
 func (s LadderStep) String() string {
-	p95 := s.P95.D().String()
-	if s.P95Failed {
-		p95 = "failed"
-	}
+	p95 := fmtP95(s.P95, s.P95Failed)
 	if s.Action == End {
 		return fmt.Sprintf("step %d @%.1f/s p95=%s end (partial, %v)", s.Index, s.Rate, p95, s.Length.D())
 	}
-	return fmt.Sprintf("step %d @%.1f/s p95=%s %s → %.1f/s", s.Index, s.Rate, p95, s.Action, s.Next)
+	return fmt.Sprintf("step %d @%.1f/s p95=%s (read %s, %d in flight) %s → %.1f/s",
+		s.Index, s.Rate, p95, fmtP95(s.Read.P95, s.Read.Failed), s.Read.InFlight, s.Action, s.Next)
+}
+
+func fmtP95(p95 Duration, failed bool) string {
+	if failed {
+		return "failed"
+	}
+	return p95.D().String()
 }

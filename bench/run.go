@@ -295,7 +295,14 @@ func (tg *target) do(ctx context.Context, req *cloudreq.CloudRequest, measured b
 		return
 	}
 	// A stream is bounded by the server's output and the call's context.
+	// A ladder request's first content chunk is noted as it comes: the
+	// ladder's TTFT read counts it while the stream goes on.
+	lc, first := ladderCallOf(ctx), false
 	for s.Next() {
+		if lc != nil && !first && s.Chunk().Content {
+			first = true
+			lc.firstContent(s.Chunk().At)
+		}
 	}
 	_ = s.Close()
 }
@@ -350,8 +357,7 @@ func (tg *target) open(ctx context.Context) {
 	var lad *ladderRun
 	if ld.Model == LoadLadder {
 		rate = ld.Ladder.Start
-		lad = &ladderRun{cfg: ld.Ladder, next: ld.Ladder.Step.D()}
-		tg.col.ladder = newStepStats(ld.Ladder.Metric)
+		lad = newLadderRun(ld.Ladder)
 	}
 	pacer := NewPacer(arrivals, rate, p.Seed)
 	tg.col.setScheduled(rate)
@@ -370,7 +376,6 @@ func (tg *target) open(ctx context.Context) {
 		sendCtx, cancelSend = context.WithDeadline(ctx, start.Add(limit+ld.LateAfter.D()))
 	}
 	defer cancelSend()
-	var unsent int64
 	sleep := newSleeper()
 	defer sleep.stop()
 	n := 0
@@ -383,7 +388,7 @@ func (tg *target) open(ctx context.Context) {
 			if !sleep.until(ctx, start.Add(lad.next)) {
 				break
 			}
-			r := lad.step(tg.col, pacer.Rate())
+			r := lad.step(pacer.Rate(), time.Now())
 			boundary := lad.next - lad.cfg.Step.D()
 			if limit > 0 && boundary >= limit {
 				break
@@ -399,10 +404,8 @@ func (tg *target) open(ctx context.Context) {
 		if p.Limits.Requests > 0 && n >= p.Limits.Requests {
 			break
 		}
-		pacer.Next()
 		at := start.Add(off)
 		if !sleep.until(sendCtx, at) {
-			unsent++
 			break
 		}
 		select {
@@ -410,27 +413,30 @@ func (tg *target) open(ctx context.Context) {
 		case <-sendCtx.Done():
 		}
 		if sendCtx.Err() != nil {
-			unsent++
 			break
 		}
+		pacer.Next()
 		n++
 		tg.sent.Add(1)
 		tg.col.sent.Add(1)
+		reqCtx := callCtx
 		if lad != nil {
-			lad.sent++
+			reqCtx = lad.send(callCtx, at)
 		}
 		req := tg.request(at)
 		wg.Go(func() {
 			defer func() { <-slots }()
-			tg.do(callCtx, req, true)
+			tg.do(reqCtx, req, true)
 		})
 	}
 	if stopped < 0 {
 		stopped = time.Since(start)
 	}
-	if ctx.Err() != nil {
-		unsent = 0 // interrupted: the rest of the schedule was not due to run
-	} else if limit > 0 {
+	reached := pacer.Peek() // the first send not made
+	var unsent int64
+	// An interrupted run leaves nothing unsent: the rest of its schedule
+	// was not due to run.
+	if ctx.Err() == nil && limit > 0 {
 		// The rest of the schedule due before the duration's end (for a
 		// ladder, before the current step's end: the steps after it were
 		// never decided), within the request limit; none when the loop
@@ -442,117 +448,219 @@ func (tg *target) open(ctx context.Context) {
 		}
 		most := -1
 		if p.Limits.Requests > 0 {
-			most = max(p.Limits.Requests-n-int(unsent), 0)
+			most = max(p.Limits.Requests-n, 0)
 		}
-		unsent += int64(pacer.SkipBefore(end, most))
+		unsent = int64(pacer.SkipBefore(end, most))
 	}
 	tg.col.unsent.Store(unsent)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	tg.drain(ctx, done, cancel)
 	if lad != nil {
-		if lad.sent > 0 {
-			lad.end(tg.col, pacer.Rate(), stopped)
-		}
-		tg.col.ladderTrace = &LadderTrace{Config: lad.cfg, Steps: lad.steps}
+		// A partial step ran until the run stopped or the schedule fell
+		// behind, whichever came first.
+		length := min(stopped, reached, lad.next) - (lad.next - lad.cfg.Step.D())
+		tg.col.ladderTrace = lad.finish(pacer.Rate(), length)
 	}
 }
 
-// ladderRun is the ladder's state during a run.
+// ladderRun is a ladder run's state. The dispatcher owns next; the rest
+// is shared with the ends of the calls, under mu.
 type ladderRun struct {
-	cfg   Ladder
-	next  time.Duration // end of the current step, from the start
-	sent  int
-	steps []LadderStep
+	cfg    Ladder
+	metric latency.Metric // measured from the intended send
+	next   time.Duration  // end of the current step, from the start
+
+	mu    sync.Mutex
+	steps []LadderStep // the steps decided so far
+	// buckets holds the current step's requests, and those of the decided
+	// steps with requests still in flight; a step leaves it once its
+	// figures are final.
+	buckets map[int]*stepBucket
 }
 
-// step closes the current step and returns the next step's rate.
-func (l *ladderRun) step(col *collector, rate float64) float64 {
-	s := l.close(col, rate)
-	next, act := rate, Hold
-	if s.P95Known || s.P95Failed || s.Sent > 0 {
-		next, act = l.cfg.NextRate(rate, s.P95.D(), s.P95Known)
+func newLadderRun(cfg Ladder) *ladderRun {
+	m := latency.E2EIntended
+	if strings.EqualFold(cfg.Metric, MetricTTFT) {
+		m = latency.TTFTIntended
 	}
-	s.Action, s.Next = act, next
-	l.steps = append(l.steps, s)
-	l.next += l.cfg.Step.D()
-	return next
+	return &ladderRun{cfg: cfg, metric: m, next: cfg.Step.D(), buckets: map[int]*stepBucket{0: newStepBucket()}}
 }
 
-// end closes the step the run stopped in, at stopped from the start,
-// once its requests have been drained: a partial step, with no decision.
-func (l *ladderRun) end(col *collector, rate float64, stopped time.Duration) {
-	s := l.close(col, rate)
-	start := l.next - l.cfg.Step.D()
-	s.Action, s.Length = End, Duration(max(stopped-start, 0))
-	l.steps = append(l.steps, s)
-}
-
-// close returns the current step's figures and starts counting the next.
-func (l *ladderRun) close(col *collector, rate float64) LadderStep {
-	st := col.ladder.swap()
-	p95, ok, failed := time.Duration(0), st.n > 0, false
-	if counted := st.n + st.errors; counted > 0 {
-		// Failures count as slower than any success: the p95 is theirs
-		// when they fill its rank. (A success without the metric, a
-		// stream with no content, counts as neither.)
-		rank := int(math.Ceil(0.95 * float64(counted) * (1 - 1e-12)))
-		failed = rank > st.n
-		if ok && !failed {
-			p95 = time.Duration(st.dist.Quantile(float64(rank) / float64(st.n)))
-		}
-	}
-	s := LadderStep{
-		Index: len(l.steps), Start: Duration(l.next - l.cfg.Step.D()), Rate: rate,
-		Sent: l.sent, Completed: st.completed, Errors: st.errors,
-		P95: Duration(p95), P95Known: ok && !failed, P95Failed: failed,
-	}
-	l.sent = 0
-	return s
-}
-
-// stepStats collects the current ladder step's latencies.
-type stepStats struct {
-	metric latency.Metric
-	mu     sync.Mutex
-	cur    stepBucket
-}
-
+// stepBucket collects one step's requests.
 type stepBucket struct {
-	dist      *latency.Dist
-	n         int
-	completed int
-	errors    int
+	dist     latency.Dist // the metric's values of the successes
+	n        int          // the values in dist
+	sent     int
+	ended    int
+	errors   int
+	cut      int
+	inFlight map[*ladderCall]struct{}
 }
 
-func newStepStats(metric string) *stepStats {
-	m := latency.E2E
-	if strings.EqualFold(metric, MetricTTFT) {
-		m = latency.TTFT
+func newStepBucket() *stepBucket { return &stepBucket{inFlight: map[*ladderCall]struct{}{}} }
+
+// ladderCall is one request of a ladder step, from its send to its end.
+type ladderCall struct {
+	run      *ladderRun
+	step     int
+	intended time.Time
+	first    time.Time // its first content chunk's arrival, once seen; under run.mu
+}
+
+type ladderCallKey struct{}
+
+// ladderCallOf returns the ladder request ctx carries, or nil.
+func ladderCallOf(ctx context.Context) *ladderCall {
+	lc, _ := ctx.Value(ladderCallKey{}).(*ladderCall)
+	return lc
+}
+
+// send files a request intended at at in the current step and returns ctx
+// carrying it, for the collector and the stream reader to find.
+func (l *ladderRun) send(ctx context.Context, at time.Time) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lc := &ladderCall{run: l, step: len(l.steps), intended: at}
+	b := l.buckets[lc.step]
+	b.sent++
+	b.inFlight[lc] = struct{}{}
+	return context.WithValue(ctx, ladderCallKey{}, lc)
+}
+
+// firstContent records when the request's first content chunk came.
+func (lc *ladderCall) firstContent(at time.Time) {
+	lc.run.mu.Lock()
+	defer lc.run.mu.Unlock()
+	if lc.first.IsZero() {
+		lc.first = at
 	}
-	return &stepStats{metric: m, cur: stepBucket{dist: &latency.Dist{}}}
 }
 
-func (s *stepStats) add(smp *latency.Sample) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cur.completed++
-	if smp.Err != "" {
-		s.cur.errors++
+// end files the request's measured outcome in its step, or, when the run
+// cut it, counts it as slower than any success.
+func (lc *ladderCall) end(s *latency.Sample, cut bool) {
+	l := lc.run
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[lc.step]
+	if b == nil {
 		return
 	}
-	if v, ok := smp.Value(s.metric); ok {
-		s.cur.dist.Add(v)
-		s.cur.n++
+	if _, ok := b.inFlight[lc]; !ok {
+		return
+	}
+	delete(b.inFlight, lc)
+	switch {
+	case cut:
+		b.cut++
+	case s.Err != "":
+		b.ended++
+		b.errors++
+	default:
+		b.ended++
+		// A success without the metric (a stream with no content) counts
+		// as neither.
+		if v, ok := s.Value(l.metric); ok {
+			b.dist.Add(v)
+			b.n++
+		}
+	}
+	if lc.step < len(l.steps) && len(b.inFlight) == 0 {
+		l.finalize(lc.step)
 	}
 }
 
-func (s *stepStats) swap() stepBucket {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.cur
-	s.cur = stepBucket{dist: &latency.Dist{}}
-	return b
+// step decides the current step at now, its end, and returns the next
+// step's rate.
+func (l *ladderRun) step(rate float64, now time.Time) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := len(l.steps)
+	b := l.buckets[i]
+	rd := b.read(now, l.metric)
+	s := LadderStep{Index: i, Start: Duration(l.next - l.cfg.Step.D()), Rate: rate, Read: rd}
+	// A step that sent nothing (a rate below one per step) read nothing:
+	// it holds.
+	s.Action, s.Next = Hold, rate
+	if b.sent > 0 {
+		s.Next, s.Action = l.cfg.NextRate(rate, rd.P95.D(), rd.Known)
+	}
+	l.steps = append(l.steps, s)
+	l.buckets[i+1] = newStepBucket()
+	if len(b.inFlight) == 0 {
+		l.finalize(i)
+	}
+	l.next += l.cfg.Step.D()
+	return s.Next
+}
+
+// finish closes the run once its calls are over: the step it stopped in,
+// when it sent any, becomes a partial last step of length length at rate,
+// and every step's figures are made final (a request never ended counts
+// as cut).
+func (l *ladderRun) finish(rate float64, length time.Duration) *LadderTrace {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := len(l.steps)
+	if b := l.buckets[i]; b.sent > 0 {
+		start := l.next - l.cfg.Step.D()
+		l.steps = append(l.steps, LadderStep{Index: i, Start: Duration(start), Rate: rate, Action: End,
+			Length: Duration(min(max(length, 0), l.cfg.Step.D()))})
+	}
+	for k, b := range l.buckets {
+		if k < len(l.steps) {
+			b.cut += len(b.inFlight)
+			clear(b.inFlight)
+			l.finalize(k)
+		}
+	}
+	return &LadderTrace{Config: l.cfg, Steps: l.steps}
+}
+
+// finalize writes step k's figures from its bucket, which it drops.
+// l.mu is held.
+func (l *ladderRun) finalize(k int) {
+	b := l.buckets[k]
+	s := &l.steps[k]
+	s.Sent, s.Completed, s.Errors, s.Cut = b.sent, b.ended, b.errors, b.cut
+	p95, known, failed := p95Of(&b.dist, b.n, b.errors+b.cut)
+	s.P95, s.P95Known, s.P95Failed = Duration(p95), known, failed
+	delete(l.buckets, k)
+}
+
+// read returns the step's p95 at now: its requests in flight count at
+// their age (for TTFT, at their TTFT once their first content came).
+func (b *stepBucket) read(now time.Time, m latency.Metric) LadderRead {
+	d, n := &b.dist, b.n
+	if len(b.inFlight) > 0 {
+		d = b.dist.Copy()
+		for lc := range b.inFlight {
+			v := now.Sub(lc.intended)
+			if m == latency.TTFTIntended && !lc.first.IsZero() {
+				v = lc.first.Sub(lc.intended)
+			}
+			d.Add(int64(v))
+		}
+		n += len(b.inFlight)
+	}
+	p95, known, failed := p95Of(d, n, b.errors)
+	return LadderRead{P95: Duration(p95), Known: known, Failed: failed, InFlight: len(b.inFlight)}
+}
+
+// p95Of returns the p95 of n successes, whose values d holds, and failures
+// that count as slower than any success: known is false when there is no
+// success or the failures fill the p95's rank (failed).
+func p95Of(d *latency.Dist, n, failures int) (p95 time.Duration, known, failed bool) {
+	counted := n + failures
+	if counted == 0 {
+		return 0, false, false
+	}
+	rank := int(math.Ceil(0.95 * float64(counted) * (1 - 1e-12)))
+	if rank > n {
+		return 0, false, true
+	}
+	return time.Duration(d.Quantile(float64(rank) / float64(n))), true, false
 }
 
 // progress starts the progress updates and returns their stop.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -207,7 +208,7 @@ func TestMixWeightsOver5000Requests(t *testing.T) {
 
 // runLadder runs the ladder lad against fake for d and returns the result
 // and its one target's, which has a ladder trace.
-func runLadder(t *testing.T, fake *loadAdapter, lad Ladder, d time.Duration) (*Result, *TargetResult) {
+func runLadder(t *testing.T, fake cloudreq.Adapter, lad Ladder, d time.Duration) (*Result, *TargetResult) {
 	t.Helper()
 	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadLadder, Ladder: lad}, Limits: Limits{Duration: Duration(d)}}
 	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
@@ -234,7 +235,7 @@ func TestLadderBacksOffAndClimbsAgain(t *testing.T) {
 	// Every step follows the rule: the decision is the pure function of
 	// the step's rate and p95.
 	for i, s := range steps {
-		next, act := tr.Ladder.Config.NextRate(s.Rate, s.P95.D(), s.P95Known)
+		next, act := tr.Ladder.Config.NextRate(s.Rate, s.Read.P95.D(), s.Read.Known)
 		assert.Equal(t, act, s.Action, "%v", s)
 		assert.InDelta(t, next, s.Next, 1e-9, "%v", s)
 		if i > 0 {
@@ -567,28 +568,47 @@ func TestLadderCountsFailuresAsSlow(t *testing.T) {
 }
 
 func TestLadderStepP95Rank(t *testing.T) {
-	// 20 completed: the p95 is the 19th value. One failure leaves it to
-	// the successes (their largest); two fill it.
+	// 20 requests: the p95 is the 19th value. One failure leaves it to the
+	// successes (their largest); two fill it. A call the run cut counts as
+	// a failure in the step's figure.
 	for _, tc := range []struct {
-		errors int
-		failed bool
-	}{{0, false}, {1, false}, {2, true}} {
-		col := &collector{ladder: newStepStats(MetricE2E)}
-		for i := range 20 - tc.errors {
-			s := latency.Sample{E2E: time.Duration(i+1) * time.Millisecond}
-			s.Has = s.Has.With(latency.E2E)
-			col.ladder.add(&s)
+		errors, cut int
+		failed      bool
+	}{{0, 0, false}, {1, 0, false}, {2, 0, true}, {1, 1, true}, {0, 1, false}} {
+		l := newLadderRun(Ladder{Step: Duration(time.Second), Metric: MetricE2E})
+		t0 := time.Now()
+		var calls []*ladderCall
+		for range 20 {
+			calls = append(calls, ladderCallOf(l.send(context.Background(), t0)))
 		}
-		for range tc.errors {
-			col.ladder.add(&latency.Sample{Err: "ERR_THROTTLED"})
+		l.step(10, t0.Add(time.Second))
+		for i, lc := range calls {
+			switch {
+			case i < tc.errors:
+				lc.end(&latency.Sample{Err: "ERR_THROTTLED"}, false)
+			case i < tc.errors+tc.cut:
+				lc.end(&latency.Sample{Err: string(errcodes.Canceled)}, true)
+			default:
+				s := latency.Sample{E2EIntended: time.Duration(i+1) * time.Millisecond}
+				s.Has = s.Has.With(latency.E2EIntended)
+				lc.end(&s, false)
+			}
 		}
-		l := &ladderRun{cfg: Ladder{Step: Duration(time.Second)}, next: time.Second}
-		s := l.close(col, 10)
-		assert.Equal(t, tc.failed, s.P95Failed, "%d errors", tc.errors)
-		assert.Equal(t, !tc.failed, s.P95Known, "%d errors", tc.errors)
+		s := l.steps[0]
+		name := fmt.Sprintf("%d errors, %d cut", tc.errors, tc.cut)
+		assert.Equal(t, tc.failed, s.P95Failed, name)
+		assert.Equal(t, !tc.failed, s.P95Known, name)
+		assert.Equal(t, 20, s.Sent, name)
+		assert.Equal(t, 20-tc.cut, s.Completed, name)
+		assert.Equal(t, tc.errors, s.Errors, name)
+		assert.Equal(t, tc.cut, s.Cut, name)
 		if !tc.failed {
-			// 0 errors: the 19th of 1..20 ms; 1 error: the largest of 1..19.
-			assert.InEpsilon(t, float64(19*time.Millisecond), float64(s.P95), 0.01, "%d errors", tc.errors)
+			// 0 failures: the 19th of 1..20 ms; 1: the largest of 2..20.
+			want := 19 * time.Millisecond
+			if tc.errors+tc.cut == 1 {
+				want = 20 * time.Millisecond
+			}
+			assert.InEpsilon(t, float64(want), float64(s.P95), 0.01, name)
 		}
 	}
 }
