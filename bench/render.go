@@ -251,24 +251,31 @@ func ladderTitle(tr *TargetResult) string {
 	if ok {
 		held = fmtNum(best) + " req/s"
 	}
-	return fmt.Sprintf("QPS ladder: %s (highest rate held with p95 %s ≤ %v: %s)", tr.Name, tr.Ladder.Config.Metric, tr.Ladder.Config.HighWater, held)
+	return fmt.Sprintf("QPS ladder: %s (highest rate held with p95 %s ≤ %v: %s; latency from the intended send)", tr.Name, tr.Ladder.Config.Metric, tr.Ladder.Config.HighWater, held)
 }
 
+// ladderRows is the ladder's table: per step, the p95 the decision read at
+// the step's end (with the requests then in flight at their age), the
+// decision, and the step's final p95 once all its requests ended.
 func ladderRows(l *LadderTrace) [][]string {
-	rows := [][]string{{"step", "start s", "rate /s", "sent", "done", "errors", "p95 ms", "action", "next /s"}}
-	for _, s := range l.Steps {
-		p95 := "-"
-		if s.P95Known {
-			p95 = ms(float64(s.P95))
-		} else if s.P95Failed {
-			p95 = "failed"
+	rows := [][]string{{"step", "start s", "rate /s", "sent", "done", "errors", "read p95 ms", "in flight", "action", "next /s", "p95 ms"}}
+	p95 := func(d Duration, known, failed bool) string {
+		switch {
+		case known:
+			return ms(float64(d))
+		case failed:
+			return "failed"
 		}
-		next := fmtNum(s.Next)
+		return "-"
+	}
+	for _, s := range l.Steps {
+		read, inFlight, next := p95(s.Read.P95, s.Read.Known, s.Read.Failed), strconv.Itoa(s.Read.InFlight), fmtNum(s.Next)
 		if s.Action == End {
-			next = "-"
+			read, inFlight, next = "-", "-", "-"
 		}
 		rows = append(rows, []string{strconv.Itoa(s.Index), fmtNum(s.Start.D().Seconds()), fmtNum(s.Rate), strconv.Itoa(s.Sent),
-			strconv.Itoa(s.Completed), strconv.Itoa(s.Errors), p95, string(s.Action), next})
+			strconv.Itoa(s.Completed), strconv.Itoa(s.Errors), read, inFlight, string(s.Action), next,
+			p95(s.P95, s.P95Known, s.P95Failed)})
 	}
 	return rows
 }

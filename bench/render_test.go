@@ -94,7 +94,7 @@ func TestRenderFormats(t *testing.T) {
 			switch f {
 			case FormatText, FormatMarkdown:
 				for _, want := range []string{"Load and generator", "Errors by code", "ERR_THROTTLED", "Cold and warm starts",
-					"SLAs", "ttft p95 150ms", "QPS ladder: m1 (highest rate held with p95 e2e ≤ 200ms: 10.0 req/s)", "back-off", "Tags", "mobile"} {
+					"SLAs", "ttft p95 150ms", "QPS ladder: m1 (highest rate held with p95 e2e ≤ 200ms: 10.0 req/s; latency from the intended send)", "back-off", "Tags", "mobile"} {
 					assert.Contains(t, out, want)
 				}
 			case FormatCSV:
@@ -456,4 +456,22 @@ func TestLoadTableRatesShareTheWall(t *testing.T) {
 	require.NoError(t, r.Render(&b, FormatText, RenderOptions{}))
 	t.Log("\n" + b.String())
 	assert.Contains(t, b.String(), "over the wall time", "the table says what its rates divide by")
+}
+
+// TestLadderRowsShowTheRead: the ladder table shows the p95 the decision
+// read at the step's end (with the requests then in flight) beside the
+// step's final p95, and says both are from the intended send.
+func TestLadderRowsShowTheRead(t *testing.T) {
+	l := &LadderTrace{Config: Ladder{Metric: MetricE2E, HighWater: Duration(200 * time.Millisecond)}, Steps: []LadderStep{
+		{Index: 0, Rate: 10, Sent: 10, Completed: 10, P95: Duration(250 * time.Millisecond), P95Known: true,
+			Read: LadderRead{P95: Duration(180 * time.Millisecond), Known: true, InFlight: 3}, Action: Hold, Next: 10},
+		{Index: 1, Start: Duration(10 * time.Second), Rate: 10, Sent: 4, Completed: 4, P95: Duration(100 * time.Millisecond), P95Known: true,
+			Action: End, Length: Duration(time.Second)},
+	}}
+	rows := ladderRows(l)
+	require.Equal(t, []string{"step", "start s", "rate /s", "sent", "done", "errors", "read p95 ms", "in flight", "action", "next /s", "p95 ms"}, rows[0])
+	assert.Equal(t, []string{"0", "0", "10.0", "10", "10", "0", "180", "3", "hold", "10.0", "250"}, rows[1])
+	assert.Equal(t, []string{"1", "10.0", "10.0", "4", "4", "0", "-", "-", "end", "-", "100"}, rows[2])
+	tr := &TargetResult{Name: "m1", Ladder: l}
+	assert.Contains(t, ladderTitle(tr), "from the intended send")
 }
