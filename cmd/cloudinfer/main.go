@@ -4,6 +4,7 @@
 //	cloudinfer emulate   serve every provider's wire protocol locally
 //	cloudinfer invoke    send one request and print the response and its timing
 //	cloudinfer report    render, compare or merge saved benchmark results
+//	cloudinfer version   print the build's version, revision and Go version
 //
 // It exits 0 on success, 1 when a command fails and 2 on a usage error (an
 // unknown flag, a value that does not parse; for report, the wrong number
@@ -26,6 +27,7 @@ type cli struct {
 	Emulate emulateCmd `cmd:"" help:"Serve SageMaker, Azure ML, Vertex AI, PAI-EAS and OpenAI-compatible protocols locally."`
 	Invoke  invokeCmd  `cmd:"" help:"Send one request and print the response, its timing and its start verdict."`
 	Report  reportCmd  `cmd:"" help:"Render, compare or merge saved benchmark results."`
+	Version versionCmd `cmd:"" help:"Print the build's version, source revision and Go version."`
 }
 
 // Exit statuses.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -46,4 +47,13 @@ func TestExitStatuses(t *testing.T) {
 			assert.Empty(t, out.String())
 		})
 	}
+}
+
+// TestVersion: `cloudinfer version` prints one line naming the program,
+// its module version and the Go version it was built with, and exits 0.
+func TestVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"version"}, &out, &errOut), errOut.String())
+	assert.Regexp(t, `^cloudinfer \S+( \([0-9a-f]{1,12}(, modified)?( \S+)?\))? go\S+\n$`, out.String())
+	assert.Contains(t, out.String(), runtime.Version())
 }
