@@ -578,8 +578,12 @@ func TestBenchTimeScaleZeroIsAnnouncedAsOne(t *testing.T) {
 func TestBenchRefusesAKeyInClearToAnotherHost(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-BENCHENVSECRET0123456789")
 	t.Setenv("EAS_TOKEN", "EASBENCHSECRET0123456789")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIABENCHSECRET")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "awsBENCHSECRET")
+	t.Setenv("AWS_SESSION_TOKEN", "SESSIONBENCHSECRET")
 	env := &environment{cmd: &benchCmd{}}
 	for _, tg := range []bench.Target{
+		{Name: "s", Provider: "aws", Endpoint: "ep", Region: "us-east-1", URL: "http://192.0.2.1:8000"},
 		{Name: "o", Provider: "openai", Model: "m", URL: "http://192.0.2.1:8000"},
 		{Name: "o2", Provider: "openai", Endpoint: "http://192.0.2.1:8000/v1", URL: "http://192.0.2.1:8000", Model: "m"},
 		{Name: "a", Provider: "alibaba", Endpoint: "svc", URL: "http://192.0.2.1:8000"},
