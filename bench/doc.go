@@ -2,7 +2,7 @@
 // renders their results.
 //
 // A Plan names the targets (any provider and endpoint), the load model and
-// the limits. Four load models are built in, as MEASUREMENT.md defines them:
+// the limits. Four load models are built in:
 //
 //   - closed loop: N workers, each sending when its previous request ends
 //     (its intended send time is its send time: no schedule lag);
@@ -28,8 +28,8 @@
 // or a self-contained HTML report with charts.
 //
 // A target's throughputs are over its wall time (TargetResult.Wall, from
-// the start of its run to its last response), as MEASUREMENT.md defines
-// throughput: requests / benchmark duration. The load table's sent /s and
+// the start of its run to its last response): throughput is requests (or
+// tokens) / benchmark duration. The load table's sent /s and
 // ok /s are the requests sent and the successful ones over that one
 // duration, so ok /s never exceeds sent /s; the open loop's achieved send
 // rate (TargetResult.SendRate, over the span from the first send to the

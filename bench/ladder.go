@@ -8,7 +8,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
-// Ladder is the dynamic QPS ladder of MEASUREMENT.md. At the end of every
+// Ladder is the dynamic QPS ladder. At the end of every
 // Step the p95 latency of the step's own requests (those whose intended
 // send time falls in it) is read:
 //
@@ -49,7 +49,7 @@ type Ladder struct {
 	Metric string `json:"metric,omitempty" yaml:"metric,omitempty"`
 }
 
-// Ladder defaults, from MEASUREMENT.md.
+// Ladder defaults.
 const (
 	DefaultLadderIncrement = 50
 	DefaultLadderFloor     = 10

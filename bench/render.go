@@ -316,8 +316,8 @@ func (r *Result) intendedRows() [][]string {
 // by.
 const loadTitle = "Load and generator (sent /s, ok /s and tok/s over the wall time: from the start to the last response)"
 
-// loadRows returns the load table. Its rates are the throughputs of
-// MEASUREMENT.md, each over the target's wall time (TargetResult.Wall):
+// loadRows returns the load table. Its rates are throughputs (count /
+// duration), each over the target's wall time (TargetResult.Wall):
 // sent /s the requests sent, ok /s the successful ones, tok/s their output
 // tokens; one denominator, so ok /s never exceeds sent /s. offered /s is
 // the open loop's scheduled rate. The achieved send rate over the span of

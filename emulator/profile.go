@@ -286,7 +286,7 @@ func followSlots(base Profile, slots int) int {
 	return Profile{Slots: slots}.withDefaults().MaxQueue
 }
 
-// Reference figures (MEASUREMENT.md): vLLM 0.6.3 on one NVIDIA A10, 512-token
+// Reference figures (the package documentation's table): vLLM 0.6.3 on one NVIDIA A10, 512-token
 // prompt, streaming, sequential requests.
 //
 // The output-length mean and sd are derived so that total = TTFT + TPOT·(N−1)
@@ -323,7 +323,7 @@ var referenceA10 = []Profile{
 	},
 }
 
-// gpuDecodeMs is the per-token decode time by GPU (MEASUREMENT.md).
+// gpuDecodeMs is the per-token decode time by GPU (reference figures).
 var gpuDecodeMs = []struct {
 	gpu string
 	ms  float64

@@ -3,7 +3,8 @@
 // guessed), the per-request metrics computed from it, the cold/warm start
 // classification, mergeable aggregation, SLA checks with cold-start
 // attribution, LogNormal fits of token gaps, and reports. The definitions
-// follow MEASUREMENT.md, and each formula lives in one place: Measure.
+// are those of vLLM's bench serve, SGLang and inference-perf, given below,
+// and each formula lives in one place: Measure.
 //
 // # Timeline
 //

@@ -56,8 +56,8 @@ const (
 	ClockModelReady Clock = "model-ready"
 )
 
-// Phases is one attempt's time split (MEASUREMENT.md, "Phases of one
-// request"). A zero phase did not happen, or was not observed.
+// Phases is one attempt's time split (see the package documentation). A
+// zero phase did not happen, or was not observed.
 type Phases struct {
 	// Attempt counts from 1.
 	Attempt int `json:"attempt"`
@@ -84,8 +84,8 @@ type Phases struct {
 	Code   string `json:"code,omitempty"`
 }
 
-// Sample is the measurement of one call: every per-request metric of
-// MEASUREMENT.md, computed once by Measure. Has says which single-valued
+// Sample is the measurement of one call: every per-request metric of the
+// package documentation, computed once by Measure. Has says which single-valued
 // metrics are defined for it (TPOT needs N_out ≥ 2 and a stream, TTFT a
 // stream with a content chunk, ColdStart a cold start with known overhead,
 // and so on).
@@ -206,7 +206,8 @@ func (s *Sample) Value(m Metric) (int64, bool) {
 }
 
 // Measure computes every per-request metric of a finished call from its
-// Timeline — the one implementation of MEASUREMENT.md's formulas:
+// Timeline — the one implementation of the package documentation's
+// formulas:
 //
 //   - send time is the final attempt's send; the SLA clock starts there, or
 //     at tl.ModelReady for a cold request whose ready time is known;

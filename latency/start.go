@@ -26,7 +26,7 @@ const (
 // StartReason is the evidence behind a StartKind, strongest first.
 type StartReason string
 
-// Start reasons, in MEASUREMENT.md's evidence order.
+// Start reasons, strongest evidence first (see the package documentation).
 const (
 	// ReasonServerReported: the server said so in a header the adapter knows.
 	ReasonServerReported StartReason = "server-reported"
@@ -74,7 +74,8 @@ type Evidence struct {
 	Timeline *Timeline
 }
 
-// Classifier classifies starts using MEASUREMENT.md's evidence order, and
+// Classifier classifies starts by the evidence order of the package
+// documentation, strongest first, and
 // keeps the per-endpoint state that needs: recent completion times (for
 // first-request and idle-gap evidence) and the distribution of warm times
 // to first byte (for the statistical suspicion). It is safe for concurrent

@@ -99,8 +99,8 @@ func (t *Timeline) LastAttempt() *Attempt {
 	return &t.Attempts[len(t.Attempts)-1]
 }
 
-// Send returns the send time of the final attempt (the "send time" of
-// MEASUREMENT.md), or zero if no attempt was made.
+// Send returns the send time of the final attempt (the "send time" of the
+// metrics), or zero if no attempt was made.
 func (t *Timeline) Send() time.Time {
 	if a := t.LastAttempt(); a != nil {
 		return a.Send

@@ -135,10 +135,10 @@
 //     carries cloudinfer.usage.source, "server" or "counted", so that
 //     server-reported and counted values can be told apart.
 //   - time_to_first_chunk: successful streams, first content chunk − final
-//     attempt's send (MEASUREMENT.md's TTFT from send), with
+//     attempt's send (package latency's TTFT from send), with
 //     cloudinfer.start.kind so that cold starts can be told apart.
 //   - time_per_output_chunk: successful streams, each gap between
-//     consecutive content chunks (MEASUREMENT.md's ITL per chunk).
+//     consecutive content chunks (package latency's ITL per chunk).
 //   - cold_start.overhead: cold calls with a known overhead (model ready −
 //     first send), with cloudinfer.start.reason.
 //   - retries: one per attempt after the first, with the error.type of the
@@ -146,7 +146,7 @@
 //   - throttles: one per attempt refused with ERR_THROTTLED.
 //
 // The per-request numbers come from latency.Measure, the one implementation
-// of MEASUREMENT.md's formulas. Through the Prometheus exporter the names
+// of package latency's formulas. Through the Prometheus exporter the names
 // become gen_ai_client_operation_duration_seconds,
 // gen_ai_client_token_usage, gen_ai_client_operation_time_to_first_chunk_seconds,
 // gen_ai_client_operation_time_per_output_chunk_seconds,

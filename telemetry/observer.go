@@ -412,7 +412,7 @@ func (c *call) endResponse(span trace.Span, resp *cloudreq.CloudResponse) {
 
 // recordSuccess records the metrics only a successful call has. The
 // per-request numbers come from latency.Measure, the one implementation of
-// MEASUREMENT.md's formulas.
+// package latency's formulas.
 func (c *call) recordSuccess(ctx context.Context, span trace.Span, resp *cloudreq.CloudResponse, tl *latency.Timeline, set attribute.Set) {
 	u := resp.Usage
 	if u.InputTokens > 0 {
