@@ -44,7 +44,7 @@ type Plan struct {
 	// Parallel runs the targets at the same time instead of one after
 	// another, each with the plan's load (a sequential closed loop stays
 	// sequential per target). Use it for independent endpoints; the live
-	// progress bar is off.
+	// progress bar shows them as one, with their sums.
 	Parallel bool `json:"parallel,omitempty" yaml:"parallel,omitempty"`
 }
 
