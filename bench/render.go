@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
@@ -447,6 +448,117 @@ func networks(ts []Target) []string {
 	return out
 }
 
+// payloads describes what the plan's requests sent: "N-token prompt" when
+// every request sent a generated prompt of N tokens; when what was sent
+// differs between a mix's classes (a class's payload replaces its
+// target's) or between targets, the prompts' range ("prompt per class:
+// 64–2048 tokens") or the kinds sent ("payload per class: 64-token
+// prompt, raw body"); "" when every request sent the same given prompt,
+// or raw bodies.
+func payloads(p *Plan) string {
+	var classes []*Class
+	if p.Mix != nil {
+		for i := range p.Mix.Classes {
+			classes = append(classes, &p.Mix.Classes[i])
+		}
+	} else {
+		classes = []*Class{nil}
+	}
+	var sent [][]string // by target, by class: what its requests sent
+	tokens := map[int]bool{}
+	given, raw := false, false
+	for i := range p.Targets {
+		t := &p.Targets[i]
+		var row []string
+		for _, c := range classes {
+			pl, own := &t.Payload, true
+			if c != nil && c.Payload != nil {
+				pl, own = c.Payload, false
+			}
+			// A result's plan keeps no target's inline body; its action
+			// still says the target sent one.
+			switch {
+			case pl.File != "" || pl.Body != "" || len(pl.body) > 0 || own && t.Action == cloudreq.ActionInvoke:
+				raw = true
+				row = append(row, "raw")
+			case pl.Prompt != "":
+				given = true
+				row = append(row, "given")
+			default:
+				n := cmp.Or(pl.PromptTokens, DefaultPromptTokens)
+				tokens[n] = true
+				row = append(row, strconv.Itoa(n))
+			}
+		}
+		sent = append(sent, row)
+	}
+	ns := slices.Sorted(maps.Keys(tokens))
+	kinds := len(ns)
+	if given {
+		kinds++
+	}
+	if raw {
+		kinds++
+	}
+	switch {
+	case kinds == 0:
+		return ""
+	case kinds == 1 && len(ns) == 1:
+		return fmt.Sprintf("%d-token prompt", ns[0])
+	case kinds == 1:
+		return "" // the same given prompt, or raw bodies
+	}
+	byClass, byTarget := false, false
+	for _, row := range sent {
+		byClass = byClass || slices.ContainsFunc(row, func(s string) bool { return s != row[0] })
+		byTarget = byTarget || !slices.Equal(row, sent[0])
+	}
+	scope := "per class"
+	switch {
+	case byTarget && byClass:
+		scope = "per target and class"
+	case byTarget:
+		scope = "per target"
+	}
+	if !given && !raw {
+		return fmt.Sprintf("prompt %s: %d–%d tokens", scope, ns[0], ns[len(ns)-1])
+	}
+	var what []string
+	switch len(ns) {
+	case 0:
+	case 1:
+		what = append(what, fmt.Sprintf("%d-token prompt", ns[0]))
+	default:
+		what = append(what, fmt.Sprintf("%d–%d-token prompts", ns[0], ns[len(ns)-1]))
+	}
+	if given {
+		what = append(what, "given prompt")
+	}
+	if raw {
+		what = append(what, "raw body")
+	}
+	return "payload " + scope + ": " + strings.Join(what, ", ")
+}
+
+// streaming says which targets read their responses as streams:
+// "streaming" when every one did, else "streaming: " and their names; ""
+// when none did.
+func streaming(ts []Target) string {
+	var names []string
+	for _, t := range ts {
+		if t.Stream {
+			names = append(names, t.Name)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return ""
+	case len(ts):
+		return "streaming"
+	}
+	return "streaming: " + strings.Join(names, ", ")
+}
+
 // describe writes the one-line description of the run.
 func (r *Result) describe(w io.Writer) {
 	if r.Plan == nil {
@@ -467,16 +579,11 @@ func (r *Result) describe(w io.Writer) {
 	if p.Limits.Warmup > 0 {
 		parts = append(parts, fmt.Sprintf("%d warm-up left out", p.Limits.Warmup))
 	}
-	if len(p.Targets) > 0 {
-		t := p.Targets[0]
-		if t.Action == "generate" {
-			if t.Payload.Prompt == "" {
-				parts = append(parts, fmt.Sprintf("%d-token prompt", t.Payload.PromptTokens))
-			}
-			if t.Stream {
-				parts = append(parts, "streaming")
-			}
-		}
+	if s := payloads(p); s != "" {
+		parts = append(parts, s)
+	}
+	if s := streaming(p.Targets); s != "" {
+		parts = append(parts, s)
 	}
 	parts = append(parts, networks(p.Targets)...)
 	hosts := ""

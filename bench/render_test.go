@@ -475,3 +475,50 @@ func TestLadderRowsShowTheRead(t *testing.T) {
 	tr := &TargetResult{Name: "m1", Ladder: l}
 	assert.Contains(t, ladderTitle(tr), "from the intended send")
 }
+
+// TestDescribeSaysWhatWasSent: the summary's first line names the prompts
+// the requests sent: the target's, a mix's classes' own (which replace
+// it), or each target's.
+func TestDescribeSaysWhatWasSent(t *testing.T) {
+	firstLine := func(r *Result) string {
+		t.Helper()
+		var b bytes.Buffer
+		require.NoError(t, r.Render(&b, FormatText, RenderOptions{}))
+		line, _, _ := strings.Cut(b.String(), "\n")
+		return line
+	}
+	tokens := func(n int) *Payload { return &Payload{PromptTokens: n} }
+	for _, tc := range []struct {
+		name    string
+		edit    func(p *Plan)
+		want    string
+		notWant string
+	}{
+		{"the target's", func(*Plan) {}, ", 512-token prompt, streaming", ""},
+		{"each class its own", func(p *Plan) {
+			p.Mix = &Mix{Classes: []Class{{Name: "a", Weight: 1, Payload: tokens(64)}, {Name: "b", Weight: 1, Payload: tokens(2048)}}}
+		}, ", prompt per class: 64–2048 tokens, streaming", "512"},
+		{"one class the target's", func(p *Plan) {
+			p.Mix = &Mix{Classes: []Class{{Name: "a", Weight: 1, Payload: tokens(64)}, {Name: "b", Weight: 1}}}
+		}, ", prompt per class: 64–512 tokens, streaming", ""},
+		{"every class the same", func(p *Plan) {
+			p.Mix = &Mix{Classes: []Class{{Name: "a", Weight: 1, Payload: tokens(128)}, {Name: "b", Weight: 1, Payload: tokens(128)}}}
+		}, ", 128-token prompt, streaming", "512"},
+		{"a class a raw body", func(p *Plan) {
+			p.Mix = &Mix{Classes: []Class{{Name: "a", Weight: 1, Payload: tokens(64)}, {Name: "b", Weight: 1, Payload: &Payload{Body: "{}"}}}}
+		}, ", payload per class: 64-token prompt, raw body, streaming", "512"},
+		{"each target its own", func(p *Plan) {
+			p.Targets = append(p.Targets, Target{Name: "m2", Provider: "openai", Model: "m2", Action: "generate", Payload: Payload{PromptTokens: 256}})
+		}, ", prompt per target: 256–512 tokens, streaming: m1", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := synthetic(t, "m1", 100, 0, 10, 0)
+			tc.edit(r.Plan)
+			line := firstLine(r)
+			assert.Contains(t, line, tc.want)
+			if tc.notWant != "" {
+				assert.NotContains(t, line, tc.notWant)
+			}
+		})
+	}
+}

@@ -596,3 +596,47 @@ func TestBenchRefusesAKeyInClearToAnotherHost(t *testing.T) {
 		assert.NotContains(t, err.Error(), "SECRET", tg.Name)
 	}
 }
+
+// TestGroundTruthMatchesRecordsToTheirTarget: targets of every provider
+// that share the emulator's endpoint phi-3-mini, two of them with the same
+// provider and endpoint and only their payloads apart, run at once. Each
+// has its own row in the ground-truth table, over its own measured
+// requests' records: as many as its measured TTFTs, none of the warm-up's,
+// none of another target's (sm-one's requests ask for one token, so its
+// records have no TPOT; sm-short's have).
+func TestGroundTruthMatchesRecordsToTheirTarget(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	require.NoError(t, os.WriteFile(plan, []byte(`targets:
+  - {name: oa, provider: openai, model: phi-3-mini, stream: true, payload: {prompt_tokens: 8, output_tokens: 4}}
+  - {name: sm-short, provider: aws, endpoint: phi-3-mini, stream: true, payload: {prompt_tokens: 8, output_tokens: 4}}
+  - {name: sm-one, provider: aws, endpoint: phi-3-mini, stream: true, payload: {prompt_tokens: 64, output_tokens: 1}}
+  - {name: az, provider: azure, endpoint: phi-3-mini, stream: true, payload: {prompt_tokens: 8, output_tokens: 4}}
+  - {name: eas, provider: alibaba, endpoint: phi-3-mini, stream: true, payload: {prompt_tokens: 8, output_tokens: 4}}
+  - {name: vx, provider: gcp, endpoint: phi-3-mini, stream: true, payload: {prompt_tokens: 8, output_tokens: 4}}
+limits: {requests: 3, warmup: 1}
+parallel: true
+`), 0o600))
+	res, stdout, _, err := runBench(t, "--config", plan, "--time-scale", "0.01")
+	t.Log("\n" + stdout)
+	require.NoError(t, err)
+	_, table, ok := strings.Cut(stdout, "Emulator ground truth")
+	require.True(t, ok)
+	rows := map[string][]string{}
+	for line := range strings.SplitSeq(table, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows[f[0]] = f
+		}
+	}
+	require.Len(t, res.Targets, 6)
+	for _, tr := range res.Targets {
+		row := rows[tr.Name]
+		require.Len(t, row, 12, "%s: a row with its record count last", tr.Name)
+		n := tr.Dist(latency.TTFT, "", "").Count()
+		assert.Equal(t, uint64(3), n, "%s: %v", tr.Name, tr.ErrorExamples)
+		assert.Equal(t, strconv.FormatUint(n, 10), row[11], "%s: its own measured requests' records", tr.Name)
+		assert.NotEqual(t, "-", row[2], "%s: an injected TTFT", tr.Name)
+	}
+	assert.Equal(t, "-", rows["sm-one"][7], "sm-one: one-token responses, no injected TPOT")
+	assert.NotEqual(t, "-", rows["sm-short"][7], "sm-short: an injected TPOT")
+}
