@@ -151,13 +151,22 @@ func TestPrepareNetworkCanonical(t *testing.T) {
 
 func TestPublicPlanHidesSecrets(t *testing.T) {
 	p := &Plan{Targets: []Target{{Provider: "openai", Model: "m", Header: map[string]string{"Authorization": "Bearer sk-123"},
-		Payload: Payload{Body: `{"secret":"x"}`}}}, Limits: Limits{Requests: 1}}
+		Payload: Payload{Body: `{"secret":"x"}`}}}, Limits: Limits{Requests: 1},
+		Mix: &Mix{Classes: []Class{
+			{Name: "a", Weight: 1, Header: map[string]string{"X-Api-Key": "mixkey-456"}, Payload: &Payload{Body: `{"mixbody":"y"}`}},
+			{Name: "b", Weight: 1},
+		}}}
 	require.NoError(t, p.Prepare())
 	b, err := json.Marshal(p.public())
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), "sk-123")
 	assert.NotContains(t, string(b), `secret`)
+	assert.NotContains(t, string(b), "mixkey-456", "a class's header values")
+	assert.NotContains(t, string(b), "mixbody", "a class's inline body")
+	assert.Contains(t, string(b), `"X-Api-Key":"[redacted]"`, "the header's name stays")
 	assert.Equal(t, "Bearer sk-123", p.Targets[0].Header["Authorization"], "the plan itself is unchanged")
+	assert.Equal(t, "mixkey-456", p.Mix.Classes[0].Header["X-Api-Key"], "the plan's mix is unchanged")
+	assert.Equal(t, `{"mixbody":"y"}`, p.Mix.Classes[0].Payload.Body, "the plan's mix is unchanged")
 }
 
 func TestPromptLength(t *testing.T) {

@@ -253,15 +253,36 @@ func (p *Plan) public() *Plan {
 		t := &c.Targets[i]
 		t.Payload.Body = ""
 		t.Payload.body = nil
-		if len(t.Header) > 0 {
-			h := make(map[string]string, len(t.Header))
-			for k := range t.Header {
-				h[k] = "[redacted]"
+		t.Header = redactedHeader(t.Header)
+	}
+	if p.Mix != nil {
+		m := *p.Mix
+		m.Classes = slices.Clone(p.Mix.Classes)
+		for i := range m.Classes {
+			cl := &m.Classes[i]
+			cl.Header = redactedHeader(cl.Header)
+			if cl.Payload != nil {
+				pl := *cl.Payload
+				pl.Body, pl.body = "", nil
+				cl.Payload = &pl
 			}
-			t.Header = h
 		}
+		c.Mix = &m
 	}
 	return &c
+}
+
+// redactedHeader returns h's names with every value "[redacted]": header
+// values may be credentials. It returns nil for an empty h.
+func redactedHeader(h map[string]string) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for k := range h {
+		out[k] = "[redacted]"
+	}
+	return out
 }
 
 // cpuShare returns cpu as a share of wall × the machine's cores, −1 when
