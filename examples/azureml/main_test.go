@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/cloudinfer/cloudinfer/internal/exampletest"
 )
 
@@ -12,3 +14,5 @@ import (
 func TestRunsOnTheEmbeddedEmulator(t *testing.T) {
 	exampletest.RunOnEmulator(t, run, "AZUREML_API", "AZUREML_DEPLOYMENT", "AZUREML_ENDPOINT", "AZUREML_KEY", "AZUREML_REGION", "AZUREML_TOKEN")
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/cloudinfer/cloudinfer/internal/exampletest"
 )
 
@@ -12,3 +14,5 @@ import (
 func TestRunsOnTheEmbeddedEmulator(t *testing.T) {
 	exampletest.RunOnEmulator(t, run, "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID")
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

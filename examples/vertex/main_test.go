@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/cloudinfer/cloudinfer/internal/exampletest"
 )
 
@@ -12,3 +14,5 @@ import (
 func TestRunsOnTheEmbeddedEmulator(t *testing.T) {
 	exampletest.RunOnEmulator(t, run, "GOOGLE_CLOUD_LOCATION", "GOOGLE_CLOUD_PROJECT", "VERTEX_ENDPOINT", "VERTEX_MODEL")
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // TestRunTwice: a program that defines its flags on flag.CommandLine can
@@ -23,3 +25,5 @@ func TestRunTwice(t *testing.T) {
 		t.Errorf("second run printed %q", out)
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
