@@ -215,10 +215,39 @@
 //	               connection closes; a stream as a whole has no bound, however long it lasts
 //	idle           a kept-alive connection closes after 2 minutes without a request
 //
+// The gRPC listener bounds its clients too:
+//
+//	handshake      a new connection's HTTP/2 preface and SETTINGS must arrive within 20 s, else it closes
+//	dead peers     a connection that sent nothing for 2 minutes is pinged, and closed when nothing
+//	               comes back within 20 s (idle connections that answer stay open)
+//	client pings   at most one per 10 s, with or without calls in flight; a client that keeps pinging
+//	               more often is sent GOAWAY ENHANCE_YOUR_CALM "too_many_pings" and disconnected
+//	streams        at most 1,048,576 calls in flight per connection
+//	metadata       a request's metadata must fit in 64 KiB
+//	messages       a request message must fit in 8 MiB + 1 KiB
+//	each message   of a streamed answer (StreamGenerateContent, StreamRawPredict) must be let through by
+//	               the client's flow-control window within Options.WriteStallTimeout, else the call
+//	               ends with DEADLINE_EXCEEDED (its Record says canceled, status 504, its slot is freed);
+//	               the connection stays open for its other calls
+//
+// The ping bound admits every grpc-go client: grpc-go raises a shorter
+// keepalive time to 10 s, and the vertex adapter pings after 5 minutes. The
+// bound on streams is the bench's bound on requests in flight
+// (bench.MaxWorkers): the vertex adapter sends all of a target's requests
+// over one connection, and a gRPC client at the bound waits for a call to
+// end before it starts the next, so a lower one would queue a benchmark's
+// requests in the client and add the wait to its latencies. A stream the
+// client stops reading does not block the connection's other streams
+// (HTTP/2 flow control is per stream), so the stall bound ends only that
+// call: the messages already queued for it, then its status, reach the
+// client should it read again. The stall bound does not cover a unary
+// answer, which gRPC writes after the call has ended and its slot is free;
+// and a call whose request message never comes waits for it as long as its
+// connection lives.
+//
 // A client that goes away mid-request ends it at once: waits stop, the
 // slot is freed, and the Record says canceled. The two Options bounds are
 // real time (TimeScale does not change them); a negative value removes one.
-// gRPC request messages are limited to 8 MiB + 1 KiB.
 //
 // # Built-in profiles and endpoints
 //

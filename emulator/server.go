@@ -58,7 +58,11 @@ type Options struct {
 	// takes none of the bytes written for this long has its response ended
 	// and its connection closed (default 1 minute; negative: no bound). It
 	// bounds each write, not the response: a stream lasts as long as its
-	// tokens. Real time: TimeScale does not change it.
+	// tokens. On the gRPC listener it bounds each message of a streamed
+	// answer: a message the client's flow-control window keeps out for
+	// this long ends the call with DEADLINE_EXCEEDED, and the connection
+	// stays open for its other calls. Real time: TimeScale does not change
+	// it.
 	WriteStallTimeout time.Duration
 }
 
@@ -83,6 +87,7 @@ type Server struct {
 	grpcLn    net.Listener
 	serveDone sync.WaitGroup
 	started   bool
+	grpcLim   grpcLimits // bounds on gRPC clients; tests shorten them
 
 	ids      atomic.Uint64
 	spinners atomic.Int32 // waits spinning now; see sleepUntil
@@ -139,6 +144,7 @@ func New(opts Options) (*Server, error) {
 		closed:    make(chan struct{}),
 		maxSpin:   spinSlots(opts.SpinWaits),
 		maxGaps:   maxKeptGaps,
+		grpcLim:   defaultGRPCLimits,
 	}
 	for _, e := range opts.Endpoints {
 		if e.Profile.Name == "" && !e.Profile.hasFigures() {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -23,9 +24,67 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
+// grpcLimits bound what one gRPC client can hold (see the package
+// documentation).
+type grpcLimits struct {
+	// handshake bounds the arrival of a new connection's HTTP/2 preface
+	// and first SETTINGS frame.
+	handshake time.Duration
+	// pingAfter is how long a connection may send nothing before the
+	// server pings it; pingTimeout is how long the server then waits for
+	// any frame before it closes the connection.
+	pingAfter, pingTimeout time.Duration
+	// minPing is the shortest interval at which a client may ping, with or
+	// without calls in flight.
+	minPing time.Duration
+	// maxStreams bounds the calls in flight on one connection.
+	maxStreams uint32
+	// maxHeaderList bounds a request's metadata (HPACK-decoded size).
+	maxHeaderList uint32
+}
+
+// defaultGRPCLimits are the gRPC listener's bounds.
+var defaultGRPCLimits = grpcLimits{
+	handshake:     grpcHandshakeTimeout,
+	pingAfter:     grpcPingAfter,
+	pingTimeout:   grpcPingTimeout,
+	minPing:       grpcMinPing,
+	maxStreams:    grpcMaxStreams,
+	maxHeaderList: maxHeaderBytes,
+}
+
+// Limits on gRPC clients (see the package documentation).
+const (
+	// grpcHandshakeTimeout: a gRPC client sends its preface as soon as it
+	// connects; grpc-go's clients give up a connection attempt after 20 s.
+	grpcHandshakeTimeout = 20 * time.Second
+	// grpcPingAfter and grpcPingTimeout: a connection silent for 2 minutes
+	// is pinged and closed when nothing comes back within 20 s.
+	grpcPingAfter   = 2 * time.Minute
+	grpcPingTimeout = 20 * time.Second
+	// grpcMinPing is the shortest keepalive time a grpc-go client uses
+	// (it raises shorter ones to 10 s); the vertex adapter pings after 5
+	// minutes.
+	grpcMinPing = 10 * time.Second
+	// grpcMaxStreams is the bench's bound on requests in flight
+	// (bench.MaxWorkers): the vertex adapter sends all of a target's
+	// requests over one connection, and a client at this bound waits for
+	// a call to end before it starts another, so a lower one would queue a
+	// benchmark's requests in the client.
+	grpcMaxStreams = 1 << 20
+)
+
 // newGRPCServer returns the gRPC server of Vertex AI's PredictionService.
 func (s *Server) newGRPCServer() *grpc.Server {
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(maxBody + 1024))
+	l := s.grpcLim
+	g := grpc.NewServer(
+		grpc.MaxRecvMsgSize(maxBody+1024),
+		grpc.MaxHeaderListSize(l.maxHeaderList),
+		grpc.ConnectionTimeout(l.handshake),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: l.pingAfter, Timeout: l.pingTimeout}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.minPing, PermitWithoutStream: true}),
+		grpc.MaxConcurrentStreams(l.maxStreams),
+	)
 	aiplatformpb.RegisterPredictionServiceServer(g, &vertexGRPC{s: s})
 	return g
 }
@@ -286,7 +345,9 @@ func (v *vertexGRPC) RawPredict(ctx context.Context, req *aiplatformpb.RawPredic
 
 // StreamRawPredict streams the container's SSE bytes, one HttpBody per event.
 func (v *vertexGRPC) StreamRawPredict(req *aiplatformpb.StreamRawPredictRequest, stream aiplatformpb.PredictionService_StreamRawPredictServer) error {
-	ctx := stream.Context()
+	ss := v.s.newStallSender(stream)
+	defer ss.stop()
+	ctx := ss.ctx
 	c, t, err := v.prepare(ctx, req.GetEndpoint(), "StreamRawPredict", true, func() (genRequest, error) {
 		g, err := parseRawPredict(req.GetHttpBody().GetData())
 		if err == nil && g.dialect == dialectInstances {
@@ -303,7 +364,7 @@ func (v *vertexGRPC) StreamRawPredict(req *aiplatformpb.StreamRawPredictRequest,
 		if err := fn(&b); err != nil {
 			return err
 		}
-		return stream.Send(&httpbody.HttpBody{ContentType: "text/event-stream", Data: b.Bytes()})
+		return ss.send(&httpbody.HttpBody{ContentType: "text/event-stream", Data: b.Bytes()})
 	}
 	err = v.run(ctx, c, t, func(i int) error {
 		return chunk(func(w io.Writer) error {
@@ -369,7 +430,9 @@ func (v *vertexGRPC) GenerateContent(ctx context.Context, req *aiplatformpb.Gene
 // StreamGenerateContent sends one GenerateContentResponse per token; the
 // last carries the finish reason and usage.
 func (v *vertexGRPC) StreamGenerateContent(req *aiplatformpb.GenerateContentRequest, stream aiplatformpb.PredictionService_StreamGenerateContentServer) error {
-	ctx := stream.Context()
+	ss := v.s.newStallSender(stream)
+	defer ss.stop()
+	ctx := ss.ctx
 	c, t, err := v.prepare(ctx, req.GetModel(), "StreamGenerateContent", true, func() (genRequest, error) {
 		b, err := generateContentJSON(req)
 		if err != nil {
@@ -381,6 +444,74 @@ func (v *vertexGRPC) StreamGenerateContent(req *aiplatformpb.GenerateContentRequ
 		return err
 	}
 	return v.run(ctx, c, t, func(i int) error {
-		return stream.Send(gcProto(c, c.words[i], i == c.n-1))
+		return ss.send(gcProto(c, c.words[i], i == c.n-1))
 	})
+}
+
+// stallSender bounds each message of a server stream by
+// Options.WriteStallTimeout. grpc-go's Send waits while the client's
+// flow-control window is shut, until the stream ends: a client that reads
+// nothing would hold the call, its slot and its goroutine as long as the
+// connection lives. stallSender sends from a goroutine of its own; a
+// message not taken within the bound cancels ctx and fails send, and the
+// handler's return then ends the stream, which ends the blocked Send. The
+// client, should it read again, gets what was queued, then the status.
+type stallSender struct {
+	// ctx is the call's context: the stream's, canceled on a stall.
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	stream  grpc.ServerStream
+	timeout time.Duration
+	msgs    chan any   // to the sending goroutine, started on the first send
+	errs    chan error // Send's result, one per message
+	timer   *time.Timer
+	err     error // the stall, once there was one
+}
+
+// newStallSender returns the stallSender of stream.
+func (s *Server) newStallSender(stream grpc.ServerStream) *stallSender {
+	ctx, cancel := context.WithCancelCause(stream.Context())
+	return &stallSender{ctx: ctx, cancel: cancel, stream: stream, timeout: s.opts.WriteStallTimeout}
+}
+
+// send sends m, waiting at most the bound for Send to take it; after a
+// stall it fails at once.
+func (ss *stallSender) send(m any) error {
+	if ss.timeout <= 0 {
+		return ss.stream.SendMsg(m)
+	}
+	if ss.err != nil {
+		return ss.err
+	}
+	if ss.msgs == nil {
+		// Buffered: the goroutine has taken the previous message when
+		// its result comes, so that handing over never waits.
+		ss.msgs, ss.errs = make(chan any, 1), make(chan error, 1)
+		ss.timer = time.NewTimer(ss.timeout)
+		go func(stream grpc.ServerStream, msgs <-chan any, errs chan<- error) {
+			for m := range msgs {
+				errs <- stream.SendMsg(m)
+			}
+		}(ss.stream, ss.msgs, ss.errs)
+	} else {
+		ss.timer.Reset(ss.timeout)
+	}
+	ss.msgs <- m
+	select {
+	case err := <-ss.errs:
+		return err
+	case <-ss.timer.C:
+		ss.err = status.Errorf(codes.DeadlineExceeded, "stream stalled: the client took no message for %v", ss.timeout)
+		ss.cancel(ss.err)
+		return ss.err
+	}
+}
+
+// stop cancels ctx and ends the sending goroutine, once its Send returns.
+func (ss *stallSender) stop() {
+	ss.cancel(nil)
+	if ss.msgs != nil {
+		ss.timer.Stop()
+		close(ss.msgs)
+	}
 }
