@@ -24,12 +24,8 @@ type scheduleAdapter struct {
 
 func (a *scheduleAdapter) Invoke(ctx context.Context, c *cloudreq.Call) (*cloudreq.CloudResponse, error) {
 	a.n.Add(1)
-	t := time.NewTimer(a.lat(c.Request.IntendedSend.Sub(a.t0)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := answerAfter(ctx, a.lat(c.Request.IntendedSend.Sub(a.t0))); err != nil {
+		return nil, err
 	}
 	return &cloudreq.CloudResponse{StatusCode: 200}, nil
 }

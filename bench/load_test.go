@@ -32,12 +32,8 @@ func (a *sendLog) Invoke(ctx context.Context, c *cloudreq.Call) (*cloudreq.Cloud
 	a.at = append(a.at, time.Now())
 	a.in = append(a.in, c.Request.IntendedSend)
 	a.mu.Unlock()
-	t := time.NewTimer(a.d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := answerAfter(ctx, a.d); err != nil {
+		return nil, err
 	}
 	return &cloudreq.CloudResponse{StatusCode: 200}, nil
 }

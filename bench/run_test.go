@@ -59,16 +59,26 @@ func (a *loadAdapter) Invoke(ctx context.Context, c *cloudreq.Call) (*cloudreq.C
 		a.tags[k+"="+v]++
 	}
 	a.mu.Unlock()
-	if d := a.base + time.Duration(in)*a.perInFlight; d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if err := answerAfter(ctx, a.base+time.Duration(in)*a.perInFlight); err != nil {
+		return nil, err
 	}
 	return &cloudreq.CloudResponse{StatusCode: 200, Usage: cloudreq.Usage{OutputTokens: 8, Source: "server"}}, nil
+}
+
+// answerAfter waits d, as a server taking d to answer, or until ctx ends,
+// and returns ctx's error then.
+func answerAfter(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func connectTo(a cloudreq.Adapter) func(context.Context, *Target) (*cloudreq.Client, error) {
