@@ -3,6 +3,7 @@ package impair
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -60,52 +61,62 @@ func mix(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// maxWait caps a computed delay, so that absurd sizes or rates cannot
-// overflow a time.Duration: about 146 years.
-const maxWait = time.Duration(math.MaxInt64 / 2)
+// piece returns how many of n bytes, handed over at the stream position,
+// belong to the segment there: up to the next multiple of SegmentSize.
+func (s *shaper) piece(n int) int {
+	return int(min(uint64(n), SegmentSize-s.pos%SegmentSize))
+}
 
-// arrival returns when n bytes handed over at now arrive; n = 0 is the
-// end of the stream (a FIN), which takes the delay but no bandwidth. The
-// jitter is drawn by the position of the write's first byte; a write of
-// which any segment (by its first byte's position) is lost arrives one
-// retransmission delay late: TCP recovers the losses of one window
-// together, not one after another.
-func (s *shaper) arrival(now time.Time, n int) time.Time {
+// next schedules the segment at the stream position: the first k of n
+// bytes handed over at now, k = s.piece(n), and returns k and when those
+// bytes arrive. n = 0 is the end of the stream (a FIN), which takes the
+// delay but no bandwidth. A segment is sent at the link's rate behind
+// the bytes before it, then takes the delay, with jitter drawn by the
+// position of its first byte; one that starts a lost segment (a multiple
+// of SegmentSize) is a retransmission delay later. No arrival precedes an
+// earlier one: the bytes behind a late segment wait for it.
+func (s *shaper) next(now time.Time, n int) (int, time.Time) {
 	l := s.link
+	k := s.piece(n)
 	start := now
-	if n > 0 && l.Rate > 0 {
+	if k > 0 && l.Rate > 0 {
 		if s.busy.After(start) {
 			start = s.busy
 		}
-		ser := float64(n) * 8 * float64(time.Second) / float64(l.Rate)
-		start = start.Add(time.Duration(min(ser, float64(maxWait))))
+		// At most SegmentSize bytes at 1 bit/s: about 3 h, no overflow.
+		start = start.Add(time.Duration(float64(k) * 8 * float64(time.Second) / float64(l.Rate)))
 		s.busy = start
 	}
 	d := l.Delay
 	if l.Jitter > 0 {
-		d += time.Duration((2*s.draw(drawJitter, s.pos) - 1) * float64(l.Jitter))
-		d = max(d, 0)
+		d = max(addSat(d, time.Duration((2*s.draw(drawJitter, s.pos)-1)*float64(l.Jitter))), 0)
 	}
-	if l.Loss > 0 && n > 0 {
-		first := (s.pos + SegmentSize - 1) / SegmentSize // the first segment starting in the write
-		for seg := first; seg*SegmentSize < s.pos+uint64(n); seg++ {
-			if s.draw(drawLoss, seg) < l.Loss {
-				d += s.rto
-				break
-			}
-		}
+	if k > 0 && l.Loss > 0 && s.pos%SegmentSize == 0 && s.draw(drawLoss, s.pos/SegmentSize) < l.Loss {
+		d = addSat(d, s.rto)
 	}
-	s.pos += uint64(n)
-	at := start.Add(d)
+	s.pos += uint64(k)
+	at := start.Add(d) // saturates
 	if at.Before(s.last) {
 		at = s.last
 	}
 	s.last = at
-	return at
+	return k, at
+}
+
+// addSat returns a + b, held within time.Duration's range.
+func addSat(a, b time.Duration) time.Duration {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }
 
 // segment is bytes in flight in one direction, or the end of the stream
-// (err set) when b is empty.
+// when b is empty: with err set in the down direction (what the
+// underlying connection's Read returned), not in the up one (CloseWrite).
 type segment struct {
 	b   []byte
 	at  time.Time
@@ -119,6 +130,7 @@ type queue struct {
 	segs     []segment
 	bytes    int
 	closed   bool
+	ended    bool      // the end of the stream is queued: no more writes
 	deadline time.Time // the waiting side's deadline (Read's or Write's)
 	changed  chan struct{}
 }
@@ -131,12 +143,24 @@ func (q *queue) notify() {
 	q.changed = make(chan struct{})
 }
 
-func (q *queue) push(s segment) {
+func (q *queue) push(segs ...segment) {
 	q.mu.Lock()
-	q.segs = append(q.segs, s)
-	q.bytes += len(s.b)
+	q.segs = append(q.segs, segs...)
+	for _, s := range segs {
+		q.bytes += len(s.b)
+	}
 	q.notify()
 	q.mu.Unlock()
+}
+
+// pop drops the first n segments. q.mu must be held.
+func (q *queue) pop(n int) {
+	for i := range n {
+		q.bytes -= len(q.segs[i].b)
+		q.segs[i] = segment{}
+	}
+	q.segs = q.segs[n:]
+	q.notify()
 }
 
 func (q *queue) setDeadline(t time.Time) {
@@ -176,12 +200,13 @@ func earliest(a, b time.Time) time.Time {
 }
 
 // Conn is a net.Conn whose bytes take the profile's delay, jitter, loss
-// and bandwidth in each direction. Writes return once the bytes are queued
-// (up to 4 MiB, like a socket buffer); reads return bytes once they have
-// arrived. Deadlines apply to those waits. Close drops the bytes still in
-// flight and closes the underlying connection; as for any net.Conn, it
-// must be called, even after the peer closed, to end the connection's
-// two goroutines.
+// and bandwidth in each direction, segment by segment. Writes return once
+// the bytes are queued, up to 4 MiB at a time, like a socket buffer: a
+// larger write, or one behind a full queue, waits for room. Reads return
+// bytes once they have arrived. Deadlines apply to those waits. Close
+// drops the bytes still in flight and closes the underlying connection;
+// as for any net.Conn, it must be called, even after the peer closed, to
+// end the connection's two goroutines.
 //
 // Arrivals are timed with the runtime's timers, which on Linux wake up to
 // about 1 ms late: the delays are as configured or up to that much longer.
@@ -189,14 +214,14 @@ type Conn struct {
 	under      net.Conn
 	up, down   *queue
 	upS, downS *shaper
-	rmu, wmu   sync.Mutex // one Read, one Write at a time
+	rmu, wmu   sync.Mutex // one Read, one Write at a time; wmu guards upS
 	rtm, wtm   *time.Timer
 	sendErr    atomic.Pointer[error] // the underlying connection's write error
 	closeOnce  sync.Once
 	closeErr   error
 	done       sync.WaitGroup
 	synOnce    sync.Once
-	synAck     time.Time // when the simulated handshake completes
+	synRTT     time.Duration // the simulated handshake's round trip
 }
 
 // Conn wraps c, an established connection. seed picks the connection's
@@ -226,11 +251,16 @@ func (c *Conn) start() {
 
 // handshake waits for a TCP handshake's round trip through the links: the
 // SYN's way up and the SYN-ACK's way down. It is drawn once per
-// connection: a dial that tries several addresses waits the same time for
-// each. It runs before start.
+// connection: a dial that tries several addresses waits the same round
+// trip for each. It runs before start.
 func (c *Conn) handshake(ctx context.Context) error {
-	c.synOnce.Do(func() { c.synAck = c.downS.arrival(c.upS.arrival(time.Now(), 0), 0) })
-	tm := time.NewTimer(time.Until(c.synAck))
+	c.synOnce.Do(func() {
+		now := time.Now()
+		_, syn := c.upS.next(now, 0)
+		_, ack := c.downS.next(syn, 0)
+		c.synRTT = ack.Sub(now)
+	})
+	tm := time.NewTimer(c.synRTT)
 	defer tm.Stop()
 	select {
 	case <-tm.C:
@@ -246,55 +276,122 @@ func stoppedTimer() *time.Timer {
 	return t
 }
 
-// Write queues b for sending after the up link's delay.
+// errWriteClosed is Write's error after CloseWrite.
+var errWriteClosed = fmt.Errorf("impair: write after CloseWrite: %w", net.ErrClosed)
+
+// Write queues b for sending, segment by segment, behind the bytes before
+// it. When the queue holds 4 MiB it waits for room; at the write
+// deadline it returns how much it queued, with os.ErrDeadlineExceeded.
 func (c *Conn) Write(b []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	q := c.up
+	n := 0
 	q.mu.Lock()
 	for {
 		switch {
 		case q.closed:
 			q.mu.Unlock()
-			return 0, net.ErrClosed
+			return n, net.ErrClosed
+		case q.ended:
+			q.mu.Unlock()
+			return n, errWriteClosed
 		case c.sendErr.Load() != nil:
 			q.mu.Unlock()
-			return 0, *c.sendErr.Load()
+			return n, *c.sendErr.Load()
 		case !q.deadline.IsZero() && !time.Now().Before(q.deadline):
 			q.mu.Unlock()
-			return 0, os.ErrDeadlineExceeded
-		}
-		if q.bytes < maxQueued || len(b) == 0 {
-			break
+			return n, os.ErrDeadlineExceeded
+		case len(b) == 0:
+			q.mu.Unlock()
+			return n, nil
+		case q.bytes < maxQueued:
+			room := maxQueued - q.bytes
+			q.mu.Unlock()
+			k := c.queueUp(b, room)
+			n, b = n+k, b[k:]
+			if len(b) == 0 {
+				return n, nil
+			}
+			q.mu.Lock()
+			continue
 		}
 		ch, dl := q.changed, q.deadline
 		q.mu.Unlock()
 		sleep(c.wtm, ch, dl)
 		q.mu.Lock()
 	}
-	q.mu.Unlock()
-	if len(b) == 0 {
-		return 0, nil
-	}
-	seg := segment{b: append([]byte(nil), b...)}
-	seg.at = c.upS.arrival(time.Now(), len(b))
-	q.push(seg)
-	return len(b), nil
 }
 
+// queueUp copies about room bytes of b (not empty) into the up queue,
+// ending at a segment's end so that how b is cut into segments does not
+// depend on the room, and returns how many it queued. c.wmu is held.
+func (c *Conn) queueUp(b []byte, room int) int {
+	s := c.upS
+	size := min(len(b), room)
+	if end := (s.pos + uint64(size)) % SegmentSize; end != 0 {
+		size = min(len(b), size+int(SegmentSize-end))
+	}
+	buf := append([]byte(nil), b[:size]...)
+	segs := make([]segment, 0, size/SegmentSize+2)
+	now := time.Now()
+	for off := 0; off < size; {
+		k, at := s.next(now, size-off)
+		segs = append(segs, segment{b: buf[off : off+k], at: at})
+		off += k
+	}
+	c.up.push(segs...)
+	return size
+}
+
+// CloseWrite half-closes the connection: the end of the stream is queued
+// behind the bytes written before it, takes the up link's delay as they
+// do, then the underlying connection's CloseWrite sends it. Writes after
+// it fail; reads go on. The underlying connection must have a CloseWrite,
+// as a *net.TCPConn has.
+func (c *Conn) CloseWrite() error {
+	if _, ok := c.under.(closeWriter); !ok {
+		return fmt.Errorf("impair: %T has no CloseWrite", c.under)
+	}
+	q := c.up
+	q.mu.Lock()
+	switch {
+	case q.closed:
+		q.mu.Unlock()
+		return net.ErrClosed
+	case q.ended:
+		q.mu.Unlock()
+		return nil
+	}
+	q.ended = true
+	q.notify() // a Write waiting for room gives up
+	q.mu.Unlock()
+	c.wmu.Lock()
+	_, at := c.upS.next(time.Now(), 0)
+	c.wmu.Unlock()
+	q.push(segment{at: at})
+	return nil
+}
+
+// closeWriter is a connection that can be half-closed.
+type closeWriter interface{ CloseWrite() error }
+
 // send writes the up queue's segments to the underlying connection as
-// they arrive.
+// they arrive, those arrived together in one write where their bytes are
+// contiguous, and half-closes it at the end of the stream.
 func (c *Conn) send() {
 	defer c.done.Done()
 	q := c.up
 	tm := stoppedTimer()
+	var out [][]byte
 	for {
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
 			return
 		}
-		if len(q.segs) == 0 || time.Now().Before(q.segs[0].at) {
+		now := time.Now()
+		if len(q.segs) == 0 || now.Before(q.segs[0].at) {
 			ch := q.changed
 			var at time.Time
 			if len(q.segs) > 0 {
@@ -304,17 +401,32 @@ func (c *Conn) send() {
 			sleep(tm, ch, at)
 			continue
 		}
-		s := q.segs[0]
+		if len(q.segs[0].b) == 0 { // the end of the stream
+			q.pop(1)
+			q.mu.Unlock()
+			if err := c.under.(closeWriter).CloseWrite(); err != nil {
+				c.sendErr.Store(&err)
+			}
+			continue
+		}
+		out = out[:0]
+		n := 0
+		for ; n < len(q.segs) && len(q.segs[n].b) > 0 && !now.Before(q.segs[n].at); n++ {
+			out = appendContiguous(out, q.segs[n].b)
+		}
 		q.mu.Unlock()
-		_, err := c.under.Write(s.b)
+		var err error
+		for _, b := range out {
+			if _, err = c.under.Write(b); err != nil {
+				break
+			}
+		}
+		clear(out)
 		q.mu.Lock()
-		q.segs[0] = segment{}
-		q.segs = q.segs[1:]
-		q.bytes -= len(s.b)
+		q.pop(n)
 		if err != nil {
 			c.sendErr.Store(&err)
 		}
-		q.notify()
 		q.mu.Unlock()
 		if err != nil {
 			return
@@ -322,13 +434,26 @@ func (c *Conn) send() {
 	}
 }
 
-// receive reads the underlying connection and queues what it reads to
-// arrive after the down link's delay; the end of the stream (or an error)
-// arrives the same way.
+// appendContiguous appends b to out, extending out's last slice instead
+// when b's bytes follow its bytes in memory.
+func appendContiguous(out [][]byte, b []byte) [][]byte {
+	if i := len(out) - 1; i >= 0 {
+		if p := out[i]; len(p) < cap(p) && &p[:len(p)+1][len(p)] == &b[0] && len(b) <= cap(p)-len(p) {
+			out[i] = p[:len(p)+len(b)]
+			return out
+		}
+	}
+	return append(out, b)
+}
+
+// receive reads the underlying connection and queues what it reads,
+// segment by segment, to arrive after the down link's delay; the end of
+// the stream (or an error) arrives the same way.
 func (c *Conn) receive() {
 	defer c.done.Done()
 	q := c.down
 	buf := make([]byte, readSize)
+	var segs []segment
 	for {
 		q.mu.Lock()
 		for q.bytes >= maxQueued && !q.closed {
@@ -344,11 +469,20 @@ func (c *Conn) receive() {
 		}
 		n, err := c.under.Read(buf)
 		now := time.Now()
-		if n > 0 {
-			q.push(segment{b: append([]byte(nil), buf[:n]...), at: c.downS.arrival(now, n)})
+		segs = segs[:0]
+		b := append([]byte(nil), buf[:n]...)
+		for off := 0; off < n; {
+			k, at := c.downS.next(now, n-off)
+			segs = append(segs, segment{b: b[off : off+k], at: at})
+			off += k
 		}
 		if err != nil {
-			q.push(segment{err: err, at: c.downS.arrival(now, 0)})
+			_, at := c.downS.next(now, 0)
+			segs = append(segs, segment{err: err, at: at})
+		}
+		q.push(segs...)
+		clear(segs)
+		if err != nil {
 			return
 		}
 	}

@@ -13,13 +13,15 @@
 //	delay=20ms,jitter=2ms,loss=0.1%,rate=100mbit,down.delay=30ms,seed=7
 //
 // The model is that of one TCP connection seen from its ends: bytes keep
-// their order, a write is sent at the link's rate behind the bytes before
-// it, then takes the delay (± jitter); a write holding a lost segment is
-// not missing bytes but late by a retransmission timeout, once however
-// many of its segments were lost, and holds back the bytes behind it. The
-// end of the stream takes the delay too. Loss and jitter are drawn by
-// position in the byte stream, so the same seed loses the same segments
-// however the bytes are split into writes and reads. Timing comes from the
-// runtime's timers, which wake up to about 1 ms late on Linux, so short
-// delays come out slightly longer than asked (see BenchmarkAddedDelay).
+// their order, in segments of at most SegmentSize bytes (cut at multiples
+// of SegmentSize in the stream, and where a write starts); a segment is
+// sent at the link's rate behind the bytes before it, then takes the delay
+// (± jitter); a lost segment is not missing bytes but late by a
+// retransmission timeout, and holds back the bytes behind it, not those
+// before it; losses within a timeout of one another cost it once. The end
+// of the stream takes the delay too. Loss is drawn by segment position in
+// the byte stream, so the same seed loses the same segments however the
+// bytes are split into writes and reads. Timing comes from the runtime's
+// timers, which wake up to about 1 ms late on Linux, so short delays come
+// out slightly longer than asked (see BenchmarkAddedDelay).
 package impair

@@ -14,6 +14,21 @@ func FuzzParse(f *testing.F) {
 		"UP.Rate=1.5kbit,loss=0.01,rto=1s,seed=42",
 		"rate=1gbit,down.rate=8bit",
 		"loss=1e-7",
+		// Hostile values, each refused with an error.
+		"loss=NaN",
+		"loss=-0.1",
+		"loss=150%",
+		"delay=-1ms",
+		"delay=1e400ms",
+		"delay=2562047h47m16.854775807s,loss=100%",
+		"rate=1e30gbit",
+		"rate=Infbit",
+		"rate=1e-400bit",
+		"rate=9223372036854775808bit",
+		"rto=0s",
+		"seed=18446744073709551616",
+		"up.up.delay=1ms",
+		"=",
 	} {
 		f.Add(s)
 	}

@@ -13,19 +13,20 @@ import (
 type Link struct {
 	// Delay is the one-way delay added to every byte.
 	Delay time.Duration
-	// Jitter varies the delay uniformly within ±Jitter (never below zero).
-	// Bytes stay in order, as on a TCP connection: a byte is never
-	// delivered before one written earlier.
+	// Jitter varies the delay of each segment uniformly within ±Jitter
+	// (never below zero). Bytes stay in order, as on a TCP connection: a
+	// byte is never delivered before one written earlier.
 	Jitter time.Duration
 	// Loss is the probability (0 to 1) that a segment of SegmentSize bytes
 	// is lost. A connection is a reliable stream, so a loss is a delay, not
-	// missing bytes: the write holding a lost segment, and everything
-	// behind it, wait Profile.RetransmitDelay more, as for a
-	// retransmission timeout, once however many of its segments are lost
-	// (TCP recovers one window's losses together).
+	// missing bytes: the lost segment, and every byte behind it, arrive
+	// Profile.RetransmitDelay later, as after a retransmission timeout;
+	// segments lost within that delay of one another cost it once (TCP
+	// recovers one window's losses together).
 	Loss float64
 	// Rate is the link's bandwidth in bits per second; 0 is unlimited.
-	// Bytes queue behind one another at that rate before the delay.
+	// Segments queue behind one another at that rate before the delay: a
+	// large write's first segment arrives before its last.
 	Rate int64
 }
 
@@ -43,16 +44,19 @@ type Profile struct {
 	RetransmitDelay time.Duration
 	// Seed seeds the draws of jitter and loss. A draw is tied to its
 	// connection (a Dialer's n-th connection is n) and its direction, and
-	// to a position in the byte stream (a segment's, for loss; a write's
-	// first byte's, for jitter), so a run with the same connections in the
-	// same order loses the same segments, however the bytes were split
-	// into writes and reads.
+	// to a position in the byte stream: a segment's, for loss, so a run
+	// with the same connections in the same order loses the same
+	// segments, however the bytes were split into writes and reads; a
+	// segment's first byte's, for jitter, which depends on where writes
+	// (downstream: the underlying connection's reads) start.
 	Seed uint64
 }
 
-// SegmentSize is the size of the segments a Link's Loss applies to: a
-// TCP segment's payload on an Ethernet path (1500-byte MTU, IPv4 and TCP
-// headers with timestamps).
+// SegmentSize is the most bytes of a segment, the unit a Link's delay,
+// jitter, loss and rate apply to; segments are cut at multiples of it in
+// the byte stream, and where a write starts. It is a TCP segment's payload
+// on an Ethernet path (1500-byte MTU, IPv4 and TCP headers with
+// timestamps).
 const SegmentSize = 1448
 
 // DefaultRetransmitDelay is the cost of a lost segment by default: Linux's
@@ -101,7 +105,7 @@ func (p Profile) Validate() error {
 //	jitter=5ms       ± uniform variation of the delay
 //	loss=0.5%        segment loss probability (also 0.005)
 //	rate=100mbit     bandwidth: bit, kbit, mbit or gbit per second (1000-based)
-//	rto=200ms        what a lost segment costs (RetransmitDelay)
+//	rto=200ms        what a lost segment costs (RetransmitDelay; positive)
 //	seed=7           the seed of the draws
 //
 // delay, jitter, loss and rate apply to both directions; prefixed with
@@ -124,6 +128,11 @@ func Parse(spec string) (Profile, error) {
 			d, err := parseDuration(k, v)
 			if err != nil {
 				return Profile{}, err
+			}
+			if d == 0 {
+				// The field's 0 stands for the default, which the text
+				// would not say: leaving rto out says it.
+				return Profile{}, fmt.Errorf("impair: rto %v is not positive (leave it out for the default, %v)", d, DefaultRetransmitDelay)
 			}
 			p.RetransmitDelay = d
 			continue
@@ -227,12 +236,19 @@ func parseRate(v string) (int64, error) {
 		if err != nil || math.IsNaN(f) || f < 0 || f*u.mult >= math.MaxInt64 {
 			break
 		}
-		if r := int64(f * u.mult); r > 0 || f == 0 {
+		if r := int64(f * u.mult); r > 0 || (f == 0 && zeroLiteral(num)) {
 			return r, nil
 		}
 		return 0, fmt.Errorf("impair: rate %q is below 1 bit/s", v)
 	}
 	return 0, fmt.Errorf("impair: rate %q is not a bandwidth (like 100mbit; units bit, kbit, mbit, gbit)", v)
+}
+
+// zeroLiteral reports whether a number's digits before its exponent are
+// all zeros: a number that only reads as 0 by underflow (1e-400) is not.
+func zeroLiteral(num string) bool {
+	m := strings.TrimLeft(num, "+-0._")
+	return m == "" || m[0] == 'e'
 }
 
 // String returns the profile in Parse's form, both directions spelled out

@@ -26,6 +26,9 @@ func TestParse(t *testing.T) {
 		{"UP.Rate=1.5kbit,loss=0.01,rto=1s,seed=42", impair.Profile{
 			Up: impair.Link{Rate: 1500, Loss: 0.01}, Down: impair.Link{Loss: 0.01}, RetransmitDelay: time.Second, Seed: 42}},
 		{"rate=1gbit,down.rate=8bit", impair.Profile{Up: impair.Link{Rate: 1e9}, Down: impair.Link{Rate: 8}}},
+		// 0 bit/s, spelled out, is unlimited: it undoes a rate for one direction.
+		{"rate=1mbit,down.rate=0bit", impair.Profile{Up: impair.Link{Rate: 1e6}}},
+		{"rate=0.0kbit", impair.Profile{}},
 	} {
 		got, err := impair.Parse(tc.spec)
 		require.NoError(t, err, tc.spec)
@@ -55,9 +58,22 @@ func TestParseErrors(t *testing.T) {
 		"rate=9223372036854775808bit": `rate "9223372036854775808bit" is not a bandwidth`,
 		"seed=-1":                     `seed "-1" is not a non-negative integer`,
 		"rto=soon":                    `rto "soon" is not a duration`,
+		// 0 is the field's "default" (200 ms): as text it would silently
+		// stand for a cost it does not say.
+		"rto=0s": `rto 0s is not positive`,
+		// Too small for a float64, it reads as 0, which is "unlimited".
+		"rate=1e-400bit":            `rate "1e-400bit" is below 1 bit/s`,
+		"rate=0.1bit":               `rate "0.1bit" is below 1 bit/s`,
+		"delay=1e400ms":             `delay "1e400ms" is not a duration`,
+		"delay=3000000h":            `delay "3000000h" is not a duration`,
+		"rate=Infgbit":              `rate "Infgbit" is not a bandwidth`,
+		"rate=NaNmbit":              `rate "NaNmbit" is not a bandwidth`,
+		"seed=18446744073709551616": `seed "18446744073709551616" is not a non-negative integer`,
 	} {
 		_, err := impair.Parse(spec)
-		require.Error(t, err, spec)
+		if !assert.Error(t, err, spec) {
+			continue
+		}
 		assert.Contains(t, err.Error(), want, spec)
 		assert.Contains(t, err.Error(), "impair: ", spec)
 	}
