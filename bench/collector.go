@@ -245,7 +245,7 @@ func (c *collector) result() *TargetResult {
 	defer c.mu.Unlock()
 	t := c.t
 	tr := &TargetResult{
-		Name: t.Name, Provider: t.Provider, Service: t.Service, Endpoint: t.Endpoint,
+		Name: t.Name, Provider: t.Provider, Service: t.Service, Endpoint: publicURL(t.Endpoint),
 		Model: t.Model, Action: t.Action, Stream: t.Stream, Network: t.Network,
 		Load: c.plan.Load.String(), Begin: c.start,
 		Sent: c.sent.Load(), Late: c.late.Load(), Cut: c.cutN.Load(), Unsent: c.unsent.Load(), Recorder: c.rec,

@@ -50,7 +50,8 @@ type Plan struct {
 
 // Target is one endpoint to benchmark.
 type Target struct {
-	// Name labels the target in reports (default: endpoint, or model).
+	// Name labels the target in reports (default: endpoint, an endpoint
+	// URL without its user info and query, or model).
 	Name string `json:"name,omitempty" yaml:"name,omitempty"`
 	// Provider is aws, azure, gcp, alibaba or openai; Service defaults to
 	// the provider's one service (sagemaker, azureml, vertex, pai-eas,
@@ -409,7 +410,9 @@ func (p *Plan) slas() []latency.SLA {
 
 func (t *Target) prepare() error {
 	if t.Name == "" {
-		t.Name = cmp.Or(t.Endpoint, t.Model) // its errors name it from here on
+		// Its errors name it from here on: an endpoint URL without what may
+		// be a credential.
+		t.Name = cmp.Or(urlName(t.Endpoint), t.Model)
 	}
 	pair, ok := services[strings.ToLower(t.Provider)]
 	if !ok {

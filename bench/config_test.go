@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"strings"
@@ -211,4 +212,31 @@ func FuzzParsePlan(f *testing.F) {
 			NewPicker(p.Mix, p.Seed).Next()
 		}
 	})
+}
+
+// TestURLCredentialsStayOutOfResults: an endpoint or base URL's user info
+// and query values may be credentials (a gateway's key=…): a target named
+// after its endpoint URL is named without them, and a result's plan and
+// target results keep only the query's parameter names. The plan itself
+// keeps them, to send.
+func TestURLCredentialsStayOutOfResults(t *testing.T) {
+	const endpoint = "https://user:PASSWORD@gw.example/v1?api-version=2024&key=SECRETQ#FRAG"
+	p := &Plan{Targets: []Target{{Provider: "openai", Model: "m", Endpoint: endpoint,
+		URL: "https://u:BASEPASS@gw.example/?code=BASESECRET"}}, Limits: Limits{Requests: 1}}
+	require.NoError(t, p.Prepare())
+	assert.Equal(t, "https://gw.example/v1", p.Targets[0].Name)
+	assert.Equal(t, endpoint, p.Targets[0].Endpoint, "the plan itself is unchanged")
+	col, err := newCollector(p, &p.Targets[0])
+	require.NoError(t, err)
+	r := newResult(p)
+	r.Targets = append(r.Targets, col.result())
+	var b bytes.Buffer
+	require.NoError(t, r.WriteJSON(&b))
+	for _, secret := range []string{"user:", "PASSWORD", "SECRETQ", "FRAG", "BASEPASS", "BASESECRET"} {
+		assert.NotContains(t, b.String(), secret)
+	}
+	assert.Equal(t, "https://gw.example/v1?api-version=[redacted]&key=[redacted]", r.Plan.Targets[0].Endpoint)
+	assert.Equal(t, "https://gw.example/?code=[redacted]", r.Plan.Targets[0].URL)
+	assert.Equal(t, r.Plan.Targets[0].Endpoint, r.Targets[0].Endpoint)
+	assert.Equal(t, "ep", publicURL("ep"), "an endpoint name is kept")
 }

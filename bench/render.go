@@ -475,8 +475,9 @@ func payloads(p *Plan) string {
 			if c != nil && c.Payload != nil {
 				pl, own = c.Payload, false
 			}
-			// A result's plan keeps no target's inline body; its action
-			// still says the target sent one.
+			// A result's plan keeps no target's inline body, but its
+			// action still says the target sent one; a class's inline
+			// body is there, redacted.
 			switch {
 			case pl.File != "" || pl.Body != "" || len(pl.body) > 0 || own && t.Action == cloudreq.ActionInvoke:
 				raw = true

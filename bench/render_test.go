@@ -522,3 +522,25 @@ func TestDescribeSaysWhatWasSent(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeSaysAClassSentARawBody: a result's plan keeps no class's
+// inline body (it may hold credentials), yet the summary of the run, and
+// of the saved result read back, still says that class sent a raw body.
+func TestDescribeSaysAClassSentARawBody(t *testing.T) {
+	p := &Plan{Targets: []Target{{Name: "m1", Provider: "openai", Model: "m1", Stream: true}}, Limits: Limits{Requests: 1},
+		Mix: &Mix{Classes: []Class{{Name: "a", Weight: 1, Payload: &Payload{PromptTokens: 64}},
+			{Name: "b", Weight: 1, Payload: &Payload{Body: `{"secret":"x"}`}}}}}
+	require.NoError(t, p.Prepare())
+	r := newResult(p)
+	var js bytes.Buffer
+	require.NoError(t, r.WriteJSON(&js))
+	assert.NotContains(t, js.String(), "secret")
+	back, err := ParseResult(js.Bytes())
+	require.NoError(t, err)
+	for _, res := range []*Result{r, back} {
+		var b bytes.Buffer
+		require.NoError(t, res.Render(&b, FormatText, RenderOptions{}))
+		line, _, _ := strings.Cut(b.String(), "\n")
+		assert.Contains(t, line, ", payload per class: 64-token prompt, raw body")
+	}
+}

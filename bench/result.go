@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -245,7 +247,10 @@ func newResult(p *Plan) *Result {
 func (r *Result) finish() { r.End = time.Now() }
 
 // public returns a copy of the plan fit for a result file: no payload
-// bodies, no header values (they may hold credentials).
+// bodies, no header values, no user info or query values in endpoint and
+// base URLs (they may hold credentials; see publicURL). A target's action
+// still says it sent a body; a class's inline body becomes redacted, so
+// that the class is still seen to have sent one.
 func (p *Plan) public() *Plan {
 	c := *p
 	c.Targets = slices.Clone(p.Targets)
@@ -254,6 +259,7 @@ func (p *Plan) public() *Plan {
 		t.Payload.Body = ""
 		t.Payload.body = nil
 		t.Header = redactedHeader(t.Header)
+		t.Endpoint, t.URL = publicURL(t.Endpoint), publicURL(t.URL)
 	}
 	if p.Mix != nil {
 		m := *p.Mix
@@ -263,7 +269,10 @@ func (p *Plan) public() *Plan {
 			cl.Header = redactedHeader(cl.Header)
 			if cl.Payload != nil {
 				pl := *cl.Payload
-				pl.Body, pl.body = "", nil
+				if pl.Body != "" {
+					pl.Body = redacted
+				}
+				pl.body = nil
 				cl.Payload = &pl
 			}
 		}
@@ -272,7 +281,10 @@ func (p *Plan) public() *Plan {
 	return &c
 }
 
-// redactedHeader returns h's names with every value "[redacted]": header
+// redacted stands for a value a result file leaves out.
+const redacted = "[redacted]"
+
+// redactedHeader returns h's names with every value redacted: header
 // values may be credentials. It returns nil for an empty h.
 func redactedHeader(h map[string]string) map[string]string {
 	if len(h) == 0 {
@@ -280,9 +292,64 @@ func redactedHeader(h map[string]string) map[string]string {
 	}
 	out := make(map[string]string, len(h))
 	for k := range h {
-		out[k] = "[redacted]"
+		out[k] = redacted
 	}
 	return out
+}
+
+// publicURL returns an http(s) URL without what may be a credential: its
+// user info and fragment dropped, its query's values redacted (the
+// parameters' names are kept). Anything else, an endpoint name, is
+// returned as it is.
+func publicURL(s string) string {
+	u, ok := parseHTTPURL(s)
+	if !ok {
+		return s
+	}
+	if u == nil {
+		return "(unparsable URL)"
+	}
+	out := u.Scheme + "://" + u.Host + u.EscapedPath()
+	if u.RawQuery != "" {
+		params := strings.Split(u.RawQuery, "&")
+		for i, p := range params {
+			if name, _, ok := strings.Cut(p, "="); ok {
+				params[i] = name + "=" + redacted
+			} else {
+				params[i] = redacted // a bare value, not a name
+			}
+		}
+		out += "?" + strings.Join(params, "&")
+	}
+	return out
+}
+
+// urlName returns the name of a target whose endpoint is s: an http(s)
+// URL without its user info, query and fragment, which may hold
+// credentials; anything else as it is.
+func urlName(s string) string {
+	u, ok := parseHTTPURL(s)
+	switch {
+	case !ok:
+		return s
+	case u == nil:
+		return "(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host + u.EscapedPath()
+}
+
+// parseHTTPURL parses s when it is an http(s) URL rather than a name: ok
+// is false for a name, and u nil for a URL that does not parse.
+func parseHTTPURL(s string) (u *url.URL, ok bool) {
+	ls := strings.ToLower(s)
+	if !strings.HasPrefix(ls, "http://") && !strings.HasPrefix(ls, "https://") {
+		return nil, false
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, true
+	}
+	return u, true
 }
 
 // cpuShare returns cpu as a share of wall × the machine's cores, −1 when

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"sync"
 	"testing"
 )
 
@@ -31,7 +32,9 @@ func Run(t *testing.T, run func() error, clear []string, args ...string) string 
 }
 
 // RunErr is Run for a program whose failure is what the test checks: it
-// returns run's error beside the output instead of failing the test.
+// returns run's error beside the output instead of failing the test. A
+// panic in run (a bad flag) goes on to the caller once the process-wide
+// state is restored and the output's copy has ended.
 func RunErr(t *testing.T, run func() error, clear []string, args ...string) (string, error) {
 	t.Helper()
 	for _, k := range clear {
@@ -52,10 +55,17 @@ func RunErr(t *testing.T, run func() error, clear []string, args ...string) (str
 		defer close(copied)
 		_, _ = io.Copy(&out, r)
 	}()
+	var once sync.Once
+	finish := func() {
+		once.Do(func() {
+			_ = w.Close()
+			<-copied
+			_ = r.Close()
+		})
+	}
+	defer finish() // a run that panics (a bad flag) ends the copy too
 	rerr := run()
-	_ = w.Close()
-	<-copied
-	_ = r.Close()
+	finish()
 	return out.String(), rerr
 }
 

@@ -3,6 +3,8 @@ package exampletest
 import (
 	"flag"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -24,6 +26,30 @@ func TestRunTwice(t *testing.T) {
 	if out := Run(t, run, nil, "x"); out != "n=1 args=[x]\n" {
 		t.Errorf("second run printed %q", out)
 	}
+}
+
+// TestPanicEndsTheCopy: a program that panics (a bad flag under
+// flag.PanicOnError) leaves no goroutine copying its output behind, and
+// standard output restored. The garbage collector is off, so that no
+// finalizer closes the pipe in the test's stead.
+func TestPanicEndsTheCopy(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	stdout := os.Stdout
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not reach the caller")
+			}
+		}()
+		_, _ = RunErr(t, func() error {
+			fmt.Println("partial")
+			panic("bad flag")
+		}, nil)
+	}()
+	if os.Stdout != stdout {
+		t.Error("standard output not restored")
+	}
+	goleak.VerifyNone(t)
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
