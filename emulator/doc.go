@@ -210,9 +210,10 @@
 //	body size      8 MiB (SageMaker 6 MiB, Vertex REST 1.5 MiB); a bigger body gets the provider's payload-too-large
 //	               answer (see Faults), at once and without 100 Continue when its Content-Length says
 //	               so, else when the limit is passed; the connection closes after it
-//	each write     must be taken by the client within Options.WriteStallTimeout (default 1 minute),
-//	               else the request ends (its Record says canceled, its slot is freed) and the
-//	               connection closes; a stream as a whole has no bound, however long it lasts
+//	each write     must be taken by the client within Options.WriteStallTimeout (default 1 minute;
+//	               at least ¾ of it, as the deadline moves in quarter steps to spare a timer update
+//	               per token), else the request ends (its Record says canceled, its slot is freed)
+//	               and the connection closes; a stream as a whole has no bound, however long it lasts
 //	idle           a kept-alive connection closes after 2 minutes without a request
 //
 // The gRPC listener bounds its clients too:

@@ -55,7 +55,8 @@ type Options struct {
 	// and its connection closed. Real time: TimeScale does not change it.
 	ReadBodyTimeout time.Duration
 	// WriteStallTimeout bounds each write of a response: a client that
-	// takes none of the bytes written for this long has its response ended
+	// takes none of the bytes written for this long (for at least ¾ of it:
+	// the write deadline moves in quarter steps) has its response ended
 	// and its connection closed (default 1 minute; negative: no bound). It
 	// bounds each write, not the response: a stream lasts as long as its
 	// tokens. On the gRPC listener it bounds each message of a streamed
@@ -636,19 +637,30 @@ func innermost(w http.ResponseWriter) http.ResponseWriter {
 	}
 }
 
-// stallWriter sets the connection's write deadline to timeout from now
-// before each write and flush of a response, so that a client that takes
-// no bytes for that long fails the write (the request then ends and its
-// connection closes) while a stream may last as long as its tokens:
-// http.Server.WriteTimeout would instead bound the whole response.
+// stallWriter keeps the connection's write deadline between ¾ of timeout
+// and timeout ahead of each write and flush of a response, so that a client
+// that takes no bytes for that long fails the write (the request then ends
+// and its connection closes) while a stream may last as long as its
+// tokens: http.Server.WriteTimeout would instead bound the whole response.
+// The deadline is moved only once a quarter of timeout has passed since it
+// was last set: setting it costs a timer update, and a stream writes and
+// flushes every token.
 type stallWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	armed   time.Time // when the deadline was last set; zero before
 }
 
-// arm sets the write deadline.
-func (w *stallWriter) arm() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) }
+// arm moves the write deadline to timeout from now, unless it was set less
+// than a quarter of timeout ago.
+func (w *stallWriter) arm() {
+	if !w.armed.IsZero() && time.Since(w.armed) < w.timeout/4 {
+		return
+	}
+	w.armed = time.Now()
+	_ = w.rc.SetWriteDeadline(w.armed.Add(w.timeout))
+}
 
 // Write writes b to the response.
 func (w *stallWriter) Write(b []byte) (int, error) {
