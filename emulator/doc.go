@@ -224,7 +224,9 @@
 //	client pings   at most one per 10 s, with or without calls in flight; a client that keeps pinging
 //	               more often is sent GOAWAY ENHANCE_YOUR_CALM "too_many_pings" and disconnected
 //	streams        at most 1,048,576 calls in flight per connection
-//	metadata       a request's metadata must fit in 64 KiB
+//	metadata       a request's metadata must fit in 64 KiB (HPACK-decoded size, 32 bytes per field
+//	               included), else the call is refused with RST_STREAM FRAME_SIZE_ERROR; one name
+//	               or value longer than 64 KiB closes the connection
 //	messages       a request message must fit in 8 MiB + 1 KiB
 //	each message   of a streamed answer (StreamGenerateContent, StreamRawPredict) must be let through by
 //	               the client's flow-control window within Options.WriteStallTimeout, else the call

@@ -1,7 +1,9 @@
 package emulator
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -13,11 +15,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cloudinfer/cloudinfer/bench"
 )
@@ -210,21 +214,150 @@ func TestGRPCSettings(t *testing.T) {
 	assert.Equal(t, uint32(maxHeaderBytes), v)
 }
 
-// TestGRPCHeaderLimit: request metadata over the limit is refused; metadata
-// under it passes.
+// TestGRPCHeaderLimit: the server refuses a call whose metadata is over
+// its 64 KiB bound (HPACK-decoded size, 32 bytes per field included) with
+// RST_STREAM FRAME_SIZE_ERROR, before the call reaches the emulator (no
+// record), and the connection stays open: a call on it with metadata just
+// under the bound is answered. One name or value longer than the bound
+// closes the connection instead. The requests go as raw HTTP/2 frames,
+// since a grpc-go client refuses to send metadata over the bound the server
+// announces, and grpc-go has no option to lift that check. An ordinary
+// client's call with 8 KiB of metadata passes too.
 func TestGRPCHeaderLimit(t *testing.T) {
 	s := start(t, Options{TimeScale: 0.001, Seed: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), rawDeadline)
-	defer cancel()
-	pc := predictionClient(ctx, t, s)
 	req := &aiplatformpb.GenerateContentRequest{
 		Model:    "projects/demo/locations/us-central1/publishers/google/models/llama-3-8b",
 		Contents: []*aiplatformpb.Content{{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: "hi"}}}}},
 	}
-	_, err := pc.GenerateContent(metadata.AppendToOutgoingContext(ctx, "x-pad", strings.Repeat("x", 8<<10)), req)
+	body, err := proto.Marshal(req)
 	require.NoError(t, err)
-	_, err = pc.GenerateContent(metadata.AppendToOutgoingContext(ctx, "x-pad", strings.Repeat("x", 2*maxHeaderBytes)), req)
-	require.Error(t, err, "metadata over the limit")
+
+	_, fr := h2Conn(t, s)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	// The pad alone is the bound: the list is over it, no value is.
+	require.NoError(t, h2Call(fr, s.GRPCAddr(), 1, strings.Repeat("x", maxHeaderBytes), body))
+	f := h2Until(t, fr, 1, func(f http2.Frame) bool {
+		_, rst := f.(*http2.RSTStreamFrame)
+		_, answer := f.(*http2.MetaHeadersFrame)
+		return rst || answer
+	})
+	require.IsType(t, &http2.RSTStreamFrame{}, f, "metadata over the bound")
+	assert.Equal(t, http2.ErrCodeFrameSize, f.(*http2.RSTStreamFrame).ErrCode)
+
+	// The pad, the other fields and 32 bytes per field stay under the bound.
+	require.NoError(t, h2Call(fr, s.GRPCAddr(), 3, strings.Repeat("x", maxHeaderBytes-1024), body))
+	var fields []hpack.HeaderField
+	h2Until(t, fr, 3, func(f http2.Frame) bool {
+		if h, ok := f.(*http2.MetaHeadersFrame); ok {
+			fields = append(fields, h.Fields...)
+		}
+		return f.Header().Flags.Has(http2.FlagHeadersEndStream)
+	})
+	got := map[string]string{}
+	for _, hf := range fields {
+		got[hf.Name] = hf.Value
+	}
+	assert.Equal(t, "200", got[":status"])
+	assert.Equal(t, "0", got["grpc-status"], "metadata under the bound: %q", got["grpc-message"])
+	recs := waitRecords(t, s, 1)
+	assert.Equal(t, "ok", recs[0].Outcome, "only the call under the bound reached the emulator")
+
+	t.Run("value-over-bound", func(t *testing.T) {
+		_, fr := h2Conn(t, s)
+		// The server may close the connection before the whole header
+		// block is written.
+		if err := h2Call(fr, s.GRPCAddr(), 1, strings.Repeat("x", maxHeaderBytes+1), nil); err != nil {
+			requireServerClosed(t, err)
+			return
+		}
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				requireServerClosed(t, err)
+				break
+			}
+			if f.Header().StreamID == 1 {
+				t.Fatalf("answered on the stream: %v", f)
+			}
+		}
+	})
+	assert.Len(t, s.Records(), 1, "no call over the bound reached the emulator")
+
+	ctx, cancel := context.WithTimeout(context.Background(), rawDeadline)
+	defer cancel()
+	pc := predictionClient(ctx, t, s)
+	_, err = pc.GenerateContent(metadata.AppendToOutgoingContext(ctx, "x-pad", strings.Repeat("x", 8<<10)), req)
+	require.NoError(t, err)
+}
+
+// h2Call opens stream id with a GenerateContent call whose metadata holds
+// x-pad: pad, in a HEADERS frame and as many CONTINUATION frames as the
+// header block needs; with msg not nil it then sends msg as the call's
+// one request message and ends the stream.
+func h2Call(fr *http2.Framer, authority string, id uint32, pad string, msg []byte) error {
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for _, kv := range [][2]string{
+		{":method", "POST"}, {":scheme", "http"}, {":authority", authority},
+		{":path", "/google.cloud.aiplatform.v1.PredictionService/GenerateContent"},
+		{"content-type", "application/grpc"}, {"te", "trailers"}, {"x-pad", pad},
+	} {
+		if err := enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]}); err != nil {
+			return err
+		}
+	}
+	const maxFrame = 16 << 10 // SETTINGS_MAX_FRAME_SIZE's initial value
+	b := block.Bytes()
+	frag := b[:min(len(b), maxFrame)]
+	b = b[len(frag):]
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag, EndHeaders: len(b) == 0}); err != nil {
+		return err
+	}
+	for len(b) > 0 {
+		frag = b[:min(len(b), maxFrame)]
+		b = b[len(frag):]
+		if err := fr.WriteContinuation(id, len(b) == 0, frag); err != nil {
+			return err
+		}
+	}
+	if msg == nil {
+		return nil
+	}
+	data := binary.BigEndian.AppendUint32([]byte{0}, uint32(len(msg))) // not compressed, length
+	return fr.WriteData(id, true, append(data, msg...))
+}
+
+// h2Until reads frames, acknowledging the server's SETTINGS and PINGs,
+// until a frame of stream id for which last is true, and returns it. A
+// GOAWAY, or a RST_STREAM of stream id for which last is false, fails the
+// test.
+func h2Until(t *testing.T, fr *http2.Framer, id uint32, last func(http2.Frame) bool) http2.Frame {
+	t.Helper()
+	for {
+		f, err := fr.ReadFrame()
+		require.NoError(t, err)
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				require.NoError(t, fr.WriteSettingsAck())
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() {
+				require.NoError(t, fr.WritePing(true, f.Data))
+			}
+		case *http2.GoAwayFrame:
+			t.Fatalf("GOAWAY %v %q", f.ErrCode, f.DebugData())
+		}
+		if f.Header().StreamID != id {
+			continue
+		}
+		if last(f) {
+			return f
+		}
+		if r, ok := f.(*http2.RSTStreamFrame); ok {
+			t.Fatalf("RST_STREAM %v on stream %d", r.ErrCode, id)
+		}
+	}
 }
 
 // stallClient dials s's gRPC listener with fixed 64 KiB flow-control
@@ -284,6 +417,45 @@ func TestGRPCWriteStall(t *testing.T) {
 	}
 }
 
+// TestGRPCStreamUnbounded: with no stall bound (a negative
+// Options.WriteStallTimeout) both streaming methods send every token and
+// their records say so.
+func TestGRPCStreamUnbounded(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1, WriteStallTimeout: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), rawDeadline)
+	defer cancel()
+	pc := stallClient(t, s)
+	recvAll := func(st grpc.ClientStream, m any) int {
+		n := 0
+		for {
+			err := st.RecvMsg(m)
+			if err == io.EOF {
+				return n
+			}
+			require.NoError(t, err)
+			n++
+		}
+	}
+	gc, err := pc.StreamGenerateContent(ctx, &aiplatformpb.GenerateContentRequest{
+		Model:    "projects/demo/locations/us-central1/publishers/google/models/llama-3-8b",
+		Contents: []*aiplatformpb.Content{{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: "hi"}}}}},
+	})
+	require.NoError(t, err)
+	msgs := map[string]int{"StreamGenerateContent": recvAll(gc, &aiplatformpb.GenerateContentResponse{})}
+	raw, err := pc.StreamRawPredict(ctx, &aiplatformpb.StreamRawPredictRequest{
+		Endpoint: "projects/demo/locations/us-central1/endpoints/llama-3-8b",
+		HttpBody: &httpbody.HttpBody{ContentType: "application/json", Data: []byte(`{"messages":[{"role":"user","content":"hi"}],"stream":true}`)},
+	})
+	require.NoError(t, err)
+	msgs["StreamRawPredict"] = recvAll(raw, &httpbody.HttpBody{}) - 1 // and the closing event
+	for _, rec := range waitRecords(t, s, 2) {
+		assert.Equal(t, "ok", rec.Outcome, rec.Route)
+		assert.Equal(t, 200, rec.Status, rec.Route)
+		assert.Equal(t, rec.OutputTokens, rec.TokensSent, rec.Route)
+		assert.Equal(t, rec.OutputTokens, msgs[rec.Route], rec.Route)
+	}
+}
+
 // TestGRPCSlowStreamKept: the stall bound does not cut a stream whose
 // tokens come further apart than it, nor a stream read slowly.
 func TestGRPCSlowStreamKept(t *testing.T) {
@@ -313,4 +485,101 @@ func TestGRPCSlowStreamKept(t *testing.T) {
 	rec := waitRecords(t, s, 1)[0]
 	assert.Equal(t, "ok", rec.Outcome)
 	assert.Greater(t, rec.E2EMs, 4*float64(bound/time.Millisecond))
+}
+
+// BenchmarkGRPCStreamMessage is the cost of one streamed message of
+// StreamGenerateContent, from the server's token loop to the client's Recv,
+// over a loopback gRPC connection: tokens come with no gap between them,
+// so the figure is the send path's own. guard=on bounds every message by
+// Options.WriteStallTimeout; guard=off runs without the bound.
+func BenchmarkGRPCStreamMessage(b *testing.B) {
+	for _, stall := range []time.Duration{-1, time.Minute} {
+		name := "guard=on"
+		if stall < 0 {
+			name = "guard=off"
+		}
+		b.Run(name, func(b *testing.B) {
+			ep := Endpoint{Name: "burst", Providers: []Provider{Vertex}, Profile: Profile{
+				Name: "burst", TTFTMs: Dist{Mean: 1}, OutputTokens: Dist{Mean: maxOutputTokens}, MaxQueue: -1,
+			}}
+			s := start(b, Options{TimeScale: 0.001, Seed: 1, WriteStallTimeout: stall, Endpoints: []Endpoint{ep}})
+			cc, err := grpc.NewClient(s.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cc.Close()
+			pc := aiplatformpb.NewPredictionServiceClient(cc)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			stream := func(n int) {
+				limit := int32(n)
+				st, err := pc.StreamGenerateContent(ctx, &aiplatformpb.GenerateContentRequest{
+					Model:            "projects/demo/locations/us-central1/publishers/google/models/burst",
+					Contents:         []*aiplatformpb.Content{{Role: "user", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: "hi"}}}}},
+					GenerationConfig: &aiplatformpb.GenerationConfig{MaxOutputTokens: &limit},
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				got := 0
+				for {
+					_, err := st.Recv()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					got++
+				}
+				if got != n {
+					b.Fatalf("got %d messages, want %d", got, n)
+				}
+			}
+			stream(16) // the connection is up
+			b.ReportAllocs()
+			b.ResetTimer()
+			for left := b.N; left > 0; left -= maxOutputTokens {
+				stream(min(left, maxOutputTokens))
+			}
+		})
+	}
+}
+
+// nopStream is a server stream whose SendMsg takes every message at once.
+type nopStream struct{ grpc.ServerStream }
+
+func (nopStream) Context() context.Context { return context.Background() }
+func (nopStream) SendMsg(any) error        { return nil }
+
+// BenchmarkStallSenderSend is the stall guard's own cost per message: the
+// stream takes each message at once, the stream handler's goroutine waits
+// in serveStream as it does for a live call.
+func BenchmarkStallSenderSend(b *testing.B) {
+	for _, stall := range []time.Duration{-1, time.Minute} {
+		name := "guard=on"
+		if stall < 0 {
+			name = "guard=off"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := New(Options{Seed: 1, WriteStallTimeout: stall})
+			if err != nil {
+				b.Fatal(err)
+			}
+			v := &vertexGRPC{s: s}
+			msg := &httpbody.HttpBody{}
+			b.ReportAllocs()
+			err = v.serveStream(nopStream{}, func(_ context.Context, out *stallSender) error {
+				for b.Loop() {
+					if err := out.send(msg); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
@@ -179,15 +180,23 @@ func (v *vertexGRPC) prepare(ctx context.Context, resource, method string, strea
 }
 
 // run drives a call: admission, ground-truth header metadata, then for a
-// stream send(i) per token, or for a unary call a wait until the last token.
-func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, send func(i int) error) (err error) {
+// stream (out not nil) one message per token, msg(i), sent through out, or
+// for a unary call a wait until the last token.
+func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, out *stallSender, msg func(i int) (any, error)) (err error) {
 	outcome := "ok"
+	if out != nil {
+		out.c = c
+	}
 	defer func() {
 		code := status.Code(err)
 		if code == codes.Canceled || code == codes.DeadlineExceeded && outcome == "canceled" {
 			outcome = "canceled"
 		}
-		c.end(httpStatusOf(code), outcome)
+		if out == nil {
+			c.end(httpStatusOf(code), outcome)
+			return
+		}
+		out.end(httpStatusOf(code), outcome)
 	}()
 	header := func() {
 		md := metadata.MD{}
@@ -231,7 +240,7 @@ func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, send func
 		}
 		return status.Error(codes.Unavailable, "error reading from server: EOF")
 	}
-	if send == nil {
+	if out == nil {
 		if f == FaultStreamError {
 			if err := v.s.sleepUntil(ctx, c.firstAt); err != nil {
 				outcome = "canceled"
@@ -259,7 +268,11 @@ func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, send func
 		if f.midStream() && i == c.breakAt {
 			return midErr()
 		}
-		if err := send(i); err != nil {
+		m, err := msg(i)
+		if err == nil {
+			err = out.send(m)
+		}
+		if err != nil {
 			outcome = "canceled"
 			return err
 		}
@@ -283,7 +296,7 @@ func (v *vertexGRPC) Predict(ctx context.Context, req *aiplatformpb.PredictReque
 	if err != nil {
 		return nil, err
 	}
-	if err := v.run(ctx, c, t, nil); err != nil {
+	if err := v.run(ctx, c, t, nil, nil); err != nil {
 		return nil, err
 	}
 	preds := make([]*structpb.Value, max(c.gen.instances, 1))
@@ -336,7 +349,7 @@ func (v *vertexGRPC) RawPredict(ctx context.Context, req *aiplatformpb.RawPredic
 	if err != nil {
 		return nil, err
 	}
-	if err := v.run(ctx, c, t, nil); err != nil {
+	if err := v.run(ctx, c, t, nil, nil); err != nil {
 		return nil, err
 	}
 	ct, body := rawWire(c, t.name).whole(c)
@@ -345,41 +358,44 @@ func (v *vertexGRPC) RawPredict(ctx context.Context, req *aiplatformpb.RawPredic
 
 // StreamRawPredict streams the container's SSE bytes, one HttpBody per event.
 func (v *vertexGRPC) StreamRawPredict(req *aiplatformpb.StreamRawPredictRequest, stream aiplatformpb.PredictionService_StreamRawPredictServer) error {
-	ss := v.s.newStallSender(stream)
-	defer ss.stop()
-	ctx := ss.ctx
-	c, t, err := v.prepare(ctx, req.GetEndpoint(), "StreamRawPredict", true, func() (genRequest, error) {
-		g, err := parseRawPredict(req.GetHttpBody().GetData())
-		if err == nil && g.dialect == dialectInstances {
-			err = errors.New("StreamRawPredict needs an OpenAI chat or completions body")
-		}
-		return g, err
-	})
-	if err != nil {
-		return err
-	}
-	oa := &openAIWire{chat: c.gen.dialect == dialectChat, model: t.name, created: time.Now().Unix()}
-	chunk := func(fn func(io.Writer) error) error {
-		var b bytes.Buffer
-		if err := fn(&b); err != nil {
+	return v.serveStream(stream, func(ctx context.Context, out *stallSender) error {
+		c, t, err := v.prepare(ctx, req.GetEndpoint(), "StreamRawPredict", true, func() (genRequest, error) {
+			g, err := parseRawPredict(req.GetHttpBody().GetData())
+			if err == nil && g.dialect == dialectInstances {
+				err = errors.New("StreamRawPredict needs an OpenAI chat or completions body")
+			}
+			return g, err
+		})
+		if err != nil {
 			return err
 		}
-		return ss.send(&httpbody.HttpBody{ContentType: "text/event-stream", Data: b.Bytes()})
-	}
-	err = v.run(ctx, c, t, func(i int) error {
-		return chunk(func(w io.Writer) error {
-			if i == 0 {
-				if err := oa.begin(w, c); err != nil {
-					return err
-				}
+		oa := &openAIWire{chat: c.gen.dialect == dialectChat, model: t.name, created: time.Now().Unix()}
+		chunk := func(fn func(io.Writer) error) (any, error) {
+			var b bytes.Buffer
+			if err := fn(&b); err != nil {
+				return nil, err
 			}
-			return oa.token(w, c, i)
+			return &httpbody.HttpBody{ContentType: "text/event-stream", Data: b.Bytes()}, nil
+		}
+		err = v.run(ctx, c, t, out, func(i int) (any, error) {
+			return chunk(func(w io.Writer) error {
+				if i == 0 {
+					if err := oa.begin(w, c); err != nil {
+						return err
+					}
+				}
+				return oa.token(w, c, i)
+			})
 		})
+		if err != nil {
+			return err
+		}
+		m, err := chunk(func(w io.Writer) error { return oa.end(w, c) })
+		if err != nil {
+			return err
+		}
+		return out.send(m)
 	})
-	if err != nil {
-		return err
-	}
-	return chunk(func(w io.Writer) error { return oa.end(w, c) })
 }
 
 // generateContentJSON renders a GenerateContentRequest as its REST body.
@@ -421,7 +437,7 @@ func (v *vertexGRPC) GenerateContent(ctx context.Context, req *aiplatformpb.Gene
 	if err != nil {
 		return nil, err
 	}
-	if err := v.run(ctx, c, t, nil); err != nil {
+	if err := v.run(ctx, c, t, nil, nil); err != nil {
 		return nil, err
 	}
 	return gcProto(c, c.text(), true), nil
@@ -430,88 +446,120 @@ func (v *vertexGRPC) GenerateContent(ctx context.Context, req *aiplatformpb.Gene
 // StreamGenerateContent sends one GenerateContentResponse per token; the
 // last carries the finish reason and usage.
 func (v *vertexGRPC) StreamGenerateContent(req *aiplatformpb.GenerateContentRequest, stream aiplatformpb.PredictionService_StreamGenerateContentServer) error {
-	ss := v.s.newStallSender(stream)
-	defer ss.stop()
-	ctx := ss.ctx
-	c, t, err := v.prepare(ctx, req.GetModel(), "StreamGenerateContent", true, func() (genRequest, error) {
-		b, err := generateContentJSON(req)
+	return v.serveStream(stream, func(ctx context.Context, out *stallSender) error {
+		c, t, err := v.prepare(ctx, req.GetModel(), "StreamGenerateContent", true, func() (genRequest, error) {
+			b, err := generateContentJSON(req)
+			if err != nil {
+				return genRequest{}, err
+			}
+			return parseContents(b)
+		})
 		if err != nil {
-			return genRequest{}, err
+			return err
 		}
-		return parseContents(b)
-	})
-	if err != nil {
-		return err
-	}
-	return v.run(ctx, c, t, func(i int) error {
-		return ss.send(gcProto(c, c.words[i], i == c.n-1))
+		return v.run(ctx, c, t, out, func(i int) (any, error) {
+			return gcProto(c, c.words[i], i == c.n-1), nil
+		})
 	})
 }
 
-// stallSender bounds each message of a server stream by
-// Options.WriteStallTimeout. grpc-go's Send waits while the client's
-// flow-control window is shut, until the stream ends: a client that reads
-// nothing would hold the call, its slot and its goroutine as long as the
-// connection lives. stallSender sends from a goroutine of its own; a
-// message not taken within the bound cancels ctx and fails send, and the
-// handler's return then ends the stream, which ends the blocked Send. The
-// client, should it read again, gets what was queued, then the status.
+// stallSender sends a server stream's messages, each bounded by
+// Options.WriteStallTimeout. grpc-go's SendMsg waits while the client's
+// flow-control window is shut, until the stream ends, and only the
+// handler's return ends it: a client that reads nothing would otherwise
+// hold the call, its slot and its goroutine as long as the connection
+// lives. So, with the bound on, serveStream runs the handler's work in a
+// goroutine of its own (the worker), which sends each message itself,
+// arming the stream's timer before SendMsg and stopping it after; the
+// handler's goroutine waits for the worker's end or the timer. When the
+// timer fires first, the handler cancels the worker's context, ends the
+// call (its record says canceled, status 504, its slot is freed) and
+// returns DEADLINE_EXCEEDED, which ends the stream and with it the blocked
+// SendMsg; the worker then leaves the call alone and returns. The client,
+// should it read again, gets what was queued, then the status.
+//
+// The call passes to the handler only while the worker is in SendMsg: the
+// worker stores it in sending before arming the timer, which orders its
+// writes to the call's record before the handler's load; the handler takes
+// it once it has received the timer's value, and from then on the worker
+// touches it no more. The worker learns of that from timer.Stop: with Go
+// 1.23+ timer channels, Stop reports false only when the value of the
+// latest Reset has been received, and none is received after Stop reports
+// true.
 type stallSender struct {
-	// ctx is the call's context: the stream's, canceled on a stall.
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
 	stream  grpc.ServerStream
 	timeout time.Duration
-	msgs    chan any   // to the sending goroutine, started on the first send
-	errs    chan error // Send's result, one per message
-	timer   *time.Timer
-	err     error // the stall, once there was one
+	// timer bounds the message in SendMsg; nil without the bound, when
+	// the handler's own goroutine sends.
+	timer *time.Timer
+	// c is run's call until run has ended it (the worker's own).
+	c *call
+	// sending is the call the handler ends if the message in SendMsg
+	// stalls: c, or nil when run has already ended it.
+	sending atomic.Pointer[call]
+	// stalled is set by the worker when its send met the stall: the
+	// handler has the call, and the worker sends nothing more.
+	stalled bool
 }
 
-// newStallSender returns the stallSender of stream.
-func (s *Server) newStallSender(stream grpc.ServerStream) *stallSender {
+// errStalled is what the worker's send returns after a stall; the client
+// gets the handler's status instead.
+var errStalled = status.Error(codes.DeadlineExceeded, "stream stalled")
+
+// serveStream runs body, the work of a stream handler, with the
+// stallSender of stream: with Options.WriteStallTimeout > 0 in a worker
+// goroutine (see stallSender), else in the handler's goroutine. body's ctx
+// is the stream's context, canceled on a stall.
+func (v *vertexGRPC) serveStream(stream grpc.ServerStream, body func(ctx context.Context, out *stallSender) error) error {
+	out := &stallSender{stream: stream, timeout: v.s.opts.WriteStallTimeout}
+	if out.timeout <= 0 {
+		return body(stream.Context(), out)
+	}
 	ctx, cancel := context.WithCancelCause(stream.Context())
-	return &stallSender{ctx: ctx, cancel: cancel, stream: stream, timeout: s.opts.WriteStallTimeout}
-}
-
-// send sends m, waiting at most the bound for Send to take it; after a
-// stall it fails at once.
-func (ss *stallSender) send(m any) error {
-	if ss.timeout <= 0 {
-		return ss.stream.SendMsg(m)
-	}
-	if ss.err != nil {
-		return ss.err
-	}
-	if ss.msgs == nil {
-		// Buffered: the goroutine has taken the previous message when
-		// its result comes, so that handing over never waits.
-		ss.msgs, ss.errs = make(chan any, 1), make(chan error, 1)
-		ss.timer = time.NewTimer(ss.timeout)
-		go func(stream grpc.ServerStream, msgs <-chan any, errs chan<- error) {
-			for m := range msgs {
-				errs <- stream.SendMsg(m)
-			}
-		}(ss.stream, ss.msgs, ss.errs)
-	} else {
-		ss.timer.Reset(ss.timeout)
-	}
-	ss.msgs <- m
+	defer cancel(nil)
+	out.timer = time.NewTimer(out.timeout)
+	out.timer.Stop()
+	done := make(chan error, 1)
+	go func() { done <- body(ctx, out) }()
 	select {
-	case err := <-ss.errs:
+	case err := <-done:
 		return err
-	case <-ss.timer.C:
-		ss.err = status.Errorf(codes.DeadlineExceeded, "stream stalled: the client took no message for %v", ss.timeout)
-		ss.cancel(ss.err)
-		return ss.err
+	case <-out.timer.C:
+		err := status.Errorf(codes.DeadlineExceeded, "stream stalled: the client took no message for %v", out.timeout)
+		cancel(err)
+		if c := out.sending.Load(); c != nil {
+			c.end(httpStatusOf(codes.DeadlineExceeded), "canceled")
+		}
+		return err
 	}
 }
 
-// stop cancels ctx and ends the sending goroutine, once its Send returns.
-func (ss *stallSender) stop() {
-	ss.cancel(nil)
-	if ss.msgs != nil {
-		ss.timer.Stop()
-		close(ss.msgs)
+// send sends m. With the bound on, a message the client has not let
+// through within it fails with errStalled, and so does every send after.
+func (o *stallSender) send(m any) error {
+	if o.timer == nil {
+		return o.stream.SendMsg(m)
 	}
+	if o.stalled {
+		return errStalled
+	}
+	o.sending.Store(o.c)
+	o.timer.Reset(o.timeout)
+	err := o.stream.SendMsg(m)
+	if !o.timer.Stop() {
+		o.stalled = true
+		return errStalled
+	}
+	return err
+}
+
+// end ends run's call with status and outcome, unless the handler has
+// ended it on a stall.
+func (o *stallSender) end(status int, outcome string) {
+	if o.stalled {
+		return
+	}
+	c := o.c
+	o.c = nil
+	c.end(status, outcome)
 }
