@@ -996,18 +996,12 @@ func endpointURLs(p *bench.Plan) error {
 		if !isURL(t.Endpoint) {
 			continue
 		}
-		switch t.Provider {
-		case cloudreq.ProviderAWS:
-			return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: aws takes an endpoint name, not a URL; give the server with --url", t.Name)
-		case cloudreq.ProviderGCP:
-			return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: gcp takes an endpoint name, not a URL; give the server's gRPC address as grpc_addr in a --config plan", t.Name)
-		case cloudreq.ProviderOpenAI:
-			if t.Model == "" { // the URL names the server, not the model
-				return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: an OpenAI-compatible server given by URL needs the model to ask for (--model)", t.Name)
-			}
+		head := fmt.Sprintf("bench: target %q: ", t.Name)
+		if t.Provider == cloudreq.ProviderOpenAI && t.Model == "" { // the URL names the server, not the model
+			return errcodes.New(errcodes.InvalidParam, head+"an OpenAI-compatible server given by URL needs the model to ask for (--model)")
 		}
-		if err := endpointURL(t); err != nil {
-			return reword(err, "invoke: ", fmt.Sprintf("bench: target %q: ", t.Name))
+		if err := endpointURL(t, head, "give the server's gRPC address as grpc_addr in a --config plan"); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -80,7 +80,7 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 		return invokeError(err)
 	}
 	t = plan.Targets[0]
-	if err := endpointURL(&t); err != nil {
+	if err := endpointURL(&t, "invoke: --endpoint: ", "give the server with --grpc-addr"); err != nil {
 		return err
 	}
 
@@ -157,28 +157,28 @@ func (c *invokeCmd) check() error {
 	return nil
 }
 
-// endpointURL makes an --endpoint that is a URL the target's server, as
-// --url would (the adapters of Azure ML, PAI-EAS and OpenAI-compatible
-// servers send to such an endpoint): no embedded emulator, and the
-// credentials and TLS rules of that server. SageMaker and Vertex address
-// endpoints by name only.
-func endpointURL(t *bench.Target) error {
-	lower := strings.ToLower(t.Endpoint)
-	if !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") {
+// endpointURL makes an endpoint given as a URL (an OpenAI-compatible base,
+// an Azure ML scoring root, a PAI-EAS service URL) the target's server,
+// unless a base URL is set already. SageMaker and Vertex address endpoints
+// by name only: for them a URL is refused, with grpcHint saying where
+// Vertex's server goes instead. Errors begin with head (the command's and
+// target's words).
+func endpointURL(t *bench.Target, head, grpcHint string) error {
+	if !isURL(t.Endpoint) {
 		return nil
 	}
 	switch t.Provider {
 	case cloudreq.ProviderAWS:
-		return errcodes.New(errcodes.InvalidParam, "invoke: --endpoint for aws takes an endpoint name, not a URL; give the server with --url")
+		return errcodes.New(errcodes.InvalidParam, head+"aws takes an endpoint name, not a URL; give the server with --url")
 	case cloudreq.ProviderGCP:
-		return errcodes.New(errcodes.InvalidParam, "invoke: --endpoint for gcp takes an endpoint name, not a URL; give the server with --grpc-addr")
+		return errcodes.New(errcodes.InvalidParam, head+"gcp takes an endpoint name, not a URL; "+grpcHint)
 	}
 	if t.URL != "" {
 		return nil
 	}
 	u, err := url.Parse(t.Endpoint)
 	if err != nil || u.Host == "" {
-		return errcodes.New(errcodes.InvalidParam, "invoke: --endpoint is neither an endpoint name nor a valid http(s) URL")
+		return errcodes.New(errcodes.InvalidParam, head+"the endpoint is neither an endpoint name nor a valid http(s) URL")
 	}
 	t.URL = u.Scheme + "://" + u.Host
 	return nil
