@@ -68,13 +68,7 @@ func TestStreamGenerateChunkData(t *testing.T) {
 	f.set(func(f *fakeServer) {
 		f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("x", aiplatformpb.Candidate_STOP, 1, 1)}
 	})
-	a := newFakeAdapter(t, addr)
-	req := genReq()
-	p, err := a.Encode(req, true)
-	require.NoError(t, err)
-	cs, err := a.Stream(context.Background(), &cloudreq.Call{Request: req, Payload: p, Attempt: 1})
-	require.NoError(t, err)
-	defer cs.Close()
+	cs := openGenStream(t, addr)
 	ch, err := cs.Next()
 	require.NoError(t, err)
 	var back aiplatformpb.GenerateContentResponse
@@ -212,13 +206,7 @@ func TestStreamTransportBreak(t *testing.T) {
 		f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 0, 0, 0), genMsg("b", 0, 0, 0)}
 		f.breakNow = make(chan struct{})
 	})
-	a := newFakeAdapter(t, addr)
-	req := genReq()
-	p, err := a.Encode(req, true)
-	require.NoError(t, err)
-	cs, err := a.Stream(context.Background(), &cloudreq.Call{Request: req, Payload: p, Attempt: 1})
-	require.NoError(t, err)
-	defer cs.Close()
+	cs := openGenStream(t, addr)
 	var texts []string
 	for i := 0; i < 10; i++ {
 		ch, err := cs.Next()
@@ -337,13 +325,7 @@ func TestStreamErrorIsSticky(t *testing.T) {
 				f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 0, 0, 0)}
 				f.streamEnd = tt.end
 			})
-			a := newFakeAdapter(t, addr)
-			req := genReq()
-			p, err := a.Encode(req, true)
-			require.NoError(t, err)
-			cs, err := a.Stream(context.Background(), &cloudreq.Call{Request: req, Payload: p, Attempt: 1})
-			require.NoError(t, err)
-			defer cs.Close()
+			cs := openGenStream(t, addr)
 			ch, err := cs.Next()
 			require.NoError(t, err)
 			assert.Equal(t, "a", ch.Text)
@@ -358,14 +340,8 @@ func TestStreamErrorIsSticky(t *testing.T) {
 	ok := func(f *fakeServer) { f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 1, 0, 0)} }
 	f, addr := startFake(t)
 	f.set(ok)
-	a := newFakeAdapter(t, addr)
-	req := genReq()
-	p, err := a.Encode(req, true)
-	require.NoError(t, err)
-	cs, err := a.Stream(context.Background(), &cloudreq.Call{Request: req, Payload: p, Attempt: 1})
-	require.NoError(t, err)
-	defer cs.Close()
-	_, err = cs.Next()
+	cs := openGenStream(t, addr)
+	_, err := cs.Next()
 	require.NoError(t, err)
 	for range 2 {
 		_, err = cs.Next()
@@ -466,4 +442,18 @@ func TestRawTextReasoningAndUsage(t *testing.T) {
 		assert.Equal(t, tt.content, c.content([]byte(tt.in)), tt.in)
 		assert.Equal(t, tt.usage, c.usage, tt.in)
 	}
+}
+
+// openGenStream opens a generate stream of genReq through an adapter
+// dialing addr; the stream is closed with the test.
+func openGenStream(t *testing.T, addr string) cloudreq.ChunkStream {
+	t.Helper()
+	a := newFakeAdapter(t, addr)
+	req := genReq()
+	p, err := a.Encode(req, true)
+	require.NoError(t, err)
+	cs, err := a.Stream(context.Background(), &cloudreq.Call{Request: req, Payload: p, Attempt: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
 }
