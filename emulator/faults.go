@@ -25,6 +25,18 @@ const (
 	FaultUnavailable     Fault = "unavailable"
 	FaultTimeout         Fault = "timeout"
 	FaultPayloadTooLarge Fault = "payload-too-large"
+	// FaultModelOverloaded is the model container's own back-pressure: it
+	// answered 429 ("Model is overloaded", as TGI and LMI do). A provider
+	// that wraps container answers says so (SageMaker ModelError with
+	// OriginalStatusCode 429, Azure 424 with ms-azureml-model-error-statuscode
+	// 429); the others answer as their server does to a 429.
+	FaultModelOverloaded Fault = "model-overloaded"
+	// FaultModelUnavailable is FaultModelOverloaded with the container's 503.
+	FaultModelUnavailable Fault = "model-unavailable"
+	// FaultGatewayOverflow is a fronting proxy's transient 503 (Envoy's
+	// "upstream connect error or disconnect/reset before headers. reset
+	// reason: overflow"), in plain text: not the service's own answer.
+	FaultGatewayOverflow Fault = "gateway-overflow"
 	FaultQueueFull       Fault = "queue-full"
 )
 
@@ -45,14 +57,21 @@ const (
 	// half the tokens (SageMaker ModelStreamError, OpenAI data:{"error":…},
 	// Vertex mid-stream error); a non-streaming call gets the model-error answer.
 	FaultStreamError Fault = "stream-error"
+	// FaultStreamErrorFirst opens a stream (200) whose first and only event
+	// is the provider's in-band error, before any content: a rate-limit
+	// error where the wire form can say so (OpenAI data:{"error":…}, Azure
+	// serverless's single error event, Vertex RESOURCE_EXHAUSTED before any
+	// message), SageMaker's ModelStreamError frame. A non-streaming call
+	// gets the throttle answer.
+	FaultStreamErrorFirst Fault = "stream-error-first"
 )
 
 var allFaults = []Fault{
 	FaultThrottle, FaultQuota, FaultModelNotReady, FaultModelError, FaultInvalid, FaultNotFound,
 	FaultUnauthenticated, FaultForbidden, FaultInternal, FaultUnavailable, FaultTimeout,
-	FaultPayloadTooLarge, FaultQueueFull,
+	FaultPayloadTooLarge, FaultModelOverloaded, FaultModelUnavailable, FaultGatewayOverflow, FaultQueueFull,
 	FaultResetBeforeHeaders, FaultHTML502, FaultCloseMidStream, FaultStallMidStream,
-	FaultMalformedBody, FaultStreamError,
+	FaultMalformedBody, FaultStreamError, FaultStreamErrorFirst,
 }
 
 // Faults lists every fault name, in a stable order.

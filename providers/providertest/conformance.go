@@ -42,6 +42,16 @@ type Harness struct {
 	Errors map[emulator.Fault]errcodes.Code
 	// TimeScale for the emulator (default 0.01).
 	TimeScale float64
+	// StreamErrorFirst is the code of the in-band error the provider's
+	// stream carries first under emulator.FaultStreamErrorFirst (default
+	// errcodes.Throttled: a rate-limit error). It is never
+	// ERR_STREAM_INTERRUPTED: no content reached the caller.
+	StreamErrorFirst errcodes.Code
+	// NoCredentials, when set, builds the adapter as a caller would with no
+	// credentials anywhere (options and environment empty). Either it fails
+	// or the call does, with ERR_UNAUTHENTICATED. Providers that need no
+	// credential (an OpenAI-compatible server without a key) leave it nil.
+	NoCredentials func(t *testing.T, srv *emulator.Server) (cloudreq.Adapter, error)
 }
 
 // CommonErrors is the fault → code table that holds for every provider;
@@ -60,6 +70,34 @@ func CommonErrors() map[emulator.Fault]errcodes.Code {
 		emulator.FaultPayloadTooLarge: errcodes.PayloadTooLarge,
 		emulator.FaultStreamError:     errcodes.StreamInterrupted,
 		emulator.FaultCloseMidStream:  errcodes.StreamInterrupted,
+	}
+}
+
+// Contract is the cross-provider error contract: the same situation gets
+// the same code, and the same retryability, on every provider. Each row is
+// asserted for every adapter by RunConformance ("Contract"); no harness can
+// override it. Stream says whether the situation is met by Client.Stream.
+type Contract struct {
+	Situation string
+	Fault     emulator.Fault
+	Stream    bool
+	Code      errcodes.Code
+	Retryable bool
+}
+
+// Contracts lists the rows of the cross-provider contract, in the order of
+// the README's table. The in-band error before any content
+// (emulator.FaultStreamErrorFirst) and missing credentials are checked
+// too, from Harness.StreamErrorFirst and Harness.NoCredentials.
+func Contracts() []Contract {
+	return []Contract{
+		{"a 2xx body that does not parse", emulator.FaultMalformedBody, false, errcodes.ModelError, false},
+		{"a stream chunk that does not parse, after content", emulator.FaultMalformedBody, true, errcodes.StreamInterrupted, false},
+		{"an in-band error after content", emulator.FaultStreamError, true, errcodes.StreamInterrupted, false},
+		{"the connection closed after content", emulator.FaultCloseMidStream, true, errcodes.StreamInterrupted, false},
+		{"the model container answered 429 (overloaded)", emulator.FaultModelOverloaded, false, errcodes.Throttled, true},
+		{"the model container answered 503", emulator.FaultModelUnavailable, false, errcodes.Unavailable, true},
+		{"a fronting proxy's transient 503", emulator.FaultGatewayOverflow, false, errcodes.Unavailable, true},
 	}
 }
 
@@ -94,6 +132,7 @@ func RunConformance(t *testing.T, h Harness) {
 		t.Run("StreamInvoke", e.streamInvoke)
 	}
 	t.Run("Errors", e.errors)
+	t.Run("Contract", e.contract)
 	t.Run("CancelMidStream", e.cancelMidStream)
 	t.Run("ColdStart", e.coldStart)
 	t.Run("Unsupported", e.unsupported)
@@ -198,33 +237,91 @@ func (e *env) streamInvoke(t *testing.T) {
 	checkTiming(t, s.Response().Timing)
 }
 
+// fail sends a generate request with fault injected, by Stream or Invoke,
+// drains it, and returns its error and how many content chunks arrived.
+func (e *env) fail(t *testing.T, fault emulator.Fault, stream bool) (error, int) {
+	t.Helper()
+	r := e.request(cloudreq.ActionGenerate)
+	r.Header.Set(emulator.HeaderInject, string(fault))
+	if !stream {
+		_, err := e.client.Invoke(ctx(t), r)
+		return err, 0
+	}
+	s, err := e.client.Stream(ctx(t), r)
+	if err != nil {
+		return err, 0
+	}
+	defer s.Close()
+	content := 0
+	for s.Next() {
+		if s.Chunk().Content {
+			content++
+		}
+	}
+	return s.Err(), content
+}
+
+// checkCode asserts err carries want, the harness's provider and the
+// code's retryability.
+func (e *env) checkCode(t *testing.T, err error, want errcodes.Code, retryable bool, what string) *errcodes.Error {
+	t.Helper()
+	require.Error(t, err, "%s must fail", what)
+	assert.Equal(t, want, errcodes.Of(err), "%s: %v", what, err)
+	var ce *errcodes.Error
+	require.True(t, errors.As(err, &ce), "%s: %T is no *errcodes.Error", what, err)
+	assert.Equal(t, e.h.Provider, ce.Provider, what)
+	assert.Equal(t, retryable, ce.Retryable, "%s: Retryable (%v)", what, err)
+	return ce
+}
+
 func (e *env) errors(t *testing.T) {
 	streaming := map[emulator.Fault]bool{
 		emulator.FaultStreamError: true, emulator.FaultCloseMidStream: true, emulator.FaultStallMidStream: true,
+		emulator.FaultStreamErrorFirst: true,
 	}
 	for fault, want := range e.h.Errors {
 		t.Run(string(fault), func(t *testing.T) {
-			r := e.request(cloudreq.ActionGenerate)
-			r.Header.Set(emulator.HeaderInject, string(fault))
-			var err error
-			if streaming[fault] {
-				s, serr := e.client.Stream(ctx(t), r)
-				if serr != nil {
-					err = serr
-				} else {
-					for s.Next() {
-					}
-					err = s.Err()
-					_ = s.Close()
-				}
-			} else {
-				_, err = e.client.Invoke(ctx(t), r)
+			err, _ := e.fail(t, fault, streaming[fault])
+			e.checkCode(t, err, want, want.Retryable(), "fault "+string(fault))
+		})
+	}
+}
+
+func (e *env) contract(t *testing.T) {
+	for _, c := range Contracts() {
+		mode := "invoke"
+		if c.Stream {
+			mode = "stream"
+		}
+		t.Run(string(c.Fault)+"/"+mode, func(t *testing.T) {
+			err, _ := e.fail(t, c.Fault, c.Stream)
+			ce := e.checkCode(t, err, c.Code, c.Retryable, c.Situation)
+			if c.Fault == emulator.FaultStreamError && ce != nil {
+				assert.NotEmpty(t, ce.Details["code"], "%s: the in-band error's own code is kept in Details[\"code\"]", c.Situation)
 			}
-			require.Error(t, err, "fault %s must fail", fault)
-			assert.Equal(t, want, errcodes.Of(err), "fault %s: %v", fault, err)
-			var ce *errcodes.Error
-			require.True(t, errors.As(err, &ce))
-			assert.Equal(t, e.h.Provider, ce.Provider)
+		})
+	}
+	t.Run(string(emulator.FaultStreamErrorFirst), func(t *testing.T) {
+		want := e.h.StreamErrorFirst
+		if want == "" {
+			want = errcodes.Throttled
+		}
+		err, content := e.fail(t, emulator.FaultStreamErrorFirst, true)
+		assert.Zero(t, content, "no content before the in-band error")
+		assert.NotEqual(t, errcodes.StreamInterrupted, errcodes.Of(err), "an error before any content is the whole answer")
+		e.checkCode(t, err, want, want.Retryable(), "an in-band error before any content")
+	})
+	if e.h.NoCredentials != nil {
+		t.Run("no-credentials", func(t *testing.T) {
+			ad, err := e.h.NoCredentials(t, e.srv)
+			if err == nil {
+				client, cerr := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}},
+					func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+				require.NoError(t, cerr)
+				defer client.Close()
+				_, err = client.Invoke(ctx(t), e.request(cloudreq.ActionGenerate))
+			}
+			e.checkCode(t, err, errcodes.Unauthenticated, false, "no credentials found")
 		})
 	}
 }
