@@ -46,6 +46,11 @@ type Plan struct {
 	// sequential per target). Use it for independent endpoints; the live
 	// progress bar shows them as one, with their sums.
 	Parallel bool `json:"parallel,omitempty" yaml:"parallel,omitempty"`
+	// FailOn lists the gates a result must pass, in Gate's text form
+	// ("sla", "errors>1%"): Result.CheckGates checks them, and cloudinfer
+	// bench exits 1 when one fails. Without any, failed requests and SLAs
+	// are results, not a failure.
+	FailOn []Gate `json:"fail_on,omitempty" yaml:"fail_on,omitempty"`
 }
 
 // Target is one endpoint to benchmark.
@@ -387,6 +392,11 @@ func (p *Plan) Prepare() error {
 	}
 	for _, s := range p.SLAs {
 		if err := s.Validate(); err != nil {
+			return err
+		}
+	}
+	for _, g := range p.FailOn {
+		if _, err := ParseGate(g.String()); err != nil {
 			return err
 		}
 	}
