@@ -136,6 +136,13 @@
 // ("Authorization Failed", "request is discarded because the queue is full").
 // Where the provider's real choice is not documented (Vertex model errors,
 // SageMaker quota), the table is this package's choice.
+// On the OpenAI routes model-overloaded and model-unavailable are vLLM's
+// 429 RateLimitError and 503 ServiceUnavailableError envelopes; PAI-EAS
+// answers them in plain text, 429 and 503 ("Service Unavailable: the model
+// server is unavailable": of its 503s only model-not-ready's "no ready
+// instance" says that no instance is ready). On both, gateway-overflow is
+// the fronting Envoy's plain-text 503 "upstream connect error or
+// disconnect/reset before headers. reset reason: overflow".
 //
 // Transport faults: reset-before-headers (TCP RST), html-502 (an nginx-style
 // HTML page), close-mid-stream (the connection closes after about half the
@@ -145,7 +152,13 @@
 // ModelStreamError exception frame with ErrorCode StreamBroken, OpenAI
 // data: {"error":…} then [DONE], Vertex data/array element {"error":…} or a
 // gRPC INTERNAL status, PAI-EAS {"error":…} chunk). A non-streamed call
-// meeting stream-error gets the model-error answer. Over gRPC,
+// meeting stream-error gets the model-error answer. stream-error-first
+// opens a stream (200) whose first and only event is the provider's in-band
+// error, sent as soon as the request is admitted (OpenAI and PAI-EAS /v1:
+// data: {"error":{…"type":"RateLimitError",…,"code":429}} then [DONE]); a
+// non-streamed call, and a stream form with no error event before content
+// (a PAI-EAS legacy stream: EAS refuses at its gateway), get the throttle
+// answer instead. Over gRPC,
 // reset-before-headers, html-502 and close-mid-stream give UNAVAILABLE,
 // malformed-body gives INTERNAL.
 //

@@ -28,6 +28,23 @@ type wire interface {
 	whole(c *call) (string, []byte)
 }
 
+// errorFirstWriter is implemented by wires whose stream opens with an
+// in-band error of its own under FaultStreamErrorFirst (a rate-limit error
+// where the wire form can say so). A wire without it opens the stream with
+// its streamError event.
+type errorFirstWriter interface {
+	// streamErrorFirst writes the in-band error that is the stream's first
+	// and only event, and whatever the server sends after it. It returns
+	// errNoInBandError, having written nothing, when the wire's stream
+	// cannot carry an error before content: the call then gets the
+	// throttle answer, as its server would refuse it.
+	streamErrorFirst(w io.Writer, c *call) error
+}
+
+// errNoInBandError is streamErrorFirst's answer for a stream form that
+// carries no error before content.
+var errNoInBandError = errors.New("the stream form has no in-band error before content")
+
 // headerer is implemented by wires that add provider headers to successful answers.
 type headerer interface {
 	successHeaders(h http.Header, c *call)
@@ -83,11 +100,31 @@ func (s *Server) serveGen(w http.ResponseWriter, r *http.Request, c *call, wr wi
 		return
 	}
 
+	var first bytes.Buffer // the in-band error that opens the stream
+	if f == FaultStreamErrorFirst {
+		outcome = "error"
+		var err error
+		if ef, ok := wr.(errorFirstWriter); ok {
+			err = ef.streamErrorFirst(&first, c)
+		} else {
+			err = wr.streamError(&first, c)
+		}
+		if errors.Is(err, errNoInBandError) {
+			status = throttleInstead(w, c, wr)
+			return
+		}
+	}
 	h.Set("Content-Type", wr.streamContentType())
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	status = http.StatusOK
 	flush(w)
+	if f == FaultStreamErrorFirst {
+		// The in-band error is the whole answer: no token goes before it.
+		_, _ = w.Write(first.Bytes())
+		flush(w)
+		return
+	}
 	// Each token's bytes are made before it is due, so that it is written
 	// when due rather than after its encoding.
 	var next bytes.Buffer
@@ -162,7 +199,13 @@ func (s *Server) serveGen(w http.ResponseWriter, r *http.Request, c *call, wr wi
 }
 
 // serveWhole answers a non-streamed generation when its last token is due.
+// The stream faults that a whole answer cannot carry become error answers:
+// stream-error the model-error answer when the first token is due,
+// stream-error-first the throttle answer at once.
 func (s *Server) serveWhole(ctx context.Context, w http.ResponseWriter, c *call, wr wire, f Fault) (int, string) {
+	if f == FaultStreamErrorFirst {
+		return throttleInstead(w, c, wr), "error"
+	}
 	if f == FaultStreamError {
 		f = FaultModelError
 		if err := s.sleepUntil(ctx, c.firstAt); err != nil {
@@ -203,6 +246,18 @@ func (s *Server) serveWhole(ctx context.Context, w http.ResponseWriter, c *call,
 	_, _ = w.Write(body)
 	c.sentAll()
 	return http.StatusOK, "ok"
+}
+
+// throttleInstead answers FaultStreamErrorFirst where no in-band error can
+// carry it (a whole answer, a stream form without error events): the
+// throttle answer, with its Retry-After. It returns the status written.
+func throttleInstead(w http.ResponseWriter, c *call, wr wire) int {
+	c.setFault(FaultThrottle)
+	c.setTruth(w.Header())
+	retryAfterHeaders(w.Header(), c.ep.scaled(1000))
+	sw := &statusWriter{ResponseWriter: w}
+	wr.writeError(sw, c, FaultThrottle)
+	return sw.status
 }
 
 // statusWriter remembers the status written.

@@ -21,9 +21,15 @@ type openAIErrorBody struct {
 	Code    any     `json:"code"`
 }
 
+// gatewayOverflowText is the plain-text 503 of an Envoy proxy in front of
+// the server when its upstream connection pool overflows.
+const gatewayOverflowText = "upstream connect error or disconnect/reset before headers. reset reason: overflow"
+
 // openAIErrorFor maps a fault to its OpenAI-compatible answer: vLLM's
 // envelope {"error":{"message","type","param","code":<status>}}, except
-// quota, which only OpenAI itself has ("insufficient_quota").
+// quota, which only OpenAI itself has ("insufficient_quota"), and
+// gateway-overflow, whose 503 is a fronting proxy's plain text
+// (writeOpenAIError writes it; the body returned is not used).
 func openAIErrorFor(f Fault, model string) (int, openAIError) {
 	mk := func(status int, typ, msg string) (int, openAIError) {
 		return status, openAIError{openAIErrorBody{Message: msg, Type: typ, Code: status}}
@@ -53,16 +59,36 @@ func openAIErrorFor(f Fault, model string) (int, openAIError) {
 		return mk(413, "BadRequestError", "Request body too large")
 	case FaultQueueFull:
 		return mk(429, "RateLimitError", "Too many pending requests: the server queue is full")
+	case FaultModelOverloaded:
+		return mk(429, "RateLimitError", "Model is overloaded, retry later")
+	case FaultModelUnavailable:
+		return mk(503, "ServiceUnavailableError", "The engine is temporarily unable to take requests")
+	case FaultGatewayOverflow:
+		return mk(503, "ServiceUnavailableError", gatewayOverflowText)
 	}
 	return mk(500, "InternalServerError", "Internal server error")
 }
 
 func writeOpenAIError(w http.ResponseWriter, f Fault, model, msg string) {
+	if f == FaultGatewayOverflow {
+		writeGatewayOverflow(w)
+		return
+	}
 	status, body := openAIErrorFor(f, model)
 	if msg != "" {
 		body.Error.Message = msg
 	}
 	writeJSON(w, status, body)
+}
+
+// writeGatewayOverflow answers as an Envoy proxy whose upstream pool
+// overflowed: 503 with a plain-text body.
+func writeGatewayOverflow(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain")
+	h.Set(headerContentLength, itoa(int64(len(gatewayOverflowText))))
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = io.WriteString(w, gatewayOverflowText)
 }
 
 // serveOpenAI serves the OpenAI-compatible routes at /v1/… (epName "":
@@ -324,6 +350,17 @@ func (o *openAIWire) end(w io.Writer, c *call) error {
 func (o *openAIWire) streamError(w io.Writer, c *call) error {
 	_, body := openAIErrorFor(FaultInternal, c.ep.Name)
 	body.Error.Message = "The model stream failed: engine error during generation"
+	if err := writeSSE(w, body); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "data: [DONE]\n\n")
+	return err
+}
+
+// streamErrorFirst opens the stream with a rate-limit error event, then
+// [DONE], as vLLM ends a stream after an error.
+func (o *openAIWire) streamErrorFirst(w io.Writer, c *call) error {
+	_, body := openAIErrorFor(FaultThrottle, c.ep.Name)
 	if err := writeSSE(w, body); err != nil {
 		return err
 	}

@@ -21,6 +21,12 @@ import (
 //	unavailable           503 Service Unavailable
 //	timeout               408 Request Timeout (includes queue time)
 //	payload-too-large     413 Request Entity Too Large
+//	model-overloaded      429 Too Many Requests (the model server's back-pressure)
+//	model-unavailable     503 Service Unavailable (the model server's own 503)
+//	gateway-overflow      503 upstream connect error or disconnect/reset before
+//	                      headers. reset reason: overflow (the gateway's Envoy)
+//
+// Of the 503s, only model-not-ready's says that no instance is ready.
 func easStatus(f Fault) (int, string) {
 	switch f {
 	case FaultThrottle:
@@ -45,6 +51,12 @@ func easStatus(f Fault) (int, string) {
 		return 408, "Request Timeout"
 	case FaultPayloadTooLarge:
 		return 413, "Request Entity Too Large"
+	case FaultModelOverloaded:
+		return 429, "Too Many Requests: the model is overloaded"
+	case FaultModelUnavailable:
+		return 503, "Service Unavailable: the model server is unavailable"
+	case FaultGatewayOverflow:
+		return 503, gatewayOverflowText
 	}
 	return 500, "Internal Server Error"
 }
@@ -170,6 +182,11 @@ func (e *easWire) end(io.Writer, *call) error { return nil }
 func (e *easWire) streamError(w io.Writer, _ *call) error {
 	return e.chunk(w, map[string]string{"error": "processor exception: generation failed"})
 }
+
+// streamErrorFirst: a legacy stream has no error record before content
+// that says "rate limited"; EAS refuses such a request at its gateway,
+// with 429, before any stream.
+func (e *easWire) streamErrorFirst(io.Writer, *call) error { return errNoInBandError }
 
 func (e *easWire) malformed(w io.Writer, _ *call) error {
 	_, err := io.WriteString(w, "{\"response\": \"\x00")
