@@ -186,6 +186,14 @@ var services = map[string][2]string{
 	cloudreq.ServiceOpenAICompatible: {cloudreq.ProviderOpenAI, cloudreq.ServiceOpenAICompatible},
 }
 
+// ProviderOf returns the provider and service that a provider or service
+// name (as Target.Provider accepts it, in any case) stands for; ok is false
+// for a name that is neither.
+func ProviderOf(name string) (provider, service string, ok bool) {
+	pair, ok := services[strings.ToLower(name)]
+	return pair[0], pair[1], ok
+}
+
 // LoadPlan reads a plan from a YAML or JSON file (JSON is YAML). Unknown
 // fields are errors, so a typo never silently changes a run. Payload
 // files are resolved relative to the plan's directory.

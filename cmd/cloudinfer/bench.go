@@ -52,7 +52,8 @@ type benchCmd struct {
 	Model    string   `help:"Model name (OpenAI-compatible model, SageMaker target model, Vertex publisher model)." group:"Targets"`
 	Variant  string   `help:"SageMaker production variant or Azure ML deployment." group:"Targets"`
 	Path     string   `help:"Sub-path under the endpoint (PAI-EAS)." group:"Targets"`
-	URL      string   `name:"url" help:"Base URL to send to instead of the cloud's own or the embedded emulator (an OpenAI-compatible server, a gateway, a cloudinfer emulate running apart)." group:"Targets"`
+	URL      string   `name:"url" help:"HTTP root of the server to send to instead of the cloud's own or the embedded emulator (an OpenAI-compatible server, a gateway, a cloudinfer emulate running apart). For azure, a root on this machine with no path is an emulator's: requests go to ROOT/azureml/ENDPOINT. Vertex (gcp) speaks gRPC: give --grpc-addr (with or without --url)." placeholder:"URL" group:"Targets"`
+	GRPCAddr string   `name:"grpc-addr" help:"HOST:PORT of the Vertex (gcp) gRPC server to send to instead of Google's or the embedded emulator (cloudinfer emulate prints it as \"Vertex gRPC:\"; default 127.0.0.1:8081). On this machine: plain text, no Google credential; elsewhere: TLS and Application Default Credentials." placeholder:"HOST:PORT" group:"Targets"`
 	Region   string   `help:"AWS region." group:"Targets"`
 	Project  string   `help:"GCP project." group:"Targets"`
 	Location string   `help:"GCP location." group:"Targets"`
@@ -89,6 +90,7 @@ type benchCmd struct {
 	Mix        string   `help:"Weighted request mix file (YAML or JSON: classes, dimensions)." type:"existingfile" placeholder:"FILE" group:"Mix"`
 	TrafficLog string   `help:"Build the mix from a traffic log (CSV or JSONL: path, method, headers, latency_ms, tag columns)." type:"existingfile" placeholder:"FILE" group:"Mix"`
 	SLA        []string `name:"sla" help:"SLA, e.g. \"ttft p95 150ms starts=warm\" (repeatable)." placeholder:"SPEC" group:"Mix"`
+	FailOn     []string `name:"fail-on" help:"Exit 1 when the result fails this gate (repeatable; a plan's fail_on adds more): \"sla\" (every SLA passed, on every target), \"errors>N%\" (no target had more than N% of its measured requests fail) or \"errors>N\" (no more than N failed); \"errors>0\": none may fail. Without a gate, failed requests and SLAs are results and the command exits 0." placeholder:"GATE" group:"Mix"`
 
 	TimeScale float64 `help:"Embedded emulator's time scale (1: real time; 0 means 1)." default:"1" group:"Emulator"`
 
@@ -497,6 +499,9 @@ func writeFile(path string, render func(io.Writer) error) error {
 // plan builds the plan from the config file and the flags, and says
 // whether it is the default reference experiment.
 func (c *benchCmd) plan() (*bench.Plan, bool, error) {
+	if err := c.checkFlags(); err != nil {
+		return nil, false, err
+	}
 	p := &bench.Plan{}
 	if c.Config != "" {
 		lp, err := bench.LoadPlan(c.Config)
@@ -507,7 +512,7 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 	}
 	reference := false
 	switch {
-	case len(c.Endpoint) > 0 || c.Model != "" || c.URL != "":
+	case len(c.Endpoint) > 0 || c.Model != "" || c.URL != "" || c.GRPCAddr != "":
 		eps := c.Endpoint
 		if len(eps) == 0 {
 			eps = []string{""}
@@ -515,7 +520,7 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 		prov := cmpOr(c.Provider, cloudreq.ProviderOpenAI)
 		for _, ep := range eps {
 			t := bench.Target{
-				Provider: prov, Endpoint: ep, Model: c.Model, Variant: c.Variant, Path: c.Path, URL: c.URL,
+				Provider: prov, Endpoint: ep, Model: c.Model, Variant: c.Variant, Path: c.Path, URL: c.URL, GRPCAddr: c.GRPCAddr,
 				Region: c.Region, Project: c.Project, Location: c.Location, Action: c.Action, Stream: !c.NoStream,
 				Payload: bench.Payload{File: c.Payload, ContentType: c.ContentType, Prompt: c.Prompt,
 					PromptTokens: c.PromptTokens, OutputTokens: c.OutputTokens},
@@ -561,21 +566,47 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 			p.Targets[i].Network = c.Network // the flag wins over the file
 		}
 	}
-	if err := c.checkNumbers(); err != nil {
-		return nil, false, err
-	}
 	c.applyLoad(p)
 	for _, s := range c.SLA {
 		sla, err := latency.ParseSLA(s)
 		if err != nil {
-			return nil, false, err
+			return nil, false, usageError{err}
 		}
 		p.SLAs = append(p.SLAs, sla)
+	}
+	for _, s := range c.FailOn {
+		g, err := bench.ParseGate(s)
+		if err != nil {
+			return nil, false, usageError{err}
+		}
+		p.FailOn = append(p.FailOn, g)
 	}
 	if err := c.applyMix(p); err != nil {
 		return nil, false, err
 	}
 	return p, reference, nil
+}
+
+// checkFlags refuses, as usage errors, flag values that cannot mean
+// anything: an unknown provider, a server flag the provider does not speak
+// (see checkServerFlags), a network impairment that does not parse, and
+// negative numbers (checkNumbers). The SLA and gate specs are checked as
+// they are read.
+func (c *benchCmd) checkFlags() error {
+	if c.Provider != "" {
+		if err := checkProvider(c.Provider); err != nil {
+			return err
+		}
+	}
+	if err := checkServerFlags(cmpOr(c.Provider, cloudreq.ProviderOpenAI), c.URL, c.GRPCAddr); err != nil {
+		return err
+	}
+	if c.Network != "" {
+		if _, err := impair.Parse(c.Network); err != nil {
+			return usageError{errcodes.Wrap(err, errcodes.InvalidParam, "bench: --network: "+err.Error())}
+		}
+	}
+	return c.checkNumbers()
 }
 
 // checkNumbers refuses a negative count, rate or duration among the flags,
@@ -594,7 +625,7 @@ func (c *benchCmd) checkNumbers() error {
 		{"--retries", float64(c.Retries)}, {"--timeout", float64(c.Timeout)}, {"--time-scale", c.TimeScale},
 	} {
 		if f.v < 0 || math.IsNaN(f.v) {
-			return errcodes.Errorf(errcodes.InvalidParam, "bench: %s must not be negative (got %g)", f.name, f.v)
+			return usageError{errcodes.Errorf(errcodes.InvalidParam, "bench: %s must not be negative (got %g)", f.name, f.v)}
 		}
 	}
 	return nil
@@ -724,10 +755,68 @@ func (c *benchCmd) needsEmulator(p *bench.Plan) bool {
 	return false
 }
 
-// toEmulator reports whether t names no server of its own (a URL, or a
-// gRPC address for Vertex), and so goes to the embedded emulator.
+// toEmulator reports whether t names no server of its own (a URL for the
+// HTTP providers, a gRPC address for Vertex), and so goes to the embedded
+// emulator.
 func toEmulator(t *bench.Target) bool {
-	return t.URL == "" && (t.Provider != cloudreq.ProviderGCP || t.GRPCAddr == "")
+	if t.Provider == cloudreq.ProviderGCP {
+		return t.GRPCAddr == ""
+	}
+	return t.URL == ""
+}
+
+// checkProvider refuses, as a usage error, a --provider that names no
+// provider or service.
+func checkProvider(name string) error {
+	if _, _, ok := bench.ProviderOf(name); ok {
+		return nil
+	}
+	return usageError{errcodes.Errorf(errcodes.InvalidParam,
+		"--provider %q: want aws, azure, gcp, alibaba or openai (or a service: sagemaker, azureml, vertex, pai-eas, openai-compatible)", name)}
+}
+
+// checkServerFlags refuses, as a usage error, server flags that leave the
+// provider without the one it speaks: --url is a server's HTTP root (the
+// HTTP providers'), --grpc-addr its gRPC address (Vertex's). Both may be
+// given (one server's two listeners, as cloudinfer emulate has); each
+// provider uses its own. Vertex given only --url would otherwise go to
+// Google's endpoint, an HTTP provider given only --grpc-addr to the
+// embedded emulator.
+func checkServerFlags(provider, url, grpcAddr string) error {
+	prov, _, ok := bench.ProviderOf(provider)
+	switch {
+	case !ok:
+		return nil // refused with its own words
+	case prov == cloudreq.ProviderGCP && url != "" && grpcAddr == "":
+		return usageError{errcodes.New(errcodes.InvalidParam,
+			"gcp (Vertex) is reached over gRPC, not at --url: give the server's gRPC address with --grpc-addr HOST:PORT (cloudinfer emulate prints it as \"Vertex gRPC:\"; its default is 127.0.0.1:8081)")}
+	case prov != cloudreq.ProviderGCP && grpcAddr != "" && url == "":
+		return usageError{errcodes.Errorf(errcodes.InvalidParam,
+			"--grpc-addr is Vertex's (gcp) gRPC server; %s speaks HTTP: give the server's root with --url", prov)}
+	}
+	return nil
+}
+
+// emulatorRoot returns the Azure ML endpoint template of a target whose
+// base URL is a server's root on this machine, with no path (a cloudinfer
+// emulate, as for the other HTTP providers): ROOT/azureml/{endpoint}, the
+// emulator's Azure route. ok is false for any other target: an endpoint
+// given as a URL, a URL with a path or a template, a server elsewhere (an
+// Azure endpoint's own root, https://ENDPOINT.REGION.inference.ml.azure.com,
+// has no path either).
+func emulatorRoot(t *bench.Target) (string, bool) {
+	if t.URL == "" || isURL(t.Endpoint) || strings.Contains(t.URL, "{") {
+		return "", false
+	}
+	u, err := url.Parse(t.URL)
+	if err != nil || (u.Path != "" && u.Path != "/") || !loopbackHost(u.Hostname()) {
+		return "", false
+	}
+	root := u.Scheme + "://" + u.Host + "/azureml/{endpoint}"
+	if u.RawQuery != "" {
+		root += "?" + u.RawQuery
+	}
+	return root, true
 }
 
 // referenceRequests is the default run's request count per model: as many
@@ -893,6 +982,9 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 		// plain-http loopback URL (a local emulator), sent no credential
 		// unless a key is set.
 		o := azureml.Options{EndpointURL: t.URL, Region: t.Region, Key: os.Getenv("AZUREML_API_KEY"), HTTPClient: n.http}
+		if root, ok := emulatorRoot(t); ok {
+			o.EndpointURL = root
+		}
 		switch {
 		case emu != nil:
 			o.EndpointURL, o.Anonymous, o.Key, o.AllowInsecureHTTP = emu.URL()+"/azureml/{endpoint}", true, "", true
@@ -989,18 +1081,27 @@ func inClear(t *bench.Target, what string) error {
 // endpointURLs makes every target's endpoint that is a URL its server
 // (endpointURL), so that it does not go to the embedded emulator.
 // SageMaker and Vertex address endpoints by name only; an
-// OpenAI-compatible server given by URL needs a model.
+// OpenAI-compatible server given by URL needs a model. A Vertex target
+// with a url and no grpc_addr is refused (it would go to Google's own
+// endpoint), as is another provider's target with a grpc_addr and no url
+// (it would go to the embedded emulator).
 func endpointURLs(p *bench.Plan) error {
 	for i := range p.Targets {
 		t := &p.Targets[i]
+		head := fmt.Sprintf("bench: target %q: ", t.Name)
+		switch {
+		case t.Provider == cloudreq.ProviderGCP && t.URL != "" && t.GRPCAddr == "":
+			return errcodes.New(errcodes.InvalidParam, head+"gcp (Vertex) is reached over gRPC, not at its url: give the server's gRPC address as grpc_addr (HOST:PORT)")
+		case t.Provider != cloudreq.ProviderGCP && t.GRPCAddr != "" && t.URL == "" && !isURL(t.Endpoint):
+			return errcodes.New(errcodes.InvalidParam, head+"grpc_addr is Vertex's (gcp); "+t.Provider+" speaks HTTP: give the server's root as url")
+		}
 		if !isURL(t.Endpoint) {
 			continue
 		}
-		head := fmt.Sprintf("bench: target %q: ", t.Name)
 		if t.Provider == cloudreq.ProviderOpenAI && t.Model == "" { // the URL names the server, not the model
 			return errcodes.New(errcodes.InvalidParam, head+"an OpenAI-compatible server given by URL needs the model to ask for (--model)")
 		}
-		if err := endpointURL(t, head, "give the server's gRPC address as grpc_addr in a --config plan"); err != nil {
+		if err := endpointURL(t, head, "give the server's gRPC address with --grpc-addr (grpc_addr in a plan)"); err != nil {
 			return err
 		}
 	}

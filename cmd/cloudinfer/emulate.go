@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/emulator"
+	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
 // emulateCmd is the `cloudinfer emulate` command: it serves every
@@ -66,6 +68,9 @@ func (c *emulateCmd) options() (emulator.Options, error) {
 		}
 	}
 	if c.TimeScale != nil {
+		if v := *c.TimeScale; v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return opts, usageError{errcodes.Errorf(errcodes.InvalidParam, "emulate: --time-scale must be a finite number, 0 or more (got %g)", v)}
+		}
 		opts.TimeScale = *c.TimeScale
 	}
 	if c.Seed != nil {

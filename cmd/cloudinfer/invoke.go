@@ -21,20 +21,21 @@ import (
 	"github.com/cloudinfer/cloudinfer/bench"
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/impair"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 // invokeCmd is the `cloudinfer invoke` command: one request, its response,
-// its timeline and its start verdict. With no --url, no --endpoint URL and,
-// for Vertex, no --grpc-addr, it goes to the embedded emulator.
+// its timeline and its start verdict. With no --url or --endpoint URL (for
+// Vertex, no --grpc-addr), it goes to the embedded emulator.
 type invokeCmd struct {
-	Provider  string        `help:"Provider: aws, azure, gcp, alibaba or openai." default:"openai"`
+	Provider  string        `help:"Provider: aws, azure, gcp, alibaba or openai (or a service name: sagemaker, azureml, vertex, pai-eas, openai-compatible)." default:"openai"`
 	Endpoint  string        `help:"Endpoint name (SageMaker, Azure ML, Vertex, PAI-EAS), or the URL of an Azure ML endpoint, a PAI-EAS service or an OpenAI-compatible server (which it then goes to)."`
-	Model     string        `help:"Model name (OpenAI-compatible servers; for the other providers the endpoint's name when --endpoint is not given)." default:"llama-3-8b"`
+	Model     string        `help:"Model to ask for: the OpenAI-compatible model, SageMaker's target model, the model member of an Azure ML or PAI-EAS body; sent only when given. With no --endpoint, the cloud providers' endpoint name. With neither, the target is llama-3-8b (an endpoint, or the OpenAI-compatible model)."`
 	Variant   string        `help:"SageMaker production variant or Azure ML deployment."`
 	Path      string        `help:"Sub-path under the endpoint (PAI-EAS /v1/chat/completions, …)."`
-	URL       string        `help:"Base URL to send to (a cloud's, an emulator, a gateway, an OpenAI-compatible server); with none, nor an --endpoint URL or a --grpc-addr, the request goes to the embedded emulator."`
-	GRPCAddr  string        `name:"grpc-addr" help:"Vertex gRPC address to dial instead of the embedded emulator."`
+	URL       string        `help:"HTTP root of the server to send to (a cloud's, a cloudinfer emulate, a gateway, an OpenAI-compatible server); with none, nor an --endpoint URL, the request goes to the embedded emulator. For azure, a root on this machine with no path is an emulator's: the request goes to ROOT/azureml/ENDPOINT. Vertex (gcp) speaks gRPC: give --grpc-addr (with or without --url)." placeholder:"URL"`
+	GRPCAddr  string        `name:"grpc-addr" help:"HOST:PORT of the Vertex (gcp) gRPC server to send to instead of Google's or the embedded emulator (cloudinfer emulate prints it as \"Vertex gRPC:\"; default 127.0.0.1:8081). On this machine: plain text, no Google credential; elsewhere: TLS and Application Default Credentials." placeholder:"HOST:PORT"`
 	Region    string        `help:"AWS region."`
 	Project   string        `help:"Google Cloud project."`
 	Location  string        `help:"Google Cloud location."`
@@ -66,9 +67,16 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 		URL: c.URL, GRPCAddr: c.GRPCAddr, Region: c.Region, Project: c.Project, Location: c.Location,
 		Stream: c.Stream, Header: c.Header, Network: c.Network,
 	}
-	if t.Endpoint == "" && t.Provider != cloudreq.ProviderOpenAI {
-		// The cloud providers address an endpoint; the model names it.
-		t.Endpoint, t.Model = t.Model, ""
+	// A model goes out only when given: with no --endpoint, the cloud
+	// providers address an endpoint, which the model (or the default
+	// target) names; an OpenAI-compatible server is asked for the model,
+	// the endpoint's name or the default target.
+	prov, _, _ := bench.ProviderOf(c.Provider)
+	switch {
+	case t.Endpoint == "" && prov != cloudreq.ProviderOpenAI:
+		t.Endpoint, t.Model = cmpOr(c.Model, defaultInvokeTarget), ""
+	case t.Endpoint == "" && t.Model == "":
+		t.Model = defaultInvokeTarget
 	}
 	if c.Body != "" {
 		t.Payload = bench.Payload{File: c.Body, ContentType: c.Type}
@@ -136,10 +144,31 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-// check refuses what the flags cannot mean: a negative count or duration
-// (which would be read as "none") and an empty prompt (which the plan
-// would replace by a generated one).
+// defaultInvokeTarget is the target of an invoke given no --endpoint or
+// --model: one of the embedded emulator's endpoints.
+const defaultInvokeTarget = "llama-3-8b"
+
+// check refuses, as usage errors, what the flags cannot mean: an unknown
+// provider, a server flag the provider does not speak, an OpenAI-compatible
+// server given by URL with no model to ask for, a network impairment that
+// does not parse, a negative count or duration (which would be read as
+// "none") and an empty prompt (which the plan would replace by a generated
+// one).
 func (c *invokeCmd) check() error {
+	if err := checkProvider(c.Provider); err != nil {
+		return err
+	}
+	if err := checkServerFlags(c.Provider, c.URL, c.GRPCAddr); err != nil {
+		return err
+	}
+	if prov, _, _ := bench.ProviderOf(c.Provider); prov == cloudreq.ProviderOpenAI && isURL(c.Endpoint) && c.Model == "" {
+		return usageError{errcodes.New(errcodes.InvalidParam, "invoke: an OpenAI-compatible server given by URL needs the model to ask for (--model)")}
+	}
+	if c.Network != "" {
+		if _, err := impair.Parse(c.Network); err != nil {
+			return usageError{errcodes.Wrap(err, errcodes.InvalidParam, "invoke: network: "+err.Error())}
+		}
+	}
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -148,11 +177,11 @@ func (c *invokeCmd) check() error {
 		{"--time-scale", c.TimeScale}, {"--max-tokens", float64(c.MaxTokens)},
 	} {
 		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			return errcodes.Errorf(errcodes.InvalidParam, "invoke: %s must not be negative (got %g)", f.name, f.v)
+			return usageError{errcodes.Errorf(errcodes.InvalidParam, "invoke: %s must not be negative (got %g)", f.name, f.v)}
 		}
 	}
 	if c.Body == "" && strings.TrimSpace(c.Prompt) == "" {
-		return errcodes.New(errcodes.InvalidParam, "invoke: --prompt is empty (give some text, or --body FILE)")
+		return usageError{errcodes.New(errcodes.InvalidParam, "invoke: --prompt is empty (give some text, or --body FILE)")}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,8 +34,8 @@ func TestExitStatuses(t *testing.T) {
 			[]string{"cloudinfer: error:", "a.json is not a cloudinfer bench result"}},
 		{"flags that do not go together", []string{"report", "--compare", "--merge", a, b}, exitUsage,
 			[]string{"Usage: cloudinfer report", "--compare or --merge, not both"}},
-		{"invoke's own words", []string{"invoke", "--provider", "nope"}, exitFailed,
-			[]string{`cloudinfer: error: ERR_INVALID_PARAM: invoke: provider "nope"`}},
+		{"unknown provider", []string{"invoke", "--provider", "nope"}, exitUsage,
+			[]string{"Usage: cloudinfer invoke", `cloudinfer: error: ERR_INVALID_PARAM: --provider "nope": want aws, azure, gcp, alibaba or openai`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -44,6 +45,49 @@ func TestExitStatuses(t *testing.T) {
 				assert.Contains(t, errOut.String(), s)
 			}
 			assert.NotContains(t, errOut.String(), "--ladder-high-water", "the whole help was printed")
+			assert.Empty(t, out.String())
+		})
+	}
+}
+
+// TestUnknownValuesAreUsageErrors: a flag value that names nothing the
+// command knows (a provider, a load model, a format, a metric, an action)
+// or does not parse (an SLA, a gate, a network impairment, a negative
+// number) is a usage error, exit 2 with the command's short usage, found
+// before anything starts.
+func TestUnknownValuesAreUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"invoke", "--provider", "foo"}, `--provider "foo"`},
+		{[]string{"invoke", "--provider", "gcp", "--url", "http://127.0.0.1:1"}, "--grpc-addr"},
+		{[]string{"invoke", "--network", "delay=soon"}, `delay "soon"`},
+		{[]string{"invoke", "--retries=-1"}, "--retries must not be negative"},
+		{[]string{"invoke", "--prompt", " "}, "--prompt is empty"},
+		{[]string{"invoke", "--endpoint", "http://127.0.0.1:1/v1"}, "--model"},
+		{[]string{"bench", "--provider", "foo"}, `--provider "foo"`},
+		{[]string{"bench", "--load", "foo"}, "--load must be one of"},
+		{[]string{"bench", "--format", "yaml"}, "--format must be one of"},
+		{[]string{"bench", "--action", "chat"}, "--action must be one of"},
+		{[]string{"bench", "--ladder-metric", "tpot"}, "--ladder-metric must be one of"},
+		{[]string{"bench", "--sla", "ttft fast"}, `SLA "ttft fast"`},
+		{[]string{"bench", "--fail-on", "slow"}, `gate "slow"`},
+		{[]string{"bench", "--fail-on", "errors>lots"}, `gate "errors>lots"`},
+		{[]string{"bench", "--network", "loss=lots"}, "--network"},
+		{[]string{"bench", "--requests=-5"}, "--requests must not be negative"},
+		{[]string{"bench", "--provider", "gcp", "--url", "http://127.0.0.1:1"}, "--grpc-addr"},
+		{[]string{"report", "--format", "pdf", "main_test.go"}, "--format must be one of"},
+		{[]string{"emulate", "--time-scale=-1"}, "--time-scale"},
+		{[]string{"emulate", "--time-scale=NaN"}, "--time-scale"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			got := run(tc.args, &out, &errOut)
+			assert.Equal(t, exitUsage, got, errOut.String())
+			assert.Contains(t, errOut.String(), "Usage: cloudinfer "+tc.args[0])
+			assert.Contains(t, errOut.String(), tc.says)
+			assert.NotContains(t, errOut.String(), "embedded emulator", "refused before anything starts")
 			assert.Empty(t, out.String())
 		})
 	}
