@@ -233,7 +233,44 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	if res.Interrupted {
 		return errcodes.Errorf(errcodes.Canceled, "bench: interrupted: the partial result is in %s", out)
 	}
-	return notRun(res)
+	if err := notRun(res); err != nil {
+		return err
+	}
+	var notes io.Writer // nil: no notes (a nil *os.File is not a nil io.Writer)
+	if stderr != nil {
+		notes = stderr
+	}
+	return checkGates(res, out, notes)
+}
+
+// checkGates returns an error listing, one line each, the gates (--fail-on,
+// the plan's fail_on) the result failed, so that the command exits 1; nil
+// when it passed them all, which it notes on stderr.
+func checkGates(res *bench.Result, out string, stderr io.Writer) error {
+	fs, err := res.CheckGates(nil)
+	if err != nil {
+		return err
+	}
+	if len(fs) == 0 {
+		if len(res.Plan.FailOn) > 0 && stderr != nil {
+			names := make([]string, len(res.Plan.FailOn))
+			for i, g := range res.Plan.FailOn {
+				names[i] = g.String()
+			}
+			fmt.Fprintf(stderr, "gates passed: %s\n", strings.Join(names, ", "))
+		}
+		return nil
+	}
+	var b strings.Builder
+	n := "1 gate failure"
+	if len(fs) > 1 {
+		n = fmt.Sprintf("%d gate failures", len(fs))
+	}
+	fmt.Fprintf(&b, "bench: %s (the result is in %s):", n, out)
+	for _, f := range fs {
+		b.WriteString("\n  " + f.String())
+	}
+	return errors.New(b.String())
 }
 
 // checkOutputs refuses, before the run, an output file whose directory

@@ -6,10 +6,12 @@
 //	cloudinfer report    render, compare or merge saved benchmark results
 //	cloudinfer version   print the build's version, revision and Go version
 //
-// It exits 0 on success, 1 when a command fails and 2 on a usage error (an
-// unknown flag, a value that does not parse; for report, the wrong number
-// of files or flags that do not go together), after the short usage line
-// and the error; --help prints the full help.
+// It exits 0 on success, 1 when a command fails (for bench, also a result
+// that fails a --fail-on gate; failed requests and SLAs alone are results)
+// and 2 on a usage error (an unknown flag, a value that names nothing the
+// command knows or does not parse, flags that do not go together; for
+// report, the wrong number of files), after the short usage line and the
+// error; --help prints the full help.
 package main
 
 import (

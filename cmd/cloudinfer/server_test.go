@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -223,5 +224,60 @@ func TestModelGoesOutOnlyWhenGiven(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFailOnGates: failed requests and a failed SLA are results (the
+// command succeeds) unless a gate says otherwise: --fail-on (or a plan's
+// fail_on) makes the command fail with one line per gate and target that
+// failed, the result saved all the same; a result within its gates passes.
+func TestFailOnGates(t *testing.T) {
+	dir := t.TempDir()
+	throttled := filepath.Join(dir, "throttled.yaml")
+	require.NoError(t, os.WriteFile(throttled, []byte(`targets:
+  - {name: throttled, provider: openai, model: phi-3-mini, headers: {X-Emulator-Inject: throttle}, payload: {prompt_tokens: 8, output_tokens: 2}}
+limits: {requests: 3, warmup: 0}
+`), 0o600))
+	gated := filepath.Join(dir, "gated.yaml")
+	require.NoError(t, os.WriteFile(gated, []byte(`targets:
+  - {name: throttled, provider: openai, model: phi-3-mini, headers: {X-Emulator-Inject: throttle}, payload: {prompt_tokens: 8, output_tokens: 2}}
+limits: {requests: 3, warmup: 0}
+fail_on: ["errors>50%"]
+`), 0o600))
+	ok := []string{"--endpoint", "phi-3-mini", "--requests", "3", "--warmup", "0", "--prompt-tokens", "8", "--output-tokens", "2", "--time-scale", "0.01"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		says []string // empty: the command succeeds
+	}{
+		{"every request failed, no gate", []string{"--config", throttled, "--time-scale", "0.01"}, nil},
+		{"every request failed", []string{"--config", throttled, "--time-scale", "0.01", "--fail-on", "errors>1%"},
+			[]string{"bench: 1 gate failure (the result is in ", `gate errors>1%: target "throttled": 3 of 3 measured requests failed (100%)`}},
+		{"a count", []string{"--config", throttled, "--time-scale", "0.01", "--fail-on", "errors>2"},
+			[]string{`gate errors>2: target "throttled": 3 of 3`}},
+		{"the plan's gate", []string{"--config", gated, "--time-scale", "0.01"},
+			[]string{`gate errors>50%: target "throttled"`}},
+		{"the plan's gate and a flag's", []string{"--config", gated, "--time-scale", "0.01", "--fail-on", "sla", "--sla", "e2e p95 1h"},
+			[]string{"2 gate failures", `gate errors>50%: target "throttled"`, `gate sla: target "throttled": SLA "e2e p95 1h0m0s": no request gave a value`}},
+		{"a failed SLA, no gate", append(ok, "--sla", "e2e p95 1us"), nil},
+		{"a failed SLA", append(ok, "--sla", "e2e p95 1us", "--fail-on", "sla"),
+			[]string{`gate sla: target "phi-3-mini": SLA "e2e p95 1µs" failed: measured `}},
+		{"within the gates", append(ok, "--sla", "e2e p95 1h", "--fail-on", "sla", "--fail-on", "errors>0"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, stdout, stderr, err := runBench(t, tc.args...)
+			t.Log("\n" + stdout + stderr)
+			require.NotNil(t, res, "the result is saved")
+			if len(tc.says) == 0 {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			var ue usageError
+			assert.False(t, errors.As(err, &ue), "a failed gate is a failure, not a usage error")
+			for _, s := range tc.says {
+				assert.Contains(t, err.Error(), s)
+			}
+		})
 	}
 }
