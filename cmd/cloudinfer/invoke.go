@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -116,15 +118,22 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 			return describe(err, n.n.Load())
 		}
 		defer s.Close()
+		printed := false
 		for s.Next() {
 			ch := s.Chunk()
-			if ch.Text != "" {
+			switch {
+			case ch.Text != "":
 				fmt.Fprint(w, ch.Text)
-			} else if req.Action == cloudreq.ActionInvoke {
+			case req.Action == cloudreq.ActionInvoke && unparsedChunk(ch):
 				fmt.Fprintf(w, "%s", ch.Data)
+			default:
+				continue
 			}
+			printed = true
 		}
-		fmt.Fprintln(w)
+		if printed { // end the text's line; nothing printed, no empty line
+			fmt.Fprintln(w)
+		}
 		if err := s.Err(); err != nil {
 			return describe(err, n.n.Load())
 		}
@@ -213,6 +222,23 @@ func endpointURL(t *bench.Target, head, grpcHint string) error {
 	return nil
 }
 
+// unparsedChunk reports whether a chunk without text is bytes its adapter
+// did not read, which a raw stream prints as they are: not a chunk the
+// adapter parsed and found no content in (an OpenAI-compatible role-only,
+// empty or usage-only chunk, one with a finish reason or a token count).
+func unparsedChunk(ch cloudreq.StreamChunk) bool {
+	if ch.Content || ch.FinishReason != "" || ch.Usage != nil || ch.Tokens > 0 || len(ch.Data) == 0 {
+		return false
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(ch.Data, &obj) == nil {
+		if _, ok := obj["choices"]; ok {
+			return false // an OpenAI-compatible chunk
+		}
+	}
+	return true
+}
+
 // describe turns a call's error into the command's error, with its code
 // and the number of attempts made (0: none was).
 func describe(err error, attempts int32) error {
@@ -289,7 +315,16 @@ func printTiming(w io.Writer, resp *cloudreq.CloudResponse) {
 	if u := resp.Usage; u.Source == "" && u.InputTokens == 0 && u.OutputTokens == 0 {
 		fmt.Fprintf(w, "usage   unknown (the response reported none)\n")
 	} else {
-		fmt.Fprintf(w, "usage   tokens in %d  out %d (%s)\n", u.InputTokens, u.OutputTokens, cmpOr(u.Source, "server"))
+		// 0 is a count the response did not give; a count of the stream's
+		// chunks is one even when 0.
+		in, out := "unknown", "unknown"
+		if u.InputTokens > 0 {
+			in = strconv.Itoa(u.InputTokens)
+		}
+		if u.OutputTokens > 0 || u.Source == "counted" {
+			out = strconv.Itoa(u.OutputTokens)
+		}
+		fmt.Fprintf(w, "usage   tokens in %s  out %s (%s)\n", in, out, cmpOr(u.Source, "server"))
 	}
 	start := string(resp.Start.Kind) + " (" + string(resp.Start.Reason) + ")"
 	if resp.Start.ConnectionCold {

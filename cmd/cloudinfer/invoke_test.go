@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -238,4 +239,34 @@ func TestInvokeUsageHasItsUnit(t *testing.T) {
 	var out strings.Builder
 	require.NoError(t, c.run(context.Background(), &out))
 	assert.Regexp(t, `usage +tokens in \d+  out 3 \(server\)`, out.String())
+}
+
+// TestInvokeStreamPrintsContentOnly: a raw body streamed from an
+// OpenAI-compatible server prints the generated text, not the JSON of its
+// role-only first chunk; an input count the response did not give is
+// "unknown", not 0.
+func TestInvokeStreamPrintsContentOnly(t *testing.T) {
+	body := filepath.Join(t.TempDir(), "raw.json")
+	require.NoError(t, os.WriteFile(body, []byte(`{"model":"llama-3-8b","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true}`), 0o600))
+	var out strings.Builder
+	require.NoError(t, parse(t, "invoke", "--stream", "--body", body, "--time-scale", "0.01").Invoke.run(context.Background(), &out))
+	s := out.String()
+	t.Log("\n" + s)
+	assert.NotContains(t, s, "chat.completion.chunk")
+	assert.NotContains(t, s, `"role"`)
+	assert.Regexp(t, `usage +tokens in unknown  out 5 \(counted\)`, s)
+}
+
+// TestInvokeStreamErrorBeforeContent: a stream that fails before any
+// content prints no empty line before the error (Vertex's gRPC stream
+// fails at its first message, not when it opens).
+func TestInvokeStreamErrorBeforeContent(t *testing.T) {
+	for _, p := range []string{"gcp", "openai", "aws"} {
+		var out strings.Builder
+		err := parse(t, "invoke", "--provider", p, "--stream", "--time-scale", "0.01", "--retries", "0",
+			"-H", "X-Emulator-Inject=throttle").Invoke.run(context.Background(), &out)
+		require.Error(t, err, p)
+		assert.NotContains(t, out.String(), "\n\n", "%s: %q", p, out.String())
+		assert.Equal(t, 1, strings.Count(out.String(), "\n"), "%s: the emulator's line only: %q", p, out.String())
+	}
 }
