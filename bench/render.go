@@ -248,11 +248,32 @@ func (r *Result) sections(rep *latency.Report) []section {
 
 func ladderTitle(tr *TargetResult) string {
 	best, ok := tr.Ladder.HighestHeld()
-	held := "none"
+	held := "none" + whyNoneHeld(tr.Ladder)
 	if ok {
 		held = fmtNum(best) + " req/s"
 	}
 	return fmt.Sprintf("QPS ladder: %s (highest rate held with p95 %s ≤ %v: %s; latency from the intended send)", tr.Name, tr.Ladder.Config.Metric, tr.Ladder.Config.HighWater, held)
+}
+
+// whyNoneHeld says, after "none", why a ladder that held no rate did not:
+// what its first step met.
+func whyNoneHeld(l *LadderTrace) string {
+	if len(l.Steps) == 0 {
+		return ""
+	}
+	s := l.Steps[0]
+	at := fmt.Sprintf("the first step, at %s req/s,", fmtNum(s.Rate))
+	switch {
+	case s.Action == End:
+		return fmt.Sprintf(": the run ended within the first step (%v of %v); run for more than a step", s.Length, l.Config.Step)
+	case s.P95Failed:
+		return ": " + at + " failed (failures filled its p95)"
+	case !s.P95Known || s.Completed == 0:
+		return ": " + at + " had no request that gave its latency"
+	case s.P95 > l.Config.HighWater:
+		return fmt.Sprintf(": %s already had p95 %s ms > %v (lower the start and floor rates or raise the high-water mark)", at, ms(float64(s.P95)), l.Config.HighWater)
+	}
+	return ""
 }
 
 // ladderRows is the ladder's table: per step, the p95 the decision read at

@@ -544,3 +544,38 @@ func TestDescribeSaysAClassSentARawBody(t *testing.T) {
 		assert.Contains(t, line, ", payload per class: 64-token prompt, raw body")
 	}
 }
+
+// TestLadderTitleSaysWhyNoRateHeld: when no step held its rate, the title
+// says why: the first step already over the high-water mark (with its
+// p95 and what to change), its requests failed, or the run ended within
+// it.
+func TestLadderTitleSaysWhyNoRateHeld(t *testing.T) {
+	cfg := Ladder{}.WithDefaults() // high water 200 ms, step 10 s
+	ms := func(n int) Duration { return Duration(time.Duration(n) * time.Millisecond) }
+	for _, tc := range []struct {
+		name  string
+		steps []LadderStep
+		says  string
+	}{
+		{"over at once", []LadderStep{
+			{Rate: 10, Sent: 100, Completed: 100, P95: ms(812), P95Known: true, Action: BackOff, Next: 10},
+			{Index: 1, Rate: 10, Sent: 100, Completed: 100, P95: ms(830), P95Known: true, Action: BackOff, Next: 10},
+		}, "none: the first step, at 10.0 req/s, already had p95 812 ms > 200ms (lower the start and floor rates or raise the high-water mark)"},
+		{"failed", []LadderStep{
+			{Rate: 10, Sent: 100, Completed: 100, Errors: 100, P95Failed: true, Action: BackOff, Next: 10},
+		}, "none: the first step, at 10.0 req/s, failed (failures filled its p95)"},
+		{"nothing came back", []LadderStep{
+			{Rate: 10, Sent: 100, Action: BackOff, Next: 10},
+		}, "none: the first step, at 10.0 req/s, had no request that gave its latency"},
+		{"too short", []LadderStep{
+			{Rate: 10, Sent: 20, Completed: 20, P95: ms(50), P95Known: true, Action: End, Length: Duration(2 * time.Second)},
+		}, "none: the run ended within the first step (2s of 10s); run for more than a step"},
+	} {
+		tr := &TargetResult{Name: "m1", Ladder: &LadderTrace{Config: cfg, Steps: tc.steps}}
+		assert.Contains(t, ladderTitle(tr), tc.says, tc.name)
+	}
+	held := &TargetResult{Name: "m1", Ladder: &LadderTrace{Config: cfg, Steps: []LadderStep{
+		{Rate: 10, Sent: 100, Completed: 100, P95: ms(150), P95Known: true, Action: Hold, Next: 10},
+	}}}
+	assert.Contains(t, ladderTitle(held), "≤ 200ms: 10.0 req/s;")
+}
