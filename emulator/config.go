@@ -41,6 +41,9 @@ type endpointFile struct {
 	IdleWindowMs float64         `json:"idle_window_ms"`
 	StartCold    bool            `json:"start_cold"`
 	ColdMode     ColdMode        `json:"cold_mode"`
+	// SageMaker is the endpoint's shape under SageMaker (variants,
+	// multi_model, inference_components).
+	SageMaker SageMakerEndpoint `json:"sagemaker"`
 }
 
 // profileFile is a profile in a config: a Profile's fields plus "base",
@@ -150,7 +153,8 @@ func ParseConfig(data []byte) (Options, error) {
 			return Options{}, fmt.Errorf("endpoints[%d]: endpoint %q is defined twice (also endpoints[%d])", i, e.Name, j)
 		}
 		seen[e.Name] = i
-		ep := Endpoint{Name: e.Name, Credentials: e.Credentials, IdleWindowMs: e.IdleWindowMs, StartCold: e.StartCold, ColdMode: e.ColdMode}
+		ep := Endpoint{Name: e.Name, Credentials: e.Credentials, IdleWindowMs: e.IdleWindowMs, StartCold: e.StartCold, ColdMode: e.ColdMode,
+			SageMaker: e.SageMaker}
 		for _, p := range e.Providers {
 			pv, err := ParseProvider(p)
 			if err != nil {

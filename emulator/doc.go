@@ -124,7 +124,14 @@
 //
 // SageMaker errors carry X-Amzn-ErrorType and x-amzn-RequestId; ModelError
 // bodies carry OriginalStatusCode, OriginalMessage, LogStreamArn and
-// ErrorCode. Azure ML bodies are {"error":{"code","message"}} except 424
+// ErrorCode. SageMaker answers model-overloaded and model-unavailable as
+// the container's answer wrapped in a 424 ModelError: OriginalStatusCode
+// 429 with TGI's {"error":"Model is overloaded","error_type":"overloaded"}
+// (ErrorCode CLIENT_ERROR_FROM_MODEL), or 503 with TorchServe's
+// {"code":503,"type":"ServiceUnavailableException",…} no-worker answer
+// (SERVER_ERROR_FROM_MODEL); gateway-overflow is a fronting proxy's
+// plain-text 503 with no X-Amzn-ErrorType. Azure ML bodies are
+// {"error":{"code","message"}} except 424
 // ({"message"} plus the ms-azureml-model-error-statuscode and -reason
 // headers); serverless chat errors are flat {"status","code","message","detail"}.
 // Serverless chat refuses body members the model inference API does not
@@ -155,7 +162,9 @@
 // meeting stream-error gets the model-error answer. stream-error-first
 // opens a stream (200) whose first and only event is the provider's in-band
 // error, sent as soon as the request is admitted (OpenAI and PAI-EAS /v1:
-// data: {"error":{…"type":"RateLimitError",…,"code":429}} then [DONE]); a
+// data: {"error":{…"type":"RateLimitError",…,"code":429}} then [DONE];
+// SageMaker: a ModelStreamError exception frame with ErrorCode
+// ModelInvocationTimeExceeded, since its stream has no in-band throttle); a
 // non-streamed call, and a stream form with no error event before content
 // (a PAI-EAS legacy stream: EAS refuses at its gateway), get the throttle
 // answer instead. Over gRPC,
@@ -205,6 +214,19 @@
 // are accepted as they come. InvokeEndpointWithResponseStream cannot open a session (the
 // service says so; its exact answer is not documented): NEW_SESSION there
 // gets 400 ValidationError.
+//
+// SageMaker checks what a call targets as the service does, with a 400
+// ValidationError (Endpoint.SageMaker sets the endpoint's shape): a
+// TargetVariant the endpoint does not have; a TargetModel on an endpoint
+// that is not multi-model ("Endpoint X is not a multi-model endpoint and
+// does not support target model header.", ErrorCode
+// TARGET_MODEL_HEADER_NOT_SUPPORTED; streams have no TargetModel and
+// ignore one); an InferenceComponentName on an endpoint without inference
+// components ("… is not allowed …"), none on one with them ("… is
+// required …", INFERENCE_COMPONENT_NAME_MISSING), or one it does not have.
+// The messages are the service's, except for the unknown variant and
+// inference component, whose wording is not documented (this package's).
+// X-Amzn-Invoked-Production-Variant names the variant that served the call.
 //
 // SageMaker answers no sooner than 5 ms (real) after the request body was
 // read: aws-sdk-go-v2 closes the request body as soon as response headers
@@ -323,6 +345,10 @@
 //	    idle_window_ms: 300000  # scale to zero after this long idle (0: never)
 //	    start_cold: true        # start scaled to zero
 //	    cold_mode: hold         # hold (wait, then serve) or reject (not-ready answers until ready)
+//	    sagemaker:              # optional; default: one variant, AllTraffic, one model
+//	      variants: [blue, green]   # production variants (the first serves a call that names none)
+//	      multi_model: true         # a multi-model endpoint: the only kind that accepts TargetModel
+//	      inference_components: [ic-llama]  # then every call must name one of them
 //
 // A profile with a base starts as a copy of it and changes what it sets:
 // ttft_ms: {mean: 200} keeps the base's sd, error_rates adds to or replaces

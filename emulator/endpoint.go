@@ -121,6 +121,9 @@ type Endpoint struct {
 	StartCold bool `json:"start_cold,omitempty"`
 	// ColdMode is what a cold start does to requests (default hold).
 	ColdMode ColdMode `json:"cold_mode,omitempty"`
+	// SageMaker is the endpoint's shape under SageMaker: its production
+	// variants, multi-model mode and inference components.
+	SageMaker SageMakerEndpoint `json:"sagemaker,omitzero"`
 }
 
 // clone returns e with its own copies of every slice, map and pointer.
@@ -128,6 +131,7 @@ func (e Endpoint) clone() Endpoint {
 	e.Providers = slices.Clone(e.Providers)
 	e.Credentials.Keys = slices.Clone(e.Credentials.Keys)
 	e.Profile = e.Profile.clone()
+	e.SageMaker = e.SageMaker.clone()
 	return e
 }
 
@@ -159,6 +163,9 @@ func (e Endpoint) Validate() error {
 	}
 	if (e.Credentials.AWSAccessKeyID == "") != (e.Credentials.AWSSecretAccessKey == "") {
 		return fmt.Errorf("endpoint %q: aws_access_key_id and aws_secret_access_key go together", e.Name)
+	}
+	if err := e.SageMaker.validate(); err != nil {
+		return fmt.Errorf("endpoint %q: sagemaker: %w", e.Name, err)
 	}
 	return e.Profile.Validate()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,11 +15,69 @@ import (
 // sageMakerAccount is the account id in emulated ARNs and messages.
 const sageMakerAccount = "123456789012"
 
+// SageMakerEndpoint is an endpoint's shape under SageMaker. The zero value
+// is a plain real-time endpoint: one production variant, AllTraffic, one
+// model, no inference components.
+type SageMakerEndpoint struct {
+	// Variants names the production variants (default: AllTraffic). A
+	// request's TargetVariant must be one of them; without one, the first
+	// serves it.
+	Variants []string `json:"variants,omitempty"`
+	// MultiModel makes the endpoint a multi-model endpoint, the only kind
+	// that accepts TargetModel.
+	MultiModel bool `json:"multi_model,omitempty"`
+	// InferenceComponents names the inference components deployed on the
+	// endpoint. When set, every InvokeEndpoint and stream request must
+	// name one (InferenceComponentName); when empty, none may.
+	InferenceComponents []string `json:"inference_components,omitempty"`
+}
+
+// sageMakerDefaultVariant is the variant of an endpoint that names none.
+const sageMakerDefaultVariant = "AllTraffic"
+
+func (e SageMakerEndpoint) clone() SageMakerEndpoint {
+	e.Variants = slices.Clone(e.Variants)
+	e.InferenceComponents = slices.Clone(e.InferenceComponents)
+	return e
+}
+
+func (e SageMakerEndpoint) validate() error {
+	for _, l := range []struct {
+		what  string
+		names []string
+	}{{"variants", e.Variants}, {"inference_components", e.InferenceComponents}} {
+		what, names := l.what, l.names
+		for i, n := range names {
+			if n == "" || strings.ContainsAny(n, "/?#: ") {
+				return fmt.Errorf("%s[%d]: %q must be non-empty, without '/', '?', '#', ':' or spaces", what, i, n)
+			}
+			if slices.Index(names, n) != i {
+				return fmt.Errorf("%s[%d]: %q is listed twice", what, i, n)
+			}
+		}
+	}
+	return nil
+}
+
+// variants returns the endpoint's production variants.
+func (e SageMakerEndpoint) variants() []string {
+	if len(e.Variants) == 0 {
+		return []string{sageMakerDefaultVariant}
+	}
+	return e.Variants
+}
+
 // sageMakerErr is one SageMaker Runtime error answer.
 type sageMakerErr struct {
 	status int
 	typ    string // X-Amzn-ErrorType
 	msg    string
+	// errorCode, when set, is the body's ErrorCode member beside Message
+	// (a ValidationError that has one, e.g. TARGET_MODEL_HEADER_NOT_SUPPORTED).
+	errorCode string
+	// plain makes the answer a fronting proxy's: msg as text/plain, with
+	// no X-Amzn-ErrorType and no request id.
+	plain bool
 	// ModelError members
 	origStatus int
 	origMsg    string
@@ -37,6 +96,9 @@ type sageMakerErr struct {
 //	unavailable                   503 ServiceUnavailable
 //	timeout                       424 ModelError, OriginalStatusCode 0 (invocation timed out)
 //	payload-too-large             413 ValidationError
+//	model-overloaded              424 ModelError, OriginalStatusCode 429 (TGI's "Model is overloaded")
+//	model-unavailable             424 ModelError, OriginalStatusCode 503 (TorchServe's no-worker answer)
+//	gateway-overflow              503 text/plain from a fronting proxy (Envoy), no X-Amzn-ErrorType
 func sageMakerErrorFor(f Fault, name string) sageMakerErr {
 	switch f {
 	case FaultThrottle, FaultQueueFull:
@@ -61,6 +123,13 @@ func sageMakerErrorFor(f Fault, name string) sageMakerErr {
 		return sageMakerErr{status: 424, typ: "ModelError", origStatus: 0, origMsg: "Your invocation timed out while waiting for a response from container primary. Review the latency metrics for each container in Amazon CloudWatch, resolve the issue, and try again."}
 	case FaultPayloadTooLarge:
 		return sageMakerErr{status: 413, typ: "ValidationError", msg: fmt.Sprintf("Request payload size exceeds the maximum allowed size of %d bytes", sageMakerMaxBody)}
+	case FaultModelOverloaded:
+		return sageMakerErr{status: 424, typ: "ModelError", origStatus: 429, origMsg: `{"error":"Model is overloaded","error_type":"overloaded"}`}
+	case FaultModelUnavailable:
+		return sageMakerErr{status: 424, typ: "ModelError", origStatus: 503,
+			origMsg: `{"code":503,"type":"ServiceUnavailableException","message":"Model \"model\" has no worker to serve inference request. Please use scale workers API to add workers."}`}
+	case FaultGatewayOverflow:
+		return sageMakerErr{status: 503, plain: true, msg: gatewayOverflowText}
 	}
 	return sageMakerErr{status: 500, typ: "InternalFailure", msg: "An internal error occurred"}
 }
@@ -70,6 +139,13 @@ const sageMakerMaxBody = 6 << 20
 
 func writeSageMakerError(w http.ResponseWriter, e sageMakerErr, name, reqID string) {
 	h := w.Header()
+	if e.plain {
+		h.Set("Content-Type", "text/plain")
+		h.Set(headerContentLength, itoa(int64(len(e.msg))))
+		w.WriteHeader(e.status)
+		_, _ = io.WriteString(w, e.msg)
+		return
+	}
 	h.Set("X-Amzn-ErrorType", e.typ+":http://internal.amazon.com/coral/com.amazon.coral.service/")
 	h.Set("x-amzn-RequestId", reqID)
 	if e.typ == "ModelError" {
@@ -90,7 +166,53 @@ func writeSageMakerError(w http.ResponseWriter, e sageMakerErr, name, reqID stri
 		})
 		return
 	}
+	if e.errorCode != "" {
+		writeJSON(w, e.status, map[string]string{"ErrorCode": e.errorCode, "Message": e.msg})
+		return
+	}
 	writeJSON(w, e.status, map[string]string{"message": e.msg})
+}
+
+// The request headers that choose what serves an invocation.
+const (
+	headerTargetVariant      = "X-Amzn-SageMaker-Target-Variant"
+	headerTargetModel        = "X-Amzn-SageMaker-Target-Model"
+	headerInferenceComponent = "X-Amzn-SageMaker-Inference-Component"
+)
+
+// sageMakerTarget checks what an invocation targets against the endpoint's
+// shape, as the service does, and returns the production variant that
+// serves it. InvokeEndpointWithResponseStream has no TargetModel (the
+// service drops headers its API does not define), so stream says to ignore
+// one.
+func sageMakerTarget(ep *endpoint, h http.Header, stream bool) (string, *sageMakerErr) {
+	sm := ep.SageMaker
+	variants := sm.variants()
+	variant := variants[0]
+	if v := h.Get(headerTargetVariant); v != "" {
+		if !slices.Contains(variants, v) {
+			return "", &sageMakerErr{status: 400, typ: "ValidationError",
+				msg: fmt.Sprintf("The target variant %s does not exist on endpoint %s of account %s.", v, ep.Name, sageMakerAccount)}
+		}
+		variant = v
+	}
+	if h.Get(headerTargetModel) != "" && !stream && !sm.MultiModel {
+		return "", &sageMakerErr{status: 400, typ: "ValidationError", errorCode: "TARGET_MODEL_HEADER_NOT_SUPPORTED",
+			msg: fmt.Sprintf("Endpoint %s is not a multi-model endpoint and does not support target model header.", ep.Name)}
+	}
+	ic := h.Get(headerInferenceComponent)
+	switch {
+	case ic == "" && len(sm.InferenceComponents) > 0:
+		return "", &sageMakerErr{status: 400, typ: "ValidationError", errorCode: "INFERENCE_COMPONENT_NAME_MISSING",
+			msg: "Inference Component Name header is required for endpoints to which you plan to deploy inference components. Please include Inference Component Name header or consider using SageMaker models."}
+	case ic != "" && len(sm.InferenceComponents) == 0:
+		return "", &sageMakerErr{status: 400, typ: "ValidationError",
+			msg: "Inference Component Name header is not allowed for endpoints to which you dont plan to deploy inference components. Please remove the Inference Component Name header and try again."}
+	case ic != "" && !slices.Contains(sm.InferenceComponents, ic):
+		return "", &sageMakerErr{status: 400, typ: "ValidationError",
+			msg: fmt.Sprintf("Inference Component %s of account %s not found.", ic, sageMakerAccount)}
+	}
+	return variant, nil
 }
 
 // serveSageMaker serves POST /endpoints/{name}/invocations,
@@ -148,13 +270,18 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 		s.serveSageMakerAsync(w, r, name, reqID, body, wait, fail)
 		return
 	}
+	stream := op == "invocations-response-stream"
+	variant, terr := sageMakerTarget(ep, r.Header, stream)
+	if terr != nil {
+		fail(*terr)
+		return
+	}
 	gen, perr := parseSageMakerLLM(body)
 	if perr != nil {
 		// The container rejects the body; SageMaker reports it as a ModelError.
 		fail(sageMakerErr{status: 424, typ: "ModelError", origStatus: 422, origMsg: fmt.Sprintf(`{"error":"Failed to deserialize the JSON body into the target type: %s","error_type":"validation"}`, perr)})
 		return
 	}
-	stream := op == "invocations-response-stream"
 	newSession := r.Header.Get(headerSessionID) == newSessionValue
 	if newSession && stream {
 		fail(sageMakerErr{status: 400, typ: "ValidationError", msg: "A stateful session cannot be created with InvokeEndpointWithResponseStream; create it with InvokeEndpoint."})
@@ -173,7 +300,7 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 	if ca := r.Header.Get("X-Amzn-SageMaker-Custom-Attributes"); ca != "" {
 		w.Header().Set("X-Amzn-SageMaker-Custom-Attributes", ca)
 	}
-	wr := &sageMakerWire{reqID: reqID, enc: eventstream.NewEncoder(), chat: gen.dialect == dialectChat, oa: &openAIWire{chat: true, model: ep.Name, created: time.Now().Unix()},
+	wr := &sageMakerWire{reqID: reqID, variant: variant, enc: eventstream.NewEncoder(), chat: gen.dialect == dialectChat, oa: &openAIWire{chat: true, model: ep.Name, created: time.Now().Unix()},
 		internalFailure: strings.EqualFold(r.Header.Get(HeaderStreamError), "InternalStreamFailure")}
 	if newSession {
 		wr.newSession = s.uuid()
@@ -232,10 +359,11 @@ const sageMakerAsyncBucket = "cloudinfer-emulator"
 // PayloadPart frames whose bytes are the container's own stream: TGI
 // `data:{"token":…}` events, or OpenAI chat chunks for a messages body (LMI).
 type sageMakerWire struct {
-	reqID string
-	enc   *eventstream.Encoder
-	chat  bool
-	oa    *openAIWire
+	reqID   string
+	variant string // the production variant that serves the call
+	enc     *eventstream.Encoder
+	chat    bool
+	oa      *openAIWire
 	// internalFailure makes the stream-error fault an InternalStreamFailure
 	// exception (the service's own failure) instead of a ModelStreamError.
 	internalFailure bool
@@ -246,7 +374,7 @@ type sageMakerWire struct {
 
 func (m *sageMakerWire) successHeaders(h http.Header, c *call) {
 	h.Set("x-amzn-RequestId", m.reqID)
-	h.Set("X-Amzn-Invoked-Production-Variant", "AllTraffic")
+	h.Set("X-Amzn-Invoked-Production-Variant", m.variant)
 	if m.newSession != "" {
 		h.Set(headerNewSessionID, m.newSession+"; Expires="+time.Now().Add(sageMakerSessionTTL).UTC().Format(time.RFC3339))
 	}
@@ -347,6 +475,25 @@ func (m *sageMakerWire) streamError(w io.Writer, c *call) error {
 	b, _ := json.Marshal(map[string]string{
 		"Message":   fmt.Sprintf("Model stream for endpoint %s broke: the container closed the response stream", c.ep.Name),
 		"ErrorCode": "StreamBroken",
+	})
+	return m.enc.Encode(w, eventstream.Message{
+		Headers: eventstream.Headers{
+			{Name: ":message-type", Value: eventstream.StringValue("exception")},
+			{Name: ":exception-type", Value: eventstream.StringValue("ModelStreamError")},
+			{Name: ":content-type", Value: eventstream.StringValue("application/json")},
+		},
+		Payload: b,
+	})
+}
+
+// streamErrorFirst opens the stream with a ModelStreamError whose
+// ErrorCode is ModelInvocationTimeExceeded: the model sent nothing within
+// the invocation timeout. (SageMaker's stream has no in-band throttle:
+// throttling is refused before the stream opens.)
+func (m *sageMakerWire) streamErrorFirst(w io.Writer, c *call) error {
+	b, _ := json.Marshal(map[string]string{
+		"Message":   fmt.Sprintf("Model stream for endpoint %s timed out: the model did not respond within the invocation timeout", c.ep.Name),
+		"ErrorCode": "ModelInvocationTimeExceeded",
 	})
 	return m.enc.Encode(w, eventstream.Message{
 		Headers: eventstream.Headers{

@@ -360,3 +360,195 @@ func TestSageMakerFailedCallOpensNoSession(t *testing.T) {
 		assert.Empty(t, re.Response.Header.Get(headerNewSessionID), "fault %s", f)
 	}
 }
+
+// sageMakerPost sends one raw InvokeEndpoint (or stream) request with the
+// given extra headers and returns the answer, its body read.
+func sageMakerPost(t *testing.T, s *Server, endpoint, op string, h map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.URL()+"/endpoints/"+endpoint+"/"+op, strings.NewReader(tgiSample))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, b
+}
+
+func TestSageMakerContainerBackpressure(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	for _, tc := range []struct {
+		fault     Fault
+		status    int
+		errorCode string
+		original  string
+	}{
+		{FaultModelOverloaded, 429, "CLIENT_ERROR_FROM_MODEL", `{"error":"Model is overloaded","error_type":"overloaded"}`},
+		{FaultModelUnavailable, 503, "SERVER_ERROR_FROM_MODEL", `"type":"ServiceUnavailableException"`},
+	} {
+		t.Run(string(tc.fault), func(t *testing.T) {
+			resp, b := sageMakerPost(t, s, "llama-3-8b", "invocations", map[string]string{HeaderInject: string(tc.fault)})
+			assert.Equal(t, 424, resp.StatusCode)
+			assert.True(t, strings.HasPrefix(resp.Header.Get("X-Amzn-ErrorType"), "ModelError:"), resp.Header.Get("X-Amzn-ErrorType"))
+			assert.NotEmpty(t, resp.Header.Get("x-amzn-RequestId"))
+			var body struct {
+				ErrorCode          string
+				LogStreamArn       string
+				Message            string
+				OriginalMessage    string
+				OriginalStatusCode int
+			}
+			require.NoError(t, json.Unmarshal(b, &body), "%s", b)
+			assert.Equal(t, tc.status, body.OriginalStatusCode)
+			assert.Equal(t, tc.errorCode, body.ErrorCode)
+			assert.Contains(t, body.OriginalMessage, tc.original)
+			assert.Contains(t, body.LogStreamArn, "/aws/sagemaker/Endpoints/llama-3-8b")
+			assert.Contains(t, body.Message, "("+itoa(int64(tc.status))+") from primary")
+		})
+	}
+	t.Run("sdk", func(t *testing.T) {
+		c := sageMakerClient(s, "AKIDEXAMPLE", "secret")
+		_, err := c.InvokeEndpoint(context.Background(), &sagemakerruntime.InvokeEndpointInput{
+			EndpointName: aws.String("llama-3-8b"), ContentType: aws.String("application/json"), Body: []byte(tgiSample),
+		}, inject(FaultModelOverloaded))
+		var e *types.ModelError
+		require.True(t, errors.As(err, &e), "%T %v", err, err)
+		assert.Equal(t, int32(429), aws.ToInt32(e.OriginalStatusCode))
+	})
+}
+
+func TestSageMakerGatewayOverflow(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	resp, b := sageMakerPost(t, s, "llama-3-8b", "invocations", map[string]string{HeaderInject: string(FaultGatewayOverflow)})
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Empty(t, resp.Header.Get("X-Amzn-ErrorType"), "a proxy's answer, not the service's")
+	assert.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain"), resp.Header.Get("Content-Type"))
+	assert.Equal(t, "upstream connect error or disconnect/reset before headers. reset reason: overflow", string(b))
+}
+
+func TestSageMakerStreamErrorFirst(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	c := sageMakerClient(s, "AKIDEXAMPLE", "secret")
+	out, err := c.InvokeEndpointWithResponseStream(context.Background(), &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+		EndpointName: aws.String("llama-3-8b"), ContentType: aws.String("application/json"),
+		Body: []byte(`{"inputs":"hello","parameters":{"max_new_tokens":40},"stream":true}`),
+	}, inject(FaultStreamErrorFirst))
+	require.NoError(t, err, "the stream opens (200)")
+	st := out.GetStream()
+	n := 0
+	for range st.Events() {
+		n++
+	}
+	st.Close()
+	assert.Zero(t, n, "no part before the exception")
+	var mse *types.ModelStreamError
+	require.True(t, errors.As(st.Err(), &mse), "%T %v", st.Err(), st.Err())
+	assert.Equal(t, "ModelInvocationTimeExceeded", aws.ToString(mse.ErrorCode_))
+}
+
+func TestSageMakerTargets(t *testing.T) {
+	plain := Endpoint{Name: "plain", Profile: DefaultEndpoints()[0].Profile}
+	multi := Endpoint{Name: "mme", Profile: plain.Profile,
+		SageMaker: SageMakerEndpoint{Variants: []string{"blue", "green"}, MultiModel: true}}
+	ic := Endpoint{Name: "ic", Profile: plain.Profile,
+		SageMaker: SageMakerEndpoint{InferenceComponents: []string{"ic-llama"}}}
+	s := start(t, Options{TimeScale: 0.001, Seed: 1, Endpoints: []Endpoint{plain, multi, ic}})
+	const (
+		variant   = "X-Amzn-SageMaker-Target-Variant"
+		model     = "X-Amzn-SageMaker-Target-Model"
+		component = "X-Amzn-SageMaker-Inference-Component"
+	)
+	for _, tc := range []struct {
+		name, endpoint, op string
+		h                  map[string]string
+		status             int
+		message            string // the error's message, or the invoked variant
+	}{
+		{"plain endpoint", "plain", "invocations", nil, 200, "AllTraffic"},
+		{"plain endpoint, its variant", "plain", "invocations", map[string]string{variant: "AllTraffic"}, 200, "AllTraffic"},
+		{"unknown variant", "plain", "invocations", map[string]string{variant: "blue"}, 400, "variant blue"},
+		{"unknown variant, stream", "plain", "invocations-response-stream", map[string]string{variant: "blue"}, 400, "variant blue"},
+		{"target model on a plain endpoint", "plain", "invocations", map[string]string{model: "m.tar.gz"},
+			400, "Endpoint plain is not a multi-model endpoint and does not support target model header."},
+		{"inference component on a plain endpoint", "plain", "invocations", map[string]string{component: "ic-llama"},
+			400, "Inference Component Name header is not allowed for endpoints to which you dont plan to deploy inference components."},
+		{"multi-model endpoint", "mme", "invocations", map[string]string{model: "m.tar.gz"}, 200, "blue"},
+		{"multi-model endpoint, a variant", "mme", "invocations", map[string]string{model: "m.tar.gz", variant: "green"}, 200, "green"},
+		{"inference component", "ic", "invocations", map[string]string{component: "ic-llama"}, 200, "AllTraffic"},
+		{"inference component missing", "ic", "invocations", nil,
+			400, "Inference Component Name header is required for endpoints to which you plan to deploy inference components."},
+		{"unknown inference component", "ic", "invocations", map[string]string{component: "ic-other"}, 400, "ic-other"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := map[string]string{}
+			for k, v := range tc.h {
+				h[k] = v
+			}
+			if tc.op == "invocations-response-stream" {
+				h["Accept"] = "application/vnd.amazon.eventstream"
+			}
+			resp, b := sageMakerPost(t, s, tc.endpoint, tc.op, h)
+			require.Equal(t, tc.status, resp.StatusCode, "%s", b)
+			if tc.status == 200 {
+				assert.Equal(t, tc.message, resp.Header.Get("X-Amzn-Invoked-Production-Variant"))
+				return
+			}
+			assert.True(t, strings.HasPrefix(resp.Header.Get("X-Amzn-ErrorType"), "ValidationError:"), resp.Header.Get("X-Amzn-ErrorType"))
+			assert.Contains(t, string(b), tc.message)
+		})
+	}
+	t.Run("sdk", func(t *testing.T) {
+		c := sageMakerClient(s, "AKIDEXAMPLE", "secret")
+		_, err := c.InvokeEndpoint(context.Background(), &sagemakerruntime.InvokeEndpointInput{
+			EndpointName: aws.String("plain"), ContentType: aws.String("application/json"), Body: []byte(tgiSample),
+			TargetModel: aws.String("m.tar.gz"),
+		})
+		var e *types.ValidationError
+		require.True(t, errors.As(err, &e), "%T %v", err, err)
+		assert.Equal(t, "Endpoint plain is not a multi-model endpoint and does not support target model header.", e.ErrorMessage())
+	})
+}
+
+func TestSageMakerEndpointValidate(t *testing.T) {
+	base := Endpoint{Name: "e", Profile: DefaultEndpoints()[0].Profile}
+	for _, sm := range []SageMakerEndpoint{
+		{Variants: []string{""}},
+		{Variants: []string{"a", "a"}},
+		{Variants: []string{"a/b"}},
+		{InferenceComponents: []string{""}},
+		{InferenceComponents: []string{"x", "x"}},
+	} {
+		e := base
+		e.SageMaker = sm
+		assert.Error(t, e.Validate(), "%+v", sm)
+	}
+	e := base
+	e.SageMaker = SageMakerEndpoint{Variants: []string{"blue"}, MultiModel: true, InferenceComponents: []string{"ic-1"}}
+	assert.NoError(t, e.Validate())
+}
+
+func TestSageMakerEndpointConfig(t *testing.T) {
+	opts, err := ParseConfig([]byte(`
+endpoints:
+  - name: mme
+    providers: [sagemaker]
+    sagemaker:
+      variants: [blue, green]
+      multi_model: true
+  - name: ic
+    sagemaker: {inference_components: [ic-1]}
+`))
+	require.NoError(t, err)
+	require.Len(t, opts.Endpoints, 2)
+	assert.Equal(t, SageMakerEndpoint{Variants: []string{"blue", "green"}, MultiModel: true}, opts.Endpoints[0].SageMaker)
+	assert.Equal(t, SageMakerEndpoint{InferenceComponents: []string{"ic-1"}}, opts.Endpoints[1].SageMaker)
+
+	_, err = ParseConfig([]byte("endpoints:\n  - name: e\n    sagemaker: {variants: [a, a]}\n"))
+	assert.ErrorContains(t, err, "listed twice")
+	_, err = ParseConfig([]byte("endpoints:\n  - name: e\n    sagemaker: {colour: red}\n"))
+	assert.ErrorContains(t, err, "colour")
+}

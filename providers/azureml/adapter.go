@@ -8,14 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -91,7 +89,10 @@ type Options struct {
 	Token string
 	// Credential is a Microsoft Entra token credential. When Key, Token
 	// and Credential are all empty (and not Anonymous), the adapter uses
-	// azidentity.DefaultAzureCredential, created at the first request.
+	// a default credential, created at the first request:
+	// azidentity.DefaultAzureCredential's chain, which finds managed
+	// identity only where the host announces it, without probing IMDS
+	// (see the package doc, Credentials).
 	Credential azcore.TokenCredential
 	// Scope is the token scope (default DefaultScope).
 	Scope string
@@ -489,8 +490,8 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 			out.Usage = *res.Usage
 		}
 	case generate:
-		e := errcodes.Wrap(err, errcodes.Unknown, "azureml: the response holds no generated text: "+err.Error())
-		e.Provider, e.HTTPStatus, e.RequestID = cloudreq.ProviderAzure, resp.StatusCode, out.RequestID
+		e := unreadable(err)
+		e.HTTPStatus, e.RequestID = resp.StatusCode, out.RequestID
 		return nil, e
 	}
 	return out, nil
@@ -583,24 +584,6 @@ type credentialError struct{ err error }
 
 func (e *credentialError) Error() string { return "getting an Azure token: " + e.err.Error() }
 func (e *credentialError) Unwrap() error { return e.err }
-
-// lazyDefaultCredential creates azidentity.DefaultAzureCredential at its
-// first use, so that constructing an Adapter reads no environment and
-// makes no network call.
-type lazyDefaultCredential struct {
-	once sync.Once
-	cred azcore.TokenCredential
-	err  error
-}
-
-// GetToken implements azcore.TokenCredential.
-func (l *lazyDefaultCredential) GetToken(ctx context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
-	l.once.Do(func() { l.cred, l.err = azidentity.NewDefaultAzureCredential(nil) })
-	if l.err != nil {
-		return azcore.AccessToken{}, l.err
-	}
-	return l.cred.GetToken(ctx, o)
-}
 
 // sendError maps an error from the pipeline (no response).
 func (a *Adapter) sendError(ctx context.Context, err error) *errcodes.Error {

@@ -85,7 +85,29 @@ func TestScoreGenerateInputData(t *testing.T) {
 	}
 	a, _ := server(t, recorder(&seen{}, 200, "application/json", `{"result":1}`))
 	_, err := client(t, a).Invoke(ctx(t), generateReq())
-	assert.ErrorIs(t, err, errcodes.Unknown)
+	assert.ErrorIs(t, err, errcodes.ModelError)
+}
+
+// TestUnreadableGenerateBody: a 2xx generate body that does not parse, or
+// holds no generated text, is the model's fault (ERR_MODEL_ERROR, not
+// retryable), by Invoke and by a stream answered with one JSON body.
+func TestUnreadableGenerateBody(t *testing.T) {
+	for _, body := range []string{`{"id":"chatcmpl-1","choices":[{"mess`, `{"result":1}`, `<html>`} {
+		a, _ := server(t, recorder(&seen{}, 200, "application/json", body))
+		_, err := client(t, a).Invoke(ctx(t), generateReq())
+		var e *errcodes.Error
+		require.ErrorAs(t, err, &e, body)
+		assert.Equal(t, errcodes.ModelError, e.Code, "%s: %v", body, err)
+		assert.False(t, e.Retryable, body)
+		assert.Equal(t, http.StatusOK, e.HTTPStatus, body)
+		assert.Equal(t, "azure", e.Provider, body)
+
+		out := stream(t, a, generateReq())
+		require.ErrorAs(t, out.err, &e, body)
+		assert.Equal(t, errcodes.ModelError, e.Code, "%s: stream: %v", body, out.err)
+		assert.False(t, e.Retryable, body)
+		assert.Zero(t, out.content, body)
+	}
 }
 
 func TestInvokeSendsBytes(t *testing.T) {

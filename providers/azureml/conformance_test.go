@@ -20,6 +20,15 @@ func errorTable() map[emulator.Fault]errcodes.Code {
 	return errs
 }
 
+// noCredentials builds the adapter as a caller with no credential
+// anywhere would: no Key, Token or Credential, an empty environment.
+func noCredentials(api azureml.API) func(t *testing.T, srv *emulator.Server) (cloudreq.Adapter, error) {
+	return func(t *testing.T, srv *emulator.Server) (cloudreq.Adapter, error) {
+		azureml.NoAzureEnvironment(t)
+		return azureml.New(azureml.Options{EndpointURL: srv.URL() + "/azureml/{endpoint}", API: api, AllowInsecureHTTP: true})
+	}
+}
+
 func TestConformanceScore(t *testing.T) {
 	errs := errorTable()
 	errs[emulator.FaultModelError] = errcodes.ModelError // 424
@@ -35,6 +44,7 @@ func TestConformanceScore(t *testing.T) {
 		StreamInvoke:     true,
 		InvokeStreamBody: []byte(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true}`),
 		Errors:           errs,
+		NoCredentials:    noCredentials(azureml.APIScore),
 	})
 }
 
@@ -54,5 +64,6 @@ func TestConformanceServerlessChat(t *testing.T) {
 		StreamInvoke:     true,
 		InvokeStreamBody: []byte(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true}`),
 		Errors:           errs,
+		NoCredentials:    noCredentials(azureml.APIChat),
 	})
 }

@@ -62,10 +62,23 @@
 // Authorization is always "Bearer <credential>": Options.Key (an endpoint
 // key), Options.Token (an AML token), Options.Credential (any
 // azcore.TokenCredential, scope https://ml.azure.com/.default), or, when
-// none is set, azidentity.DefaultAzureCredential — created on the first
-// request, so New makes no network call. Options.Anonymous sends none. A
-// credential over plain http is refused unless Options.AllowInsecureHTTP
-// (the local emulator; it sets azcore's InsecureAllowCredentialWithHTTP).
+// none is set, a default credential created on the first request, so New
+// makes no network call. Options.Anonymous sends none. A credential over
+// plain http is refused unless Options.AllowInsecureHTTP (the local
+// emulator; it sets azcore's InsecureAllowCredentialWithHTTP).
+//
+// The default credential is azidentity.DefaultAzureCredential's chain
+// (environment, workload identity, managed identity, Azure CLI, Azure
+// Developer CLI, Azure PowerShell) with one difference: managed identity
+// is tried only where the host announces its endpoint (IDENTITY_ENDPOINT
+// or MSI_ENDPOINT: App Service, Functions, Container Apps, Service
+// Fabric, Arc, Cloud Shell), never found by probing IMDS. So a machine
+// with no credential fails at once, with no network call, ERR_UNAUTHENTICATED
+// whose message says what to set. On an Azure VM (or AKS node) whose
+// identity only IMDS knows, choose it: AZURE_TOKEN_CREDENTIALS=ManagedIdentityCredential
+// (or "prod"), or Options.Credential = azidentity.NewManagedIdentityCredential.
+// With AZURE_TOKEN_CREDENTIALS set, the default credential is
+// azidentity.DefaultAzureCredential itself, honouring that choice.
 //
 // # Errors
 //
@@ -96,9 +109,13 @@
 //	HTTP 422 (serverless parameter errors)            ERR_INVALID_PARAM      no
 //	HTTP 424 (model container failed)                 ERR_MODEL_ERROR        no; Details keep
 //	                                                  ms-azureml-model-error-statuscode and -reason
+//	HTTP 424, ms-azureml-model-error-statuscode 429   ERR_THROTTLED          yes; Details as above
+//	  (the container's own back-pressure)
+//	HTTP 424, ms-azureml-model-error-statuscode 503   ERR_UNAVAILABLE        yes; Details as above
 //	HTTP 429 (too many pending requests, rate limit)  ERR_THROTTLED          yes
 //	HTTP 500                                          ERR_INTERNAL           yes
-//	HTTP 502, 503                                     ERR_UNAVAILABLE        yes
+//	HTTP 502, 503 (also a fronting proxy's plain-text ERR_UNAVAILABLE        yes
+//	  "upstream connect error … reset reason: overflow")
 //	HTTP 504                                          ERR_TIMEOUT            yes
 //	other                                             errcodes.ForHTTPStatus
 //	token acquisition failed                          ERR_UNAUTHENTICATED    no
@@ -106,7 +123,8 @@
 //	                                                  object's class, by the codes above, else the status
 //	                                                  it states, is in Details["code"]
 //	transport failures                                errcodes.FromTransport
-//	2xx generate body holding no generated text       ERR_UNKNOWN            no
+//	2xx generate body that does not parse or holds    ERR_MODEL_ERROR        no
+//	  no generated text
 //	response body over MaxResponseBytes               ERR_PAYLOAD_TOO_LARGE  no
 //
 // Retry-After, retry-after-ms and x-ms-retry-after-ms fill RetryAfter. The

@@ -76,6 +76,20 @@ func classify(status int, code string, eb openaiwire.ErrorBody) errcodes.Code {
 	return openaiwire.Classify(0, eb)
 }
 
+// containerClass gives the code of a 424 by the status the model
+// container answered (ms-azureml-model-error-statuscode): its own
+// back-pressure, 429, is ERR_THROTTLED and a 503 ERR_UNAVAILABLE, both
+// retryable; any other status is ERR_MODEL_ERROR.
+func containerClass(status string) errcodes.Code {
+	switch strings.TrimSpace(status) {
+	case "429":
+		return errcodes.Throttled
+	case "503":
+		return errcodes.Unavailable
+	}
+	return errcodes.ModelError
+}
+
 // streamClass gives the class of an error object met in a stream (or in a
 // whole body standing in for one): a known error code, else the status
 // the body states, else its type.
@@ -113,6 +127,9 @@ func (a *Adapter) bodyError(resp *http.Response, eb openaiwire.ErrorBody, rid st
 func (a *Adapter) fromBody(resp *http.Response, body []byte, eb openaiwire.ErrorBody, rid string) *errcodes.Error {
 	headerCode := resp.Header.Get(HeaderErrorCode)
 	code := classify(resp.StatusCode, headerCode, eb)
+	if code == errcodes.ModelError && resp.StatusCode == http.StatusFailedDependency {
+		code = containerClass(resp.Header.Get(HeaderModelErrorStatus))
+	}
 	pc := headerCode
 	if pc == "" {
 		pc = eb.ProviderCode()

@@ -45,10 +45,14 @@ func TestErrorMapping(t *testing.T) {
 		{"413", 413, "text/plain", ``, nil, errcodes.PayloadTooLarge, "413", false, ""},
 		{"422 serverless flat", 422, js, `{"status":422,"code":"parameter_not_supported","detail":{"param":"n"},"message":"n is not supported"}`, nil, errcodes.InvalidParam, "parameter_not_supported", false, "n is not supported"},
 		{"424 model error", 424, "text/plain", ``, map[string]string{"ms-azureml-model-error-statuscode": "500", "ms-azureml-model-error-reason": "model_error"}, errcodes.ModelError, "424", false, "the model container failed: model_error"},
+		{"424 model overloaded", 424, js, `{"message":"Model is overloaded"}`, map[string]string{"ms-azureml-model-error-statuscode": "429", "ms-azureml-model-error-reason": "model_overloaded"}, errcodes.Throttled, "424", true, "Model is overloaded"},
+		{"424 model unavailable", 424, "text/plain", ``, map[string]string{"ms-azureml-model-error-statuscode": "503", "ms-azureml-model-error-reason": "model_unavailable"}, errcodes.Unavailable, "424", true, "the model container failed: model_unavailable"},
+		{"424 container 400", 424, js, `{"message":"Bad request to the model"}`, map[string]string{"ms-azureml-model-error-statuscode": "400", "ms-azureml-model-error-reason": "invalid_input"}, errcodes.ModelError, "424", false, ""},
 		{"429", 429, js, `{"message":"too many pending requests"}`, map[string]string{"retry-after-ms": "250"}, errcodes.Throttled, "429", true, ""},
 		{"500", 500, js, `{"error":{"code":"InternalServerError","message":"boom"}}`, nil, errcodes.Internal, "InternalServerError", true, "boom"},
 		{"502 html", 502, "text/html", `<html><title>502 Bad Gateway</title></html>`, nil, errcodes.Unavailable, "502", true, "502 Bad Gateway"},
 		{"503", 503, "text/plain", `upstream spike`, nil, errcodes.Unavailable, "503", true, ""},
+		{"503 gateway overflow", 503, "text/plain", `upstream connect error or disconnect/reset before headers. reset reason: overflow`, nil, errcodes.Unavailable, "503", true, ""},
 		{"504", 504, "text/plain", ``, nil, errcodes.Timeout, "504", true, ""},
 		{"other", 418, "text/plain", ``, nil, errcodes.InvalidParam, "418", false, ""},
 	}
@@ -84,7 +88,12 @@ func TestErrorMapping(t *testing.T) {
 			}
 			assert.Equal(t, after, e.RetryAfter)
 			if tt.status == 424 {
-				assert.Equal(t, map[string]string{"ms-azureml-model-error-statuscode": "500", "ms-azureml-model-error-reason": "model_error"}, e.Details)
+				// The container's own status and reason are kept.
+				want := map[string]string{}
+				for _, h := range []string{"ms-azureml-model-error-statuscode", "ms-azureml-model-error-reason"} {
+					want[h] = tt.hdr[h]
+				}
+				assert.Equal(t, want, e.Details)
 			}
 			if tt.status == 422 {
 				assert.Equal(t, `{"param":"n"}`, e.Details["detail"])

@@ -95,6 +95,15 @@ func decodeScore(body []byte) (openaiwire.Result, error) {
 	return openaiwire.Result{}, errNoText
 }
 
+// unreadable is the error of a 2xx generate body that does not parse or
+// holds no generated text: the model (or its scoring script) answered
+// what no client can read, ERR_MODEL_ERROR, not retryable.
+func unreadable(err error) *errcodes.Error {
+	e := errcodes.Wrap(err, errcodes.ModelError, "azureml: the response holds no generated text: "+err.Error())
+	e.Provider, e.Retryable = cloudreq.ProviderAzure, false
+	return e
+}
+
 // wholeDecoder turns a whole JSON response, sent where a stream was asked
 // for, into one chunk.
 type wholeDecoder struct{ errDec openaiwire.StreamDecoder }
@@ -110,9 +119,7 @@ func (d *wholeDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error) 
 	if err != nil {
 		// As for Invoke: a JSON body that holds no generated text (cut or
 		// malformed) is an error, not text.
-		e := errcodes.Wrap(err, errcodes.Unknown, "azureml: the response holds no generated text: "+err.Error())
-		e.Provider, e.Retryable = cloudreq.ProviderAzure, false
-		return cloudreq.StreamChunk{}, false, e
+		return cloudreq.StreamChunk{}, false, unreadable(err)
 	}
 	return cloudreq.StreamChunk{Text: r.Text, Content: r.Content, FinishReason: r.FinishReason, Usage: r.Usage}, false, nil
 }

@@ -494,19 +494,27 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 		RequestID:   requestID(out.ResultMetadata),
 		ServerStart: serverStart(raw),
 	}
-	if req.Action == cloudreq.ActionGenerate {
-		g, err := parseGeneration(out.Body)
-		if err != nil {
-			e := errcodes.Wrap(err, errcodes.ModelError, "sagemaker: the model's response is not a generation: "+err.Error())
-			e.Provider, e.HTTPStatus, e.RequestID, e.Retryable = cloudreq.ProviderAWS, resp.StatusCode, resp.RequestID, false
-			var ie *inbandError
-			if errors.As(err, &ie) {
-				e.ProviderCode = ie.Code // the model's own error type or code
-			}
-			return nil, e
+	if req.Action != cloudreq.ActionGenerate {
+		// A raw invoke's body is the caller's: Text, FinishReason and
+		// Usage are filled when it is recognisably a generation of the
+		// container dialects (TGI, OpenAI chat or completions), and left
+		// empty, with no error, otherwise.
+		if g, err := parseGeneration(out.Body); err == nil {
+			resp.Text, resp.FinishReason, resp.Usage = g.Text, g.Finish, g.Usage
 		}
-		resp.Text, resp.FinishReason, resp.Usage = g.Text, g.Finish, g.Usage
+		return resp, nil
 	}
+	g, err := parseGeneration(out.Body)
+	if err != nil {
+		e := errcodes.Wrap(err, errcodes.ModelError, "sagemaker: the model's response is not a generation: "+err.Error())
+		e.Provider, e.HTTPStatus, e.RequestID, e.Retryable = cloudreq.ProviderAWS, resp.StatusCode, resp.RequestID, false
+		var ie *inbandError
+		if errors.As(err, &ie) {
+			e.ProviderCode = ie.Code // the model's own error type or code
+		}
+		return nil, e
+	}
+	resp.Text, resp.FinishReason, resp.Usage = g.Text, g.Finish, g.Usage
 	return resp, nil
 }
 

@@ -502,3 +502,38 @@ func TestInferenceIDFromRequestIDOnlyWhenValid(t *testing.T) {
 		}
 	}
 }
+
+// A raw invoke's Text is filled when the body is recognisably a generation
+// of the container's dialects; any other body is the caller's, untouched
+// and no error.
+func TestInvokeFillsTextOfAGeneration(t *testing.T) {
+	cases := []struct {
+		name, body, text, finish string
+		usage                    cloudreq.Usage
+	}{
+		{name: "tgi list", body: `[{"generated_text":"Hello tgi"}]`, text: "Hello tgi"},
+		{name: "tgi object with details", body: `{"generated_text":"Hi","details":{"finish_reason":"eos_token","generated_tokens":2}}`,
+			text: "Hi", finish: "stop", usage: cloudreq.Usage{OutputTokens: 2, Source: "server"}},
+		{name: "chat completion", body: `{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`,
+			text: "Hello", finish: "length", usage: cloudreq.Usage{InputTokens: 3, OutputTokens: 1, Source: "server"}},
+		{name: "completion", body: `{"object":"text_completion","choices":[{"index":0,"text":"Hey","finish_reason":"stop"}]}`,
+			text: "Hey", finish: "stop"},
+		{name: "another model's answer", body: `{"predictions":[0.1,0.9]}`},
+		{name: "an error object", body: `{"error":"bad input","error_type":"validation"}`},
+		{name: "csv", body: "0.1,0.9\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ad, _ := testAdapter(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			resp, err := ad.Invoke(context.Background(), invokeCall("ep", `{"inputs":"Hi"}`))
+			require.NoError(t, err)
+			assert.Equal(t, tc.body, string(resp.Data))
+			assert.Equal(t, tc.text, resp.Text)
+			assert.Equal(t, tc.finish, resp.FinishReason)
+			assert.Equal(t, tc.usage, resp.Usage)
+		})
+	}
+}

@@ -2,7 +2,9 @@ package sagemaker
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -47,7 +49,42 @@ func TestConformance(t *testing.T) {
 				InvokeStreamBody: []byte(`{"inputs":"Say hello.","parameters":{"max_new_tokens":16},"stream":true}`),
 				Attributes:       cloudreq.Attributes{Extra: map[string]string{ExtraDialect: string(d)}},
 				Errors:           errs,
+				// The emulator opens the stream with a ModelStreamError
+				// whose ErrorCode is ModelInvocationTimeExceeded.
+				StreamErrorFirst: errcodes.Timeout,
+				NoCredentials:    noCredentials,
 			})
 		})
 	}
 }
+
+// noCredentials builds the adapter as a caller with no AWS credentials
+// anywhere would: no Options.Credentials, an empty environment, shared
+// files that do not exist, and IMDS off so that it is never probed. The
+// HTTP client fails the test if a request is sent: the call must fail
+// before any network call.
+func noCredentials(t *testing.T, srv *emulator.Server) (cloudreq.Adapter, error) {
+	t.Helper()
+	missing := filepath.Join(t.TempDir(), "none")
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+		"AWS_DEFAULT_PROFILE", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", missing)
+	t.Setenv("AWS_CONFIG_FILE", missing)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	return New(context.Background(), Options{
+		Region:       "us-east-1",
+		BaseEndpoint: srv.URL(),
+		HTTPClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			t.Errorf("a request was sent without credentials: %s %s", r.Method, r.URL)
+			return nil, errors.New("no request expected")
+		})},
+		AllowInsecureHTTP: true,
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -17,7 +17,10 @@
 //
 // Target.Endpoint is the endpoint name; Target.Variant the target production
 // variant; Target.Model the target model of a multi-model endpoint
-// (InvokeEndpoint only). Attributes.InferenceComponent, CustomAttributes,
+// (InvokeEndpoint only). Leave both empty for a plain endpoint: SageMaker
+// refuses a variant the endpoint does not have, and a target model on an
+// endpoint that is not multi-model, with a ValidationError
+// (ERR_INVALID_PARAM). Attributes.InferenceComponent, CustomAttributes,
 // SessionID, InferenceID (default: CloudRequest.RequestID, when it is a
 // valid inference id — 1 to 64 printable ASCII characters, the first not a
 // space — since SageMaker refuses the call otherwise) and
@@ -39,7 +42,10 @@
 // Generate responses are read whatever their shape: OpenAI chat JSON, TGI
 // [{"generated_text":…}] or {"generated_text":…,"details":{"finish_reason",
 // "generated_tokens"}}. TGI finish reasons eos_token and stop_sequence are
-// reported as "stop". Metadata holds X-Amzn-Invoked-Production-Variant,
+// reported as "stop". An "invoke" response whose body is one of those
+// shapes gets Text, FinishReason and Usage the same way; any other body
+// (another model's answer, an error object, CSV) is left to the caller in
+// Data, with Text empty and no error. Metadata holds X-Amzn-Invoked-Production-Variant,
 // X-Amzn-SageMaker-New-Session-Id, X-Amzn-SageMaker-Closed-Session-Id and
 // X-Amzn-SageMaker-Custom-Attributes; RequestID is x-amzn-RequestId. A
 // response carrying the emulator's X-Emulator-Cold-Start header sets
@@ -56,8 +62,17 @@
 // ({"token":{"text"},"generated_text","details"}). A generate stream is
 // complete after a finish reason, "data: [DONE]" or TGI's final event; one
 // that ends otherwise fails with ERR_STREAM_INTERRUPTED. So does a body cut
-// mid-stream (which the SDK alone would report as a clean end) and an error
-// object the model writes into the stream.
+// mid-stream (which the SDK alone would report as a clean end).
+//
+// An error the stream itself carries — a ModelStreamError or
+// InternalStreamFailure exception frame, or an error object the model
+// writes into its stream — is, when no content has reached the caller,
+// the whole answer: its own code (table below; an error object is
+// classified by the status it states, its code or its type, as an
+// OpenAI-compatible or TGI server's error body is) with that code's
+// retryability. After content it is ERR_STREAM_INTERRUPTED, not retryable,
+// with its own code in Details["code"]. Content is text (generate) or a
+// part's bytes (invoke): a role-only chunk is none.
 //
 // # Errors
 //
@@ -71,26 +86,38 @@
 // HTTPStatus, RequestID and RetryAfter, and wraps the SDK error, so
 // errors.As reaches *types.ModelError and the others. ModelError keeps
 // OriginalStatusCode, OriginalMessage and LogStreamArn in Details;
-// ModelStreamError keeps its ErrorCode.
+// ModelStreamError keeps its ErrorCode. A ModelError whose
+// OriginalStatusCode is 429 or 503 is the container's own back-pressure
+// (TGI and LMI answer "Model is overloaded"), not a failed model: it is
+// ERR_THROTTLED or ERR_UNAVAILABLE, retryable.
 //
 //	AWS error (HTTP status)                          code                    retryable
 //	ValidationError (400)                            ERR_INVALID_PARAM       no
 //	ValidationError "Endpoint … not found" (400)     ERR_NOT_FOUND           no
 //	ModelError (424)                                 ERR_MODEL_ERROR         no
 //	ModelError "invocation timed out" (424)          ERR_TIMEOUT             yes
+//	ModelError OriginalStatusCode 429 (424)          ERR_THROTTLED           yes (the container is overloaded)
+//	ModelError OriginalStatusCode 503 (424)          ERR_UNAVAILABLE         yes
 //	ModelNotReadyException (429)                     ERR_MODEL_NOT_READY     yes (a cold-start signal)
 //	ThrottlingException (400 or 429)                 ERR_THROTTLED           yes
 //	ServiceUnavailable (503)                         ERR_UNAVAILABLE         yes
 //	InternalFailure (500)                            ERR_INTERNAL            yes
 //	InternalDependencyException (530)                ERR_UNAVAILABLE         no
-//	ModelStreamError (in stream)                     ERR_STREAM_INTERRUPTED  before the first chunk
-//	ModelStreamError ModelInvocationTimeExceeded     ERR_TIMEOUT             before the first chunk
-//	InternalStreamFailure (in stream)                ERR_STREAM_INTERRUPTED  before the first chunk
+//	ModelStreamError StreamBroken (in stream)        ERR_UNAVAILABLE         yes
+//	ModelStreamError ModelInvocationTimeExceeded     ERR_TIMEOUT             yes
+//	ModelStreamError, another ErrorCode              ERR_MODEL_ERROR         no
+//	InternalStreamFailure (in stream)                ERR_INTERNAL            yes
+//	an error object in a generate stream             by its status, code or type (rate_limit_exceeded,
+//	                                                   TGI overloaded: ERR_THROTTLED; validation:
+//	                                                   ERR_INVALID_PARAM; …), else ERR_MODEL_ERROR
+//	a generate stream's data field that is not JSON  ERR_MODEL_ERROR         no
+//	any in-stream error above, after content         ERR_STREAM_INTERRUPTED  no (its own code in Details["code"])
 //	any error with HTTP 413                          ERR_PAYLOAD_TOO_LARGE   no
 //	a 2xx body longer than MaxResponseBytes          ERR_PAYLOAD_TOO_LARGE   no
 //	a 2xx generate body that is no generation, or    ERR_MODEL_ERROR         no
 //	  an error object (its type or code in ProviderCode)
-//	an error object in a generate stream             ERR_STREAM_INTERRUPTED  before the first chunk
+//	a plain-text 503 with no X-Amzn-ErrorType        ERR_UNAVAILABLE         yes
+//	  (a fronting proxy's "upstream connect error … overflow")
 //	AccessDeniedException (403)                      ERR_PERMISSION_DENIED   no
 //	InvalidSignatureException, UnrecognizedClientException,
 //	ExpiredTokenException, IncompleteSignature,

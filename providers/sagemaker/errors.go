@@ -164,8 +164,15 @@ func mapError(err error) *errcodes.Error {
 		if v := modelErr.LogStreamArn; v != nil {
 			details["LogStreamArn"] = *v
 		}
-		if invocationTimedOut(modelErr) {
+		switch {
+		case invocationTimedOut(modelErr):
 			code = errcodes.Timeout
+		case modelErr.OriginalStatusCode != nil && *modelErr.OriginalStatusCode == http.StatusTooManyRequests:
+			// The container's own back-pressure ("Model is overloaded"),
+			// wrapped by SageMaker: a throttle, not a model failure.
+			code = errcodes.Throttled
+		case modelErr.OriginalStatusCode != nil && *modelErr.OriginalStatusCode == http.StatusServiceUnavailable:
+			code = errcodes.Unavailable
 		}
 	case errors.As(err, &notReady):
 		code = errcodes.ModelNotReady
@@ -179,15 +186,22 @@ func mapError(err error) *errcodes.Error {
 	case errors.As(err, &internal):
 		code = errcodes.Internal
 	case errors.As(err, &streamErr):
-		code = errcodes.StreamInterrupted
+		// The code of the in-band error itself: the chunk stream reports
+		// ERR_STREAM_INTERRUPTED instead once content reached the caller.
+		code = errcodes.ModelError
 		if c := streamErr.ErrorCode_; c != nil {
 			details = map[string]string{"ErrorCode": *c}
-			if *c == "ModelInvocationTimeExceeded" {
+			switch *c {
+			case "ModelInvocationTimeExceeded":
 				code = errcodes.Timeout
+			case "StreamBroken":
+				// The connection between SageMaker and the container was
+				// reset or closed: a transport failure on the far side.
+				code = errcodes.Unavailable
 			}
 		}
 	case errors.As(err, &streamFail):
-		code = errcodes.StreamInterrupted
+		code = errcodes.Internal
 	case throttleCodes[providerCode]:
 		code = errcodes.Throttled
 	case authCodes[providerCode]:

@@ -6,6 +6,9 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/openaiwire"
 )
 
 // maxLine bounds one line of a model's stream (and so the splitter's
@@ -135,7 +138,7 @@ func parseLine(in []byte) line {
 // text silently.
 func malformedData(b []byte) line {
 	return line{kind: lineError, data: b, err: &inbandError{Code: "MalformedLine",
-		Message: "a stream data field that is not a JSON object (truncated, or not JSON)"}}
+		Message: "a stream data field that is not a JSON object (truncated, or not JSON)", Portable: errcodes.ModelError}}
 }
 
 // parseEvent parses one event's payload: an SSE data field's value (isData)
@@ -227,9 +230,15 @@ func ownFinish(s string) string {
 // inbandError is an error a model container reported inside its response
 // (a 200 body or a stream line) rather than through a SageMaker error.
 type inbandError struct {
-	// Code is the error's type or code, if it has one.
+	// Code is the error's own code or type, if it has one (as
+	// openaiwire.ErrorBody.ProviderCode reads it).
 	Code    string
 	Message string
+	// Portable is the code the same error body gets from an
+	// OpenAI-compatible or TGI server (openaiwire.Classify, by the status
+	// the body states, its code or its type); ERR_MODEL_ERROR when the body
+	// says nothing a code can be told from.
+	Portable errcodes.Code
 }
 
 // Error implements error.
@@ -267,9 +276,17 @@ func parseInbandError(b []byte) (*inbandError, bool) {
 	default:
 		return nil, false
 	}
-	ie := &inbandError{Message: msg.String()}
+	ie := &inbandError{Message: msg.String(), Portable: errcodes.ModelError}
 	if code.Type == gjson.String || code.Type == gjson.Number {
 		ie.Code = code.String()
+	}
+	if eb, ok := openaiwire.ParseError(b); ok {
+		if c := eb.ProviderCode(); c != "" {
+			ie.Code = c
+		}
+		if c := openaiwire.Classify(0, eb); c != errcodes.Unknown {
+			ie.Portable = c
+		}
 	}
 	if ie.Message == "" {
 		ie.Message = "(no message)"

@@ -121,6 +121,7 @@ type chunkStream struct {
 	usage    cloudreq.Usage
 	complete bool  // a finish reason, [DONE] or final TGI event was seen
 	yielded  bool  // a chunk was returned
+	content  bool  // a chunk with content (text, or a part's bytes) was returned
 	err      error // the terminal result, once known
 
 	closed    atomic.Bool
@@ -182,6 +183,7 @@ func (s *chunkStream) Next() (cloudreq.StreamChunk, error) {
 		}
 		if !s.generate {
 			s.yielded = true
+			s.content = s.content || len(p.Value.Bytes) > 0
 			return cloudreq.StreamChunk{Data: p.Value.Bytes, Content: len(p.Value.Bytes) > 0}, nil
 		}
 		s.split.push(p.Value.Bytes)
@@ -223,9 +225,9 @@ func (s *chunkStream) line(b []byte) (cloudreq.StreamChunk, bool, error) {
 	case lineDone:
 		s.complete = true
 	case lineError:
-		e := errcodes.Wrap(l.err, errcodes.StreamInterrupted, "sagemaker: the model reported an error mid-stream: "+l.err.Message)
+		e := errcodes.Wrap(l.err, l.err.Portable, "sagemaker: the model reported an error in its stream: "+l.err.Message)
 		e.ProviderCode = l.err.Code
-		_, err := s.fail(e)
+		_, err := s.fail(s.inband(e))
 		return cloudreq.StreamChunk{}, false, err
 	case lineChunk:
 		if l.finish != "" || l.final {
@@ -237,9 +239,28 @@ func (s *chunkStream) line(b []byte) (cloudreq.StreamChunk, bool, error) {
 			ch.Usage = &s.usage
 		}
 		s.yielded = true
+		s.content = s.content || ch.Text != ""
 		return ch, true, nil
 	}
 	return cloudreq.StreamChunk{}, false, nil
+}
+
+// inband settles the code of an error the stream itself carried (an
+// exception frame, or an error object in the model's stream), whose own
+// code e holds. Before any content reached the caller it is the whole
+// answer: e as it is (its code's retryability). After content it
+// interrupted the answer: ERR_STREAM_INTERRUPTED, not retryable, with the
+// error's own code in Details["code"].
+func (s *chunkStream) inband(e *errcodes.Error) *errcodes.Error {
+	if !s.content {
+		return e
+	}
+	if e.Details == nil {
+		e.Details = map[string]string{}
+	}
+	e.Details["code"] = string(e.Code)
+	e.Code, e.Retryable = errcodes.StreamInterrupted, false
+	return e
 }
 
 // end handles the end of the event stream: an in-stream exception, a body
@@ -279,9 +300,9 @@ func (s *chunkStream) end() (cloudreq.StreamChunk, error) {
 }
 
 // streamError classifies an error that ended the event stream: a SageMaker
-// exception event is mapped like any API error; a transport failure before
-// the first chunk keeps its (retryable) transport code, after it is an
-// interruption.
+// exception event is mapped like any API error, then settled by inband; a
+// transport failure before the first chunk keeps its (retryable) transport
+// code, after it is an interruption.
 func (s *chunkStream) streamError(err error) *errcodes.Error {
 	if s.ctx.Err() != nil {
 		return s.contextError()
@@ -290,10 +311,11 @@ func (s *chunkStream) streamError(err error) *errcodes.Error {
 	if errors.As(err, &api) {
 		e := mapError(err)
 		if e.Code == errcodes.Unknown {
-			// An error frame this adapter has no row for: still a broken stream.
-			e.Code = errcodes.StreamInterrupted
+			// An error frame this adapter has no row for: the service's
+			// own failure.
+			e.Code, e.Retryable = errcodes.Internal, errcodes.Internal.Retryable()
 		}
-		return e
+		return s.inband(e)
 	}
 	e := errcodes.FromTransport(err)
 	if s.yielded || e.Code == errcodes.Unknown {

@@ -228,27 +228,29 @@ func TestStreamInStreamErrors(t *testing.T) {
 			name: "ModelStreamError StreamBroken",
 			exc:  exception("ModelStreamError", `{"Message":"connection to model reset","ErrorCode":"StreamBroken"}`),
 			code: errcodes.StreamInterrupted, provider: "ModelStreamError",
-			details: map[string]string{"ErrorCode": "StreamBroken"},
+			details: map[string]string{"ErrorCode": "StreamBroken", "code": "ERR_UNAVAILABLE"},
 			typed:   func(err error) bool { var x *types.ModelStreamError; return errors.As(err, &x) },
 		},
 		{
 			name: "ModelStreamError ModelInvocationTimeExceeded",
 			exc:  exception("ModelStreamError", `{"Message":"model took too long","ErrorCode":"ModelInvocationTimeExceeded"}`),
-			code: errcodes.Timeout, provider: "ModelStreamError",
-			details: map[string]string{"ErrorCode": "ModelInvocationTimeExceeded"},
+			code: errcodes.StreamInterrupted, provider: "ModelStreamError",
+			details: map[string]string{"ErrorCode": "ModelInvocationTimeExceeded", "code": "ERR_TIMEOUT"},
 			typed:   func(err error) bool { var x *types.ModelStreamError; return errors.As(err, &x) },
 		},
 		{
 			name: "InternalStreamFailure",
 			exc:  exception("InternalStreamFailure", `{"Message":"internal"}`),
 			code: errcodes.StreamInterrupted, provider: "InternalStreamFailure",
-			typed: func(err error) bool { var x *types.InternalStreamFailure; return errors.As(err, &x) },
+			details: map[string]string{"code": "ERR_INTERNAL"},
+			typed:   func(err error) bool { var x *types.InternalStreamFailure; return errors.As(err, &x) },
 		},
 		{
 			name: "generic error frame",
 			exc:  frame{kind: "error", name: "InternalServerError", payload: []byte("boom")},
 			code: errcodes.StreamInterrupted, provider: "InternalServerError",
-			typed: func(error) bool { return true },
+			details: map[string]string{"code": "ERR_INTERNAL"},
+			typed:   func(error) bool { return true },
 		},
 	}
 	for _, tc := range cases {
@@ -286,16 +288,53 @@ func TestStreamInStreamErrors(t *testing.T) {
 	}
 }
 
-func TestStreamErrorBeforeFirstChunkIsRetryable(t *testing.T) {
-	ad, _ := testAdapter(t, streamHandler(t, exception("InternalStreamFailure", `{"Message":"try again"}`)))
-	cs, err := ad.Stream(context.Background(), invokeCall("ep", `{}`))
-	require.NoError(t, err)
-	defer cs.Close()
-	_, err = cs.Next()
-	var e *errcodes.Error
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, errcodes.StreamInterrupted, e.Code)
-	assert.True(t, e.Retryable)
+// An in-band error before any content is the whole answer: its own code
+// and that code's retryability, never ERR_STREAM_INTERRUPTED.
+func TestStreamErrorBeforeContentIsTheAnswer(t *testing.T) {
+	cases := []struct {
+		name      string
+		frames    []frame
+		code      errcodes.Code
+		provider  string
+		retryable bool
+	}{
+		{"InternalStreamFailure", []frame{exception("InternalStreamFailure", `{"Message":"try again"}`)},
+			errcodes.Internal, "InternalStreamFailure", true},
+		{"ModelStreamError ModelInvocationTimeExceeded", []frame{exception("ModelStreamError", `{"Message":"slow","ErrorCode":"ModelInvocationTimeExceeded"}`)},
+			errcodes.Timeout, "ModelStreamError", true},
+		{"OpenAI rate limit line", []frame{part("data: {\"error\":{\"message\":\"Rate limit reached\",\"type\":\"rate_limit_error\",\"code\":\"rate_limit_exceeded\"}}\n\ndata: [DONE]\n\n")},
+			errcodes.Throttled, "rate_limit_exceeded", true},
+		{"vLLM error line with an HTTP status code", []frame{part("data: {\"object\":\"error\",\"message\":\"busy\",\"type\":\"ServiceUnavailableError\",\"code\":503}\n\n")},
+			errcodes.Unavailable, "ServiceUnavailableError", true},
+		{"TGI overloaded line", []frame{part("data:{\"error\":\"Model is overloaded\",\"error_type\":\"overloaded\"}\n\n")},
+			errcodes.Throttled, "overloaded", true},
+		{"TGI validation line", []frame{part("data:{\"error\":\"Input validation error\",\"error_type\":\"validation\"}\n\n")},
+			errcodes.InvalidParam, "validation", false},
+		{"a role-only chunk is no content", []frame{
+			part("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"),
+			part("data: {\"error\":{\"message\":\"Rate limit reached\",\"type\":\"rate_limit_error\",\"code\":\"rate_limit_exceeded\"}}\n\n")},
+			errcodes.Throttled, "rate_limit_exceeded", false /* a chunk reached the caller: no retry */},
+		{"a line that is no JSON", []frame{part("data: {\"choices\":[{\"index\":0,\ndata: oops\n\n")},
+			errcodes.ModelError, "MalformedLine", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ad, _ := testAdapter(t, streamHandler(t, tc.frames...))
+			call, err := genCall("llm", true, ad, "")
+			require.NoError(t, err)
+			cs, err := ad.Stream(context.Background(), call)
+			require.NoError(t, err)
+			defer cs.Close()
+			chunks, err := drain(cs)
+			assert.Empty(t, texts(chunks))
+			var e *errcodes.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, tc.code, e.Code, "%v", err)
+			assert.Equal(t, tc.provider, e.ProviderCode)
+			assert.Equal(t, tc.retryable, e.Retryable)
+			assert.Empty(t, e.Details["code"], "Details[\"code\"] is for an interruption")
+		})
+	}
 }
 
 func TestStreamInbandErrorLine(t *testing.T) {
@@ -313,6 +352,8 @@ func TestStreamInbandErrorLine(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, errcodes.StreamInterrupted, e.Code)
 	assert.Equal(t, "InternalServerError", e.ProviderCode)
+	assert.Equal(t, "ERR_INTERNAL", e.Details["code"], "the in-band error's own code")
+	assert.False(t, e.Retryable)
 	assert.Contains(t, e.Message, "CUDA out of memory")
 	var ie *inbandError
 	assert.ErrorAs(t, err, &ie)
