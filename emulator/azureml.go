@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,7 +21,12 @@ type azureErr struct {
 	msg        string
 	origStatus int    // 424: ms-azureml-model-error-statuscode
 	reason     string // 424: ms-azureml-model-error-reason
+	text       bool   // msg is a plain-text body (a fronting proxy's answer)
 }
+
+// azureGatewayOverflow is the plain-text 503 of the proxy in front of the
+// endpoints (Envoy) when its upstream connection pool overflows.
+const azureGatewayOverflow = "upstream connect error or disconnect/reset before headers. reset reason: overflow"
 
 // azureErrorFor maps a fault to a managed online endpoint's /score answer:
 //
@@ -29,6 +35,9 @@ type azureErr struct {
 //	queue-full        429 TooManyPendingRequests (more than 2 × max_concurrent_requests_per_instance × instances)
 //	model-not-ready   503 model_not_ready
 //	model-error       424, ms-azureml-model-error-statuscode 500, -reason model_error
+//	model-overloaded  424, ms-azureml-model-error-statuscode 429, -reason model_overloaded
+//	model-unavailable 424, ms-azureml-model-error-statuscode 503, -reason model_unavailable
+//	gateway-overflow  503, text/plain "upstream connect error or disconnect/reset before headers. reset reason: overflow"
 //	invalid           400 BadRequest
 //	not-found         404 DeploymentNotFound
 //	unauthenticated   401 Unauthorized
@@ -39,7 +48,8 @@ type azureErr struct {
 //	payload-too-large 413 PayloadTooLarge
 //
 // Bodies are {"error":{"code":…,"message":…}} except 424, whose body is
-// {"message":…} and whose details travel in the ms-azureml-model-error-* headers.
+// {"message":…} and whose details travel in the ms-azureml-model-error-*
+// headers, and gateway-overflow's plain text.
 func azureErrorFor(f Fault, name string) azureErr {
 	switch f {
 	case FaultThrottle:
@@ -52,6 +62,12 @@ func azureErrorFor(f Fault, name string) azureErr {
 		return azureErr{status: 503, code: "model_not_ready", msg: fmt.Sprintf("Deployment %s of endpoint %s is not ready: the model is being loaded", azureDeployment, name)}
 	case FaultModelError:
 		return azureErr{status: 424, msg: "An unexpected error occurred in scoring script. Check the logs for more info.", origStatus: 500, reason: "model_error"}
+	case FaultModelOverloaded:
+		return azureErr{status: 424, msg: "Model is overloaded", origStatus: 429, reason: "model_overloaded"}
+	case FaultModelUnavailable:
+		return azureErr{status: 424, msg: "The model server is temporarily unavailable", origStatus: 503, reason: "model_unavailable"}
+	case FaultGatewayOverflow:
+		return azureErr{status: 503, msg: azureGatewayOverflow, text: true}
 	case FaultInvalid:
 		return azureErr{status: 400, code: "BadRequest", msg: "The request is invalid"}
 	case FaultNotFound:
@@ -71,6 +87,10 @@ func azureErrorFor(f Fault, name string) azureErr {
 }
 
 func writeAzureError(w http.ResponseWriter, e azureErr) {
+	if e.text {
+		writeAzureText(w, e.status, e.msg)
+		return
+	}
 	if e.status == http.StatusFailedDependency {
 		w.Header().Set("ms-azureml-model-error-statuscode", itoa(int64(e.origStatus)))
 		w.Header().Set("ms-azureml-model-error-reason", e.reason)
@@ -89,19 +109,43 @@ func writeAzureScoreError(w http.ResponseWriter, f Fault, name, msg string) {
 	writeAzureError(w, e)
 }
 
+// writeAzureText answers status with a plain-text body.
+func writeAzureText(w http.ResponseWriter, status int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain")
+	h.Set(headerContentLength, itoa(int64(len(msg))))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, msg)
+}
+
 // writeAzureServerlessError writes the flat error body of serverless
-// (model inference) deployments: {"status":…,"code":…,"message":…,"detail":{}}.
+// (model inference) deployments: {"status":…,"code":…,"message":…,"detail":{}},
+// with azureErrorFor's status and code except
+//
+//	invalid            422 invalid_payload
+//	model-error        500 model_error
+//	model-overloaded   429 TooManyRequests (the model's own back-pressure)
+//	model-unavailable  503 ServiceUnavailable
+//	gateway-overflow   503, the proxy's plain text as on /score
 func writeAzureServerlessError(w http.ResponseWriter, f Fault, name, msg string) {
 	e := azureErrorFor(f, name)
 	code := e.code
-	if f == FaultInvalid {
+	switch f {
+	case FaultInvalid:
 		e.status, code = 422, "invalid_payload"
-	}
-	if f == FaultModelError {
+	case FaultModelError:
 		e.status, code = 500, "model_error"
+	case FaultModelOverloaded:
+		e.status, code = 429, "TooManyRequests"
+	case FaultModelUnavailable:
+		e.status, code = 503, "ServiceUnavailable"
 	}
 	if msg != "" {
 		e.msg = msg
+	}
+	if e.text {
+		writeAzureText(w, e.status, e.msg)
+		return
 	}
 	writeJSON(w, e.status, map[string]any{"status": e.status, "code": code, "message": e.msg, "detail": map[string]any{}})
 }
@@ -145,8 +189,37 @@ func writeAzureExtraParams(w http.ResponseWriter, extra []string) {
 		"code": "parameter_not_supported", "message": msg, "detail": map[string]any{"extra_parameters": extra}})
 }
 
-// serveAzureML serves /azureml/{endpoint}/score and the serverless
-// /azureml/{endpoint}/chat/completions (also …/v1/chat/completions).
+// serveAzureMLHost serves Azure ML's own URL shape: /score,
+// /chat/completions and /info at the root of
+// https://{endpoint}.{region}.inference.ml.azure.com, the endpoint being
+// the Host's first label. A Host that is an IP address or localhost (the
+// emulator's own address, given as a scoring URI) names no endpoint: the
+// 404 says which URLs do.
+func (s *Server) serveAzureMLHost(w http.ResponseWriter, r *http.Request) {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host == "" || net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") {
+		w.Header().Set("x-request-id", s.uuid())
+		root := "http://" + r.Host
+		if r.TLS != nil {
+			root = "https://" + r.Host
+		}
+		writeAzureError(w, azureErr{status: http.StatusNotFound, code: "NotFound", msg: fmt.Sprintf(
+			"No endpoint is named by host %s: use %s/azureml/{endpoint}/score, %s/azureml/{endpoint}/chat/completions, "+
+				"or a Host of {endpoint}.{region}.inference.ml.azure.com", r.Host, root, root)})
+		return
+	}
+	name, _, _ := strings.Cut(host, ".")
+	r.URL.Path = "/azureml/" + name + r.URL.Path
+	s.serveAzureML(w, r)
+}
+
+// serveAzureML serves /azureml/{endpoint}/score, the serverless
+// /azureml/{endpoint}/chat/completions (also …/v1/chat/completions) and
+// the model inference API's GET /azureml/{endpoint}/info.
 func (s *Server) serveAzureML(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/azureml/")
 	name, sub, _ := strings.Cut(rest, "/")
@@ -165,8 +238,11 @@ func (s *Server) serveAzureML(w http.ResponseWriter, r *http.Request) {
 		}
 		s.serveOpenAIGen(w, r, ep, AzureML, true, writeAzureServerlessError)
 		return
+	case "info":
+		s.serveAzureInfo(w, r, ep, name)
+		return
 	default:
-		writeAzureError(w, azureErr{status: 404, code: "NotFound", msg: "Unknown path: use /azureml/{endpoint}/score or /azureml/{endpoint}/chat/completions"})
+		writeAzureError(w, azureErr{status: 404, code: "NotFound", msg: "Unknown path: use /azureml/{endpoint}/score, /azureml/{endpoint}/chat/completions or /azureml/{endpoint}/info"})
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -243,4 +319,26 @@ func (a *azureScoreWire) whole(c *call) (string, []byte) {
 	}
 	b, _ := json.Marshal(map[string]string{"output": c.text()})
 	return "application/json", b
+}
+
+// serveAzureInfo answers the model inference API's GET {base}/info
+// (api-version accepted, not required) with its ModelInfo:
+// {"model_name":<endpoint>,"model_type":"chat-completions","model_provider_name":"cloudinfer emulator"}.
+// Its errors are in the serverless flat form.
+func (s *Server) serveAzureInfo(w http.ResponseWriter, r *http.Request, ep *endpoint, name string) {
+	if r.Method != http.MethodGet {
+		methodNotAllowed(w, AzureML, http.MethodGet)
+		return
+	}
+	if ep == nil {
+		writeAzureServerlessError(w, FaultNotFound, name, "")
+		return
+	}
+	if !s.authorized(ep, AzureML, r, nil) {
+		writeAzureServerlessError(w, FaultUnauthenticated, name, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{
+		"model_name": ep.Name, "model_type": "chat-completions", "model_provider_name": "cloudinfer emulator",
+	})
 }

@@ -174,3 +174,145 @@ func TestAzureServerlessExtraParameters(t *testing.T) {
 		assert.Equal(t, "[DONE]", events[len(events)-1], mode)
 	}
 }
+
+// azurePost sends body to url with hdr and returns the answer, its body read.
+func azurePost(t *testing.T, method, url, host, body string, hdr map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var rd io.Reader
+	if body != "" {
+		rd = bytes.NewReader([]byte(body))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	require.NoError(t, err)
+	if host != "" {
+		req.Host = host
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	return resp, b
+}
+
+// TestAzureContainerAndGatewayFaults: /score wraps the container's own
+// 429 and 503 in a 424 with ms-azureml-model-error-statuscode; serverless
+// chat answers them as its model inference API does (429, 503, flat
+// body); a fronting proxy's overflow is a plain-text 503 on both.
+func TestAzureContainerAndGatewayFaults(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 5})
+	score := s.URL() + "/azureml/llama-3-8b/score"
+	chat := s.URL() + "/azureml/llama-3-8b/chat/completions?api-version=2024-05-01-preview"
+	const chatBody = `{"messages":[{"role":"user","content":"hi"}],"max_tokens":4}`
+	const overflow = "upstream connect error or disconnect/reset before headers. reset reason: overflow"
+	tests := []struct {
+		name, url, body string
+		fault           Fault
+		status          int
+		modelSC         string // ms-azureml-model-error-statuscode
+		code            string // the JSON body's code
+		text            string // a plain-text body
+	}{
+		{"score overloaded", score, amlBodySample, FaultModelOverloaded, 424, "429", "", ""},
+		{"score unavailable", score, amlBodySample, FaultModelUnavailable, 424, "503", "", ""},
+		{"score gateway overflow", score, amlBodySample, FaultGatewayOverflow, 503, "", "", overflow},
+		{"chat overloaded", chat, chatBody, FaultModelOverloaded, 429, "", "TooManyRequests", ""},
+		{"chat unavailable", chat, chatBody, FaultModelUnavailable, 503, "", "ServiceUnavailable", ""},
+		{"chat gateway overflow", chat, chatBody, FaultGatewayOverflow, 503, "", "", overflow},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, b := azurePost(t, http.MethodPost, tt.url, "", tt.body, map[string]string{HeaderInject: string(tt.fault)})
+			assert.Equal(t, tt.status, resp.StatusCode, "%s", b)
+			assert.Equal(t, tt.modelSC, resp.Header.Get("ms-azureml-model-error-statuscode"))
+			if tt.modelSC != "" {
+				assert.NotEmpty(t, resp.Header.Get("ms-azureml-model-error-reason"))
+				var e struct {
+					Message string `json:"message"`
+				}
+				require.NoError(t, json.Unmarshal(b, &e), "%s", b)
+				assert.NotEmpty(t, e.Message)
+			}
+			if tt.text != "" {
+				assert.Equal(t, "text/plain", resp.Header.Get("Content-Type"))
+				assert.Equal(t, tt.text, string(b))
+			}
+			if tt.code != "" {
+				var e struct {
+					Status int    `json:"status"`
+					Code   string `json:"code"`
+				}
+				require.NoError(t, json.Unmarshal(b, &e), "%s", b)
+				assert.Equal(t, tt.status, e.Status)
+				assert.Equal(t, tt.code, e.Code)
+			}
+		})
+	}
+}
+
+// TestAzureHostIsNoEndpoint: a request to the root's /score or
+// /chat/completions whose Host is an IP address or localhost names no
+// endpoint; the answer says which URL forms name one.
+func TestAzureHostIsNoEndpoint(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 5})
+	for _, host := range []string{"", "localhost:8080", "[::1]:9000", "10.0.0.7"} {
+		for _, path := range []string{"/score", "/chat/completions"} {
+			resp, b := azurePost(t, http.MethodPost, s.URL()+path, host, amlBodySample, nil)
+			assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s %s: %s", host, path, b)
+			var e struct {
+				Error struct {
+					Code    string `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(b, &e), "%s", b)
+			assert.Equal(t, "NotFound", e.Error.Code)
+			h := host
+			if h == "" {
+				h = s.URL()[len("http://"):]
+			}
+			for _, want := range []string{"http://" + h + "/azureml/{endpoint}/score", "http://" + h + "/azureml/{endpoint}/chat/completions", "{endpoint}.{region}.inference.ml.azure.com"} {
+				assert.Contains(t, e.Error.Message, want, "%s %s", host, path)
+			}
+		}
+	}
+	// The Host form still names its endpoint, on both routes.
+	resp, b := azurePost(t, http.MethodPost, s.URL()+"/chat/completions", "llama-3-8b.eastus.inference.ml.azure.com",
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}`, nil)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	assert.Equal(t, "llama-3-8b", resp.Header.Get(HeaderEndpoint))
+}
+
+// TestAzureInfo: GET {base}/info answers the model inference API's
+// ModelInfo ({"model_name","model_type","model_provider_name"}), by path
+// and by Host; an unknown endpoint is a 404 and other methods a 405.
+func TestAzureInfo(t *testing.T) {
+	ep := DefaultEndpoints()[1]
+	ep.Credentials.Keys = []string{"good-key"}
+	s := start(t, Options{TimeScale: 0.001, Seed: 5, Endpoints: []Endpoint{ep}})
+	auth := map[string]string{"Authorization": "Bearer good-key"}
+	for _, c := range []struct{ url, host string }{
+		{s.URL() + "/azureml/" + ep.Name + "/info?api-version=2024-05-01-preview", ""},
+		{s.URL() + "/info?api-version=2024-05-01-preview", ep.Name + ".eastus.inference.ml.azure.com"},
+	} {
+		resp, b := azurePost(t, http.MethodGet, c.url, c.host, "", auth)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		var info map[string]string
+		require.NoError(t, json.Unmarshal(b, &info), "%s", b)
+		assert.Equal(t, map[string]string{"model_name": ep.Name, "model_type": "chat-completions", "model_provider_name": "cloudinfer emulator"}, info)
+	}
+	resp, b := azurePost(t, http.MethodGet, s.URL()+"/azureml/"+ep.Name+"/info", "", "", map[string]string{"Authorization": "Bearer bad-key"})
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s", b)
+	resp, b = azurePost(t, http.MethodGet, s.URL()+"/azureml/nope/info", "", "", auth)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", b)
+	resp, b = azurePost(t, http.MethodPost, s.URL()+"/azureml/"+ep.Name+"/info", "", "{}", auth)
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s", b)
+	assert.Equal(t, http.MethodGet, resp.Header.Get("Allow"))
+}

@@ -21,8 +21,13 @@
 //	                                                       the S3 output and failure locations (accepted, not run:
 //	                                                       the emulator has no S3, and keeps no Record)
 //	POST /azureml/{endpoint}/score                         Azure ML managed online endpoint
-//	POST /score  with Host {endpoint}.{region}.inference.ml.azure.com (the real URL shape)
 //	POST /azureml/{endpoint}/chat/completions              Azure serverless (model inference) chat, SSE
+//	GET  /azureml/{endpoint}/info                          Azure model inference API ModelInfo
+//	                                                       {"model_name","model_type","model_provider_name"}
+//	POST /score, /chat/completions; GET /info  with Host {endpoint}.{region}.inference.ml.azure.com
+//	                                                       (the real URL shape); a Host that is an IP address
+//	                                                       or localhost names no endpoint: 404 NotFound, whose
+//	                                                       message gives the URL forms that do
 //	POST /v1/projects/{p}/locations/{l}/endpoints/{e}:{m}  Vertex AI REST, m = predict, rawPredict,
 //	POST /v1/projects/{p}/locations/{l}/publishers/{pub}/models/{e}:{m}  streamRawPredict, generateContent,
 //	                                                       streamGenerateContent (?alt=sse or JSON array)
@@ -134,6 +139,12 @@
 // {"error":{"code","message"}} except 424
 // ({"message"} plus the ms-azureml-model-error-statuscode and -reason
 // headers); serverless chat errors are flat {"status","code","message","detail"}.
+// Azure ML /score answers model-overloaded and model-unavailable as the
+// container's 429 or 503 wrapped in a 424 (ms-azureml-model-error-statuscode
+// 429 or 503); serverless chat answers them 429 TooManyRequests and 503
+// ServiceUnavailable; gateway-overflow is, on both, the fronting proxy's
+// plain-text 503 "upstream connect error or disconnect/reset before
+// headers. reset reason: overflow".
 // Serverless chat refuses body members the model inference API does not
 // define (stream_options, logit_bias, …) with 422 parameter_not_supported,
 // as the API does by default, unless the extra-parameters header is "drop"

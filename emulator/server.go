@@ -468,8 +468,9 @@ func (s *Server) lookup(name string, p Provider) *endpoint {
 //	POST /endpoints/{name}/invocations                       SageMaker InvokeEndpoint
 //	POST /endpoints/{name}/invocations-response-stream       SageMaker InvokeEndpointWithResponseStream
 //	POST /azureml/{endpoint}/score                           Azure ML online endpoint
-//	POST /score  (Host: {endpoint}.{region}.inference.ml.azure.com)
 //	POST /azureml/{endpoint}/chat/completions                Azure serverless chat completions
+//	GET  /azureml/{endpoint}/info                            Azure model inference API model info
+//	POST /score, /chat/completions; GET /info  (Host: {endpoint}.{region}.inference.ml.azure.com)
 //	POST /v1/projects/{p}/locations/{l}/endpoints/{e}:{method}            Vertex AI REST
 //	POST /v1/projects/{p}/locations/{l}/publishers/{pub}/models/{m}:{method}
 //	POST /api/predict/{service}[/sub/path]                   PAI-EAS
@@ -504,12 +505,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveSageMaker(w, r)
 	case strings.HasPrefix(p, "/azureml/"):
 		s.serveAzureML(w, r)
-	case p == "/score":
-		// Azure ML's own URL shape, https://{endpoint}.{region}.inference.ml.azure.com/score:
-		// the endpoint is the host's first label.
-		host, _, _ := strings.Cut(r.Host, ".")
-		r.URL.Path = "/azureml/" + host + "/score"
-		s.serveAzureML(w, r)
+	case p == "/score", p == "/chat/completions", p == "/info":
+		// Azure ML's own URL shape, https://{endpoint}.{region}.inference.ml.azure.com/score.
+		s.serveAzureMLHost(w, r)
 	case strings.HasPrefix(p, "/v1/projects/"), strings.HasPrefix(p, "/v1beta1/projects/"):
 		s.serveVertexREST(w, r)
 	case strings.HasPrefix(p, "/api/predict/"):
