@@ -163,7 +163,8 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	if err := c.checkOutputs(); err != nil {
 		return err
 	}
-	if reference && c.Requests == 0 && c.Duration == 0 {
+	if reference && c.Requests == 0 && c.Duration == 0 && plan.Load.Model != bench.LoadLadder {
+		// About a minute of requests; a ladder runs by time (its steps).
 		plan.Limits.Requests = referenceRequests(c.TimeScale, plan.Limits.Warmup)
 	}
 	// A plan that cannot run is reported before anything starts.

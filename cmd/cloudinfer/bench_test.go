@@ -640,3 +640,21 @@ parallel: true
 	assert.Equal(t, "-", rows["sm-one"][7], "sm-one: one-token responses, no injected TPOT")
 	assert.NotEqual(t, "-", rows["sm-short"][7], "sm-short: an injected TPOT")
 }
+
+// TestDefaultRunLadderRunsByTime: `bench --load ladder` with no targets
+// runs the reference models' ladders for their duration (ten steps by
+// default), not bounded by the default run's request count, which would
+// end them within a few steps.
+func TestDefaultRunLadderRunsByTime(t *testing.T) {
+	res, stdout, _, err := runBench(t, "--load", "ladder", "--ladder-step-length", "50ms", "--ladder-floor", "20",
+		"--ladder-target", "20", "--time-scale", "0.01", "--prompt-tokens", "8", "--output-tokens", "2")
+	t.Log("\n" + stdout)
+	require.NoError(t, err)
+	require.Len(t, res.Targets, 3)
+	assert.Equal(t, bench.Limits{Duration: bench.Duration(500 * time.Millisecond), Warmup: 1}, res.Plan.Limits,
+		"ten steps of 50ms, no request count")
+	for _, tr := range res.Targets {
+		require.NotNil(t, tr.Ladder, tr.Name)
+		assert.NotEmpty(t, tr.Ladder.Steps, tr.Name)
+	}
+}
