@@ -41,6 +41,12 @@
 // NewProgress draws a live progress bar on a terminal; targets that run at
 // once (Plan.Parallel) share one bar, with their sums.
 //
+// Gates (Plan.FailOn, Result.CheckGates) turn a result into a pass or a
+// fail for continuous integration: "sla" (every SLA passed on every
+// target), "errors>N%" and "errors>N" (no target's failed requests above
+// the share or the count). Without a gate, failed requests and SLAs are
+// results, not a failure.
+//
 // Compare sets two results side by side, per target: each headline figure
 // in A and B, the delta Δ = B − A and Δ%. The latency rows also get a 95%
 // confidence interval for Δ, the range that holds the true difference

@@ -271,7 +271,7 @@ func whyNoneHeld(l *LadderTrace) string {
 	case !s.P95Known || s.Completed == 0:
 		return ": " + at + " had no request that gave its latency"
 	case s.P95 > l.Config.HighWater:
-		return fmt.Sprintf(": %s already had p95 %s ms > %v (lower the start and floor rates or raise the high-water mark)", at, ms(float64(s.P95)), l.Config.HighWater)
+		return fmt.Sprintf(": %s already had p95 %s ms > %v (raise the high-water mark, or lower the start and floor rates)", at, ms(float64(s.P95)), l.Config.HighWater)
 	}
 	return ""
 }

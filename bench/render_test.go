@@ -560,7 +560,7 @@ func TestLadderTitleSaysWhyNoRateHeld(t *testing.T) {
 		{"over at once", []LadderStep{
 			{Rate: 10, Sent: 100, Completed: 100, P95: ms(812), P95Known: true, Action: BackOff, Next: 10},
 			{Index: 1, Rate: 10, Sent: 100, Completed: 100, P95: ms(830), P95Known: true, Action: BackOff, Next: 10},
-		}, "none: the first step, at 10.0 req/s, already had p95 812 ms > 200ms (lower the start and floor rates or raise the high-water mark)"},
+		}, "none: the first step, at 10.0 req/s, already had p95 812 ms > 200ms (raise the high-water mark, or lower the start and floor rates)"},
 		{"failed", []LadderStep{
 			{Rate: 10, Sent: 100, Completed: 100, Errors: 100, P95Failed: true, Action: BackOff, Next: 10},
 		}, "none: the first step, at 10.0 req/s, failed (failures filled its p95)"},
