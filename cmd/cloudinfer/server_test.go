@@ -43,9 +43,9 @@ func standaloneWithGRPC(t *testing.T) *emulator.Server {
 	return emu
 }
 
-// TestBenchVertexGRPCAddr: bench --grpc-addr, alone or beside --url (the
-// HTTP root of the same server), sends Vertex's requests to that gRPC
-// address; a loopback one is dialled in plain text without any Google
+// TestBenchVertexGRPCAddr: --grpc-addr, alone or beside --url (the HTTP
+// root of the same server), sends Vertex's requests to that gRPC address,
+// in bench as in invoke; a loopback one is dialled in plain text without any Google
 // credential, and the embedded emulator is not started.
 func TestBenchVertexGRPCAddr(t *testing.T) {
 	noCloudCredentials(t)
@@ -65,6 +65,14 @@ func TestBenchVertexGRPCAddr(t *testing.T) {
 			assert.Empty(t, tr.Fatal)
 			assert.Zero(t, tr.Counts().Failed, "%v", tr.ErrorExamples)
 			assert.Len(t, emu.Records(), 2, "the requests reached the server --grpc-addr names")
+
+			emu.ResetRecords()
+			var out strings.Builder
+			require.NoError(t, parse(t, append([]string{"invoke", "--provider", "gcp", "--max-tokens", "2"}, extra...)...).
+				Invoke.run(context.Background(), &out))
+			assert.Contains(t, out.String(), "status 200")
+			assert.NotContains(t, out.String(), "embedded emulator")
+			assert.Len(t, emu.Records(), 1, "invoke's request reached it too")
 		})
 	}
 }
