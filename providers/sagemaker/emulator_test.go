@@ -181,3 +181,30 @@ func TestEmulatorStatefulSession(t *testing.T) {
 	assert.Equal(t, "ValidationError", e.ProviderCode)
 	assert.Equal(t, 400, e.HTTPStatus)
 }
+
+// A plain endpoint refuses a target model and a variant it does not have,
+// as SageMaker does: ERR_INVALID_PARAM, not retryable.
+func TestEmulatorRefusesTargetsAPlainEndpointHasNot(t *testing.T) {
+	srv := startEmulator(t)
+	client := testClient(t, emulatorAdapter(t, srv.URL()))
+	for _, target := range []cloudreq.Target{
+		{Endpoint: "llama-3-8b", Model: "model-a.tar.gz"},
+		{Endpoint: "llama-3-8b", Variant: "blue"},
+	} {
+		req := genRequest(DialectTGI, 4)
+		req.Target = target
+		_, err := client.Invoke(context.Background(), req)
+		var e *errcodes.Error
+		require.ErrorAs(t, err, &e, "%+v", target)
+		assert.Equal(t, errcodes.InvalidParam, e.Code, "%v", err)
+		assert.Equal(t, "ValidationError", e.ProviderCode)
+		assert.False(t, e.Retryable)
+		var ve *types.ValidationError
+		assert.ErrorAs(t, err, &ve)
+	}
+	req := genRequest(DialectTGI, 4)
+	req.Target.Variant = "AllTraffic"
+	resp, err := client.Invoke(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, "AllTraffic", resp.Metadata[HeaderInvokedVariant])
+}
