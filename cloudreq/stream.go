@@ -24,8 +24,9 @@ import (
 //	usage := s.Response().Usage
 //
 // A Stream is retried transparently only until its first chunk reaches the
-// caller; after that a broken stream ends with ERR_STREAM_INTERRUPTED and
-// the chunks already read stay valid. Next and Chunk must be called from one
+// caller. A stream that breaks once content reached it ends with
+// ERR_STREAM_INTERRUPTED, and the chunks already read stay valid; an error
+// met before any content (after a role-only chunk, say) keeps its own code. Next and Chunk must be called from one
 // goroutine; Close may be called from any goroutine, at any point, and
 // releases the connection.
 type Stream struct {
@@ -289,7 +290,9 @@ func (s *Stream) streamError(err error) *errcodes.Error {
 		e.Retryable = !s.delivered
 	default:
 		e = errcodes.FromTransport(err)
-		if s.delivered && (e.Code == errcodes.Unavailable || e.Code == errcodes.Unknown) {
+		// Once content reached the caller, a failure interrupts it; before
+		// (a role-only chunk is no content) an error keeps its own code.
+		if s.counted > 0 && (e.Code == errcodes.Unavailable || e.Code == errcodes.Unknown) {
 			e = errcodes.Wrap(e, errcodes.StreamInterrupted, "stream broke after "+strconv.Itoa(s.counted)+" content tokens: "+e.Message)
 		}
 	}

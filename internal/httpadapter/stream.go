@@ -286,6 +286,23 @@ func Interrupted(provider, msg string, cause error) *errcodes.Error {
 	return e
 }
 
+// Malformed returns the error of a successful answer whose body (or the
+// first frame of its stream) does not parse as the protocol's answer:
+// ERR_MODEL_ERROR, not retryable. The server answered, wrongly: the same
+// request would get the same answer. msg names what was expected; cause is
+// the parse error. The caller sets HTTPStatus and RequestID. After content
+// reached the caller a frame that does not parse interrupts the stream
+// instead (Interrupted).
+func Malformed(provider, msg string, cause error) *errcodes.Error {
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	e := errcodes.Wrap(cause, errcodes.ModelError, msg)
+	e.Provider = provider
+	e.Retryable = false
+	return e
+}
+
 // TextDecoder yields each frame as text; any end of the body is clean.
 type TextDecoder struct{}
 

@@ -194,6 +194,7 @@ var codeByName = map[string]errcodes.Code{
 	"model_not_found":         errcodes.NotFound,
 	"context_length_exceeded": errcodes.InvalidParam,
 	"model_not_ready":         errcodes.ModelNotReady,
+	"content_filter":          errcodes.InvalidParam, // OpenAI, Azure OpenAI
 	// OpenAI "type" values.
 	"invalid_request_error": errcodes.InvalidParam,
 	"authentication_error":  errcodes.Unauthenticated,

@@ -204,7 +204,14 @@ func TestDecodeErrorWithOddMembers(t *testing.T) {
 		require.NotNil(t, r.Error, body)
 		assert.Equal(t, "boom", r.Error.Message, body)
 
+		// Before any content the error is the whole answer (a 500);
+		// after content it interrupts the stream.
 		d := &StreamDecoder{Provider: "p"}
+		_, _, err = d.Decode([]byte(body))
+		assert.ErrorIs(t, err, errcodes.Internal, body)
+		d = &StreamDecoder{Provider: "p"}
+		_, _, err = d.Decode([]byte(`{"choices":[{"delta":{"content":"a"}}]}`))
+		require.NoError(t, err)
 		_, _, err = d.Decode([]byte(body))
 		assert.ErrorIs(t, err, errcodes.StreamInterrupted, body)
 	}

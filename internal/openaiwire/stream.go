@@ -12,9 +12,15 @@ import (
 //
 // The stream ends cleanly at "data: [DONE]", or at the body's end once a
 // choice reported a finish_reason; any other end is ERR_STREAM_INTERRUPTED.
-// An in-stream error object ends the stream with ERR_STREAM_INTERRUPTED,
-// the server's code in ProviderCode and its portable class in
-// Details["code"].
+//
+// An in-stream error object before any content (a role-only or usage-only
+// chunk is not content) is the whole answer: it gets its own portable code
+// (Class), as the same body would over HTTP, with that code's
+// retryability. After content it ends the stream with
+// ERR_STREAM_INTERRUPTED, not retryable, its portable code in
+// Details["code"]. Either way the server's code is in ProviderCode. A
+// chunk that does not parse is ERR_MODEL_ERROR before content (as a whole
+// body that does not parse) and ERR_STREAM_INTERRUPTED after.
 type StreamDecoder struct {
 	// Provider and RequestID fill the errors it returns.
 	Provider, RequestID string
@@ -26,6 +32,7 @@ type StreamDecoder struct {
 	Class func(ErrorBody) errcodes.Code
 
 	finished bool
+	content  bool // a chunk with content was decoded
 	dec      decoder
 }
 
@@ -38,7 +45,13 @@ func (d *StreamDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error)
 	}
 	r, err := d.dec.decode(frame)
 	if err != nil {
-		e := httpadapter.Interrupted(d.Provider, "malformed stream chunk: "+err.Error(), err)
+		var e *errcodes.Error
+		if d.content {
+			e = httpadapter.Interrupted(d.Provider, "malformed stream chunk: "+err.Error(), err)
+			e.Retryable = false
+		} else {
+			e = httpadapter.Malformed(d.Provider, "the server's first chunk is not an OpenAI chunk", err)
+		}
 		e.RequestID = d.RequestID
 		return cloudreq.StreamChunk{}, false, e
 	}
@@ -47,6 +60,9 @@ func (d *StreamDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error)
 	}
 	if r.FinishReason != "" {
 		d.finished = true
+	}
+	if r.Content {
+		d.content = true
 	}
 	return cloudreq.StreamChunk{Text: r.Text, Content: r.Content, FinishReason: r.FinishReason, Usage: r.Usage}, false, nil
 }
@@ -76,11 +92,19 @@ func (d *StreamDecoder) inStream(eb ErrorBody) *errcodes.Error {
 	if d.Native != nil {
 		native = d.Native(eb)
 	}
+	if !d.content {
+		// Nothing reached the caller: the error is the whole answer.
+		e := errcodes.Wrap(native, class, msg)
+		e.Provider = d.Provider
+		e.ProviderCode = eb.ProviderCode()
+		e.RequestID = d.RequestID
+		return e
+	}
 	e := errcodes.Wrap(native, errcodes.StreamInterrupted, msg)
 	e.Provider = d.Provider
 	e.ProviderCode = eb.ProviderCode()
 	e.RequestID = d.RequestID
-	e.Retryable = class.Retryable()
+	e.Retryable = false
 	e.Details = map[string]string{"code": string(class)}
 	return e
 }

@@ -274,7 +274,10 @@ var (
 )
 
 // Invoke implements cloudreq.Adapter. For a JSON completion the response's
-// Text, FinishReason and Usage are filled, for invoke as for generate.
+// Text, FinishReason and Usage are filled, for invoke as for generate. An
+// invoke answer that is not recognisably a generation (not JSON, or JSON
+// that is no chat completion or completion) is left in Data alone; a
+// generate answer that is not one is ERR_MODEL_ERROR.
 func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.CloudResponse, error) {
 	resp, err := a.do(ctx, call, false)
 	if err != nil {
@@ -299,8 +302,8 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 			out.Usage = *res.Usage
 		}
 	case call.Request.Action == cloudreq.ActionGenerate:
-		e := errcodes.Wrap(derr, errcodes.Unknown, "openai: the response is not an OpenAI completion: "+derr.Error())
-		e.Provider, e.HTTPStatus, e.RequestID = cloudreq.ProviderOpenAI, resp.StatusCode, out.RequestID
+		e := httpadapter.Malformed(cloudreq.ProviderOpenAI, "openai: the response is not an OpenAI completion", derr)
+		e.HTTPStatus, e.RequestID = resp.StatusCode, out.RequestID
 		return nil, e
 	}
 	return out, nil

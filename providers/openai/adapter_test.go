@@ -127,13 +127,46 @@ func TestInvokeNonJSONKeepsBytes(t *testing.T) {
 	assert.Empty(t, resp.Text)
 }
 
+// TestGenerateRejectsNonCompletion: a 2xx generate answer that is no
+// completion (plain text, JSON cut short) is the model server's fault:
+// ERR_MODEL_ERROR, not retryable, with the status and request id; by a
+// stream answered with one such JSON body too. An invoke keeps the bytes.
 func TestGenerateRejectsNonCompletion(t *testing.T) {
-	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = io.WriteString(w, "hello")
-	})
-	_, err := client(t, a).Invoke(ctx(t), generateReq("m"))
-	assert.ErrorIs(t, err, errcodes.Unknown)
+	for _, tc := range []struct{ ct, body string }{
+		{"text/plain", "hello"},
+		{"application/json", `{"id":"chatcmpl-1","choices":[{"mess`},
+	} {
+		a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", tc.ct)
+			w.Header().Set(HeaderRequestID, "rid-1")
+			_, _ = io.WriteString(w, tc.body)
+		})
+		_, err := client(t, a).Invoke(ctx(t), generateReq("m"))
+		var e *errcodes.Error
+		require.ErrorAs(t, err, &e, tc.body)
+		assert.Equal(t, errcodes.ModelError, e.Code, "%s: %v", tc.body, err)
+		assert.False(t, e.Retryable, tc.body)
+		assert.Equal(t, http.StatusOK, e.HTTPStatus, tc.body)
+		assert.Equal(t, "rid-1", e.RequestID, tc.body)
+		assert.Equal(t, "openai", e.Provider, tc.body)
+
+		resp, err := client(t, a).Invoke(ctx(t), invokeReq("x"))
+		require.NoError(t, err, tc.body)
+		assert.Equal(t, tc.body, string(resp.Data))
+		assert.Empty(t, resp.Text)
+
+		if tc.ct == "application/json" {
+			s, err := client(t, a).Stream(ctx(t), generateReq("m"))
+			require.NoError(t, err)
+			for s.Next() {
+				assert.False(t, s.Chunk().Content)
+			}
+			require.ErrorAs(t, s.Err(), &e)
+			assert.Equal(t, errcodes.ModelError, e.Code, "stream: %v", s.Err())
+			assert.False(t, e.Retryable)
+			_ = s.Close()
+		}
+	}
 }
 
 func TestURLs(t *testing.T) {

@@ -11,12 +11,24 @@
 // Target.Model (else Target.Endpoint). Streams are SSE; generate streams ask
 // for stream_options.include_usage, so the last chunk carries usage.
 //
+// Invoke fills CloudResponse.Text, FinishReason and Usage, for invoke as
+// for generate, when the answer is recognisably a generation: a JSON chat
+// completion or completion. Any other invoke answer (not JSON, or JSON of
+// another shape) is left in Data alone, with Text empty; an error object
+// in it is an error, as for generate. A streamed invoke whose answer is SSE
+// is read as OpenAI chunks, so its chunks say what is content just as a
+// generate stream's do; any other streamed answer is passed on as raw
+// text.
+//
 // A stream ends cleanly at "data: [DONE]" or, without it, once a choice
 // reported a finish_reason. The role-only first chunk and the usage-only
-// last chunk are yielded with Content false. A stream that ends otherwise
-// fails with ERR_STREAM_INTERRUPTED, and so does an in-stream
-// data:{"error":…}: its native code is kept in ProviderCode and its
-// portable class in Details["code"].
+// last chunk are yielded with Content false: they are never content,
+// never the first token. A stream that ends otherwise fails with
+// ERR_STREAM_INTERRUPTED. An in-stream data:{"error":…} before any content
+// is the whole answer: it gets the code the same body would get over HTTP
+// (below), and that code's retryability. After content it is
+// ERR_STREAM_INTERRUPTED, not retryable, its portable code in
+// Details["code"]. Either way its native code is kept in ProviderCode.
 //
 // Bodies are read with bounds: a response up to Options.MaxResponseBytes,
 // an error body up to Options.MaxErrorBytes (64 KiB; the rest is never
@@ -52,17 +64,25 @@
 //	HTTP 499                                         ERR_CANCELED           no
 //	HTTP 500                                         ERR_INTERNAL           yes
 //	HTTP 501                                         ERR_INVALID_PARAM      no
-//	HTTP 502, 503 (other 5xx)                        ERR_UNAVAILABLE        yes
+//	HTTP 502, 503 (other 5xx; a proxy's plain-text
+//	  503, Envoy's "… reset reason: overflow")        ERR_UNAVAILABLE        yes
 //	error object in a 2xx body                       as above, with the status the body states
 //	                                                   (else its type) for the HTTP status
-//	in-stream data:{"error":…}                       ERR_STREAM_INTERRUPTED as its class: the
+//	in-stream data:{"error":…} before any content    its own code, retryable as that code: the
 //	                                                   code/type rows above, the status the body
-//	                                                   states, else its type, TGI's included
+//	                                                   states, else its type (rate_limit_error,
+//	                                                   RateLimitError ERR_THROTTLED; server_error
+//	                                                   ERR_INTERNAL; content_filter
+//	                                                   ERR_INVALID_PARAM), TGI's included
 //	                                                   (validation ERR_INVALID_PARAM, overloaded
 //	                                                   ERR_THROTTLED, generation ERR_MODEL_ERROR,
 //	                                                   incomplete_generation ERR_INTERNAL)
+//	in-stream data:{"error":…} after content         ERR_STREAM_INTERRUPTED no, its own code (as
+//	                                                   above) in Details["code"]
 //	stream without [DONE] or finish_reason           ERR_STREAM_INTERRUPTED yes (before the first chunk)
-//	generate answered 2xx with no completion JSON    ERR_UNKNOWN            no
+//	generate answered 2xx with no completion JSON,
+//	  or a stream whose first chunk does not parse   ERR_MODEL_ERROR        no
+//	a chunk that does not parse, after content       ERR_STREAM_INTERRUPTED no
 //	response body over MaxResponseBytes              ERR_PAYLOAD_TOO_LARGE  no
 //	connection refused/reset, EOF                    ERR_UNAVAILABLE        yes
 //	TLS certificate failure                          ERR_UNAUTHENTICATED    no

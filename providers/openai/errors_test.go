@@ -55,6 +55,7 @@ func TestErrorMapping(t *testing.T) {
 		{"500 plain text", 500, textCT, "Internal   Server\nError", nil, errcodes.Internal, "500", true, "Internal Server Error"},
 		{"502 html", 502, htmlCT, "<html>\n<head><title>502 Bad Gateway</title></head><body>nginx</body></html>", nil, errcodes.Unavailable, "502", true, "502 Bad Gateway"},
 		{"503 plain", 503, jsonCT, `{"error":{"message":"The server is temporarily unavailable","type":"ServiceUnavailableError","code":503}}`, map[string]string{"Retry-After": "1"}, errcodes.Unavailable, "ServiceUnavailableError", true, ""},
+		{"503 proxy plain text", 503, textCT, "upstream connect error or disconnect/reset before headers. reset reason: overflow", nil, errcodes.Unavailable, "503", true, "upstream connect error or disconnect/reset before headers. reset reason: overflow"},
 		{"501", 501, jsonCT, `{"detail":"Not Implemented"}`, nil, errcodes.InvalidParam, "501", false, "Not Implemented"},
 		{"other 5xx", 507, textCT, ``, nil, errcodes.Unavailable, "507", true, ""},
 		{"other 4xx", 418, textCT, ``, nil, errcodes.InvalidParam, "418", false, ""},

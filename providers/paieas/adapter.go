@@ -426,8 +426,8 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	if d, _ := a.dialect(call.Request); generate && d == DialectLegacy {
 		text, err := decodeLegacy(body)
 		if err != nil {
-			e := errcodes.Wrap(err, errcodes.Unknown, "paieas: the response is not {\"response\":…}: "+err.Error())
-			e.Provider, e.HTTPStatus, e.RequestID = cloudreq.ProviderAlibaba, resp.StatusCode, out.RequestID
+			e := httpadapter.Malformed(cloudreq.ProviderAlibaba, "paieas: the response is not {\"response\":…}", err)
+			e.HTTPStatus, e.RequestID = resp.StatusCode, out.RequestID
 			return nil, e
 		}
 		out.Text = text
@@ -449,8 +449,8 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 			out.Text, _ = decodeLegacy(body)
 		}
 	case generate:
-		e := errcodes.Wrap(derr, errcodes.Unknown, "paieas: the response is not an OpenAI completion: "+derr.Error())
-		e.Provider, e.HTTPStatus, e.RequestID = cloudreq.ProviderAlibaba, resp.StatusCode, out.RequestID
+		e := httpadapter.Malformed(cloudreq.ProviderAlibaba, "paieas: the response is not an OpenAI completion", derr)
+		e.HTTPStatus, e.RequestID = resp.StatusCode, out.RequestID
 		return nil, e
 	}
 	return out, nil

@@ -152,7 +152,7 @@ func TestGenerateLegacy(t *testing.T) {
 
 	a, _ = server(t, recorder(&s, 200, "application/json", `{"text":"?"}`))
 	_, err = client(t, a).Invoke(ctx(t), legacyReq())
-	assert.ErrorIs(t, err, errcodes.Unknown)
+	assert.ErrorIs(t, err, errcodes.ModelError, "a 2xx legacy answer with no response is the model server's fault")
 }
 
 func TestURLs(t *testing.T) {

@@ -14,10 +14,8 @@ import (
 
 func TestConformance(t *testing.T) {
 	errs := providertest.CommonErrors()
-	// PAI-EAS answers 503 only when no instance is ready, has no 403
-	// (forbidden is 401 Authorization Failed), and rate-limits quota
-	// with 429 like any throttle.
-	errs[emulator.FaultUnavailable] = errcodes.ModelNotReady
+	// PAI-EAS has no 403 (forbidden is 401 Authorization Failed), and
+	// rate-limits quota with 429 like any throttle.
 	errs[emulator.FaultForbidden] = errcodes.Unauthenticated
 	errs[emulator.FaultQuota] = errcodes.Throttled
 	errs[emulator.FaultQueueFull] = errcodes.Throttled

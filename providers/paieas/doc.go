@@ -62,17 +62,32 @@
 //	499   client closed the request                ERR_CANCELED           no
 //	500   internal error                           ERR_INTERNAL           yes
 //	502   bad gateway                              ERR_UNAVAILABLE        yes
-//	503   no ready instance (scaling from zero)    ERR_MODEL_NOT_READY    yes
+//	503   "no ready instance", "no available
+//	      instance" (no instance Ready: scaling
+//	      from zero), a model "is loading"         ERR_MODEL_NOT_READY    yes
+//	503   any other: "Service Unavailable", a
+//	      gateway's "upstream connect error …
+//	      reset reason: overflow" or "no healthy
+//	      upstream", a model server's own 503      ERR_UNAVAILABLE        yes
 //	504   gateway timeout                          ERR_TIMEOUT            yes
 //	other by errcodes.ForHTTPStatus
 //	error object in a 2xx body: its specific code, else the status it states, else its type
-//	2xx generate body that is no completion / {"response":…}   ERR_UNKNOWN
-//	response body over MaxResponseBytes                        ERR_PAYLOAD_TOO_LARGE
+//	2xx generate body that is no completion / {"response":…}   ERR_MODEL_ERROR        no
+//	response body over MaxResponseBytes                        ERR_PAYLOAD_TOO_LARGE  no
 //
-// In a stream, an OpenAI data:{"error":…} event and a stream that ends
-// without [DONE] or a finish reason are ERR_STREAM_INTERRUPTED (as in
-// providers/openai); a legacy stream ends at the body's end, and a cut or
-// malformed record is ERR_STREAM_INTERRUPTED. Transport failures map with
+// Only the not-ready 503s are evidence of a cold start (a call that met one
+// and then succeeded is classified cold): a transient 503 from the gateway
+// in front of the service must not make a warm request cold.
+//
+// In a stream, an in-band error (an OpenAI data:{"error":…} event, a
+// legacy {"error":…} record) before any content is the whole answer: it
+// gets its own code, as the same body over HTTP, and that code's
+// retryability; after content it is ERR_STREAM_INTERRUPTED, not retryable,
+// its own code in Details["code"] (as in providers/openai). A role-only
+// chunk is not content. A stream that ends without [DONE] or a finish
+// reason is ERR_STREAM_INTERRUPTED; a legacy stream ends at the body's end.
+// A first chunk or record that does not parse is ERR_MODEL_ERROR, one after
+// content ERR_STREAM_INTERRUPTED. Transport failures map with
 // errcodes.FromTransport. Retry-After headers fill RetryAfter; X-Request-Id
 // is the request id; the cloudinfer emulator's X-Emulator-Cold-Start and
 // X-Emulator-Cold-Start-Ms fill CloudResponse.ServerStart.

@@ -3,6 +3,7 @@ package paieas
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -65,7 +66,20 @@ var statusCodes = map[int]errcodes.Code{
 	StatusQueueFull:                errcodes.Throttled,
 	499:                            errcodes.Canceled,
 	http.StatusInternalServerError: errcodes.Internal,
-	http.StatusServiceUnavailable:  errcodes.ModelNotReady,
+	http.StatusServiceUnavailable:  errcodes.Unavailable, // ERR_MODEL_NOT_READY when the body says so
+}
+
+// notReady reports whether a 503's body says that no instance is ready —
+// EAS's "no ready instance" / "no available instance" (all instances not
+// Ready, as when scaling from zero), or the model server's own "is loading"
+// / "not ready" — rather than a transient refusal: a fronting proxy's
+// "upstream connect error … reset reason: overflow" or "no healthy
+// upstream", a model server's plain 503. Only the former is evidence of a
+// cold start.
+func notReady(eb openaiwire.ErrorBody) bool {
+	m := strings.ToLower(eb.Message)
+	return strings.Contains(m, "no ready instance") || strings.Contains(m, "no available instance") ||
+		openaiwire.LoadingMessage(eb)
 }
 
 // statusCode maps a status by the table, then errcodes.ForHTTPStatus.
@@ -93,6 +107,9 @@ func (a *Adapter) responseError(resp *http.Response) *errcodes.Error {
 // table.
 func (a *Adapter) bodyError(resp *http.Response, eb openaiwire.ErrorBody, rid string) *errcodes.Error {
 	code := statusCode(resp.StatusCode)
+	if resp.StatusCode == http.StatusServiceUnavailable && notReady(eb) {
+		code = errcodes.ModelNotReady
+	}
 	if c, ok := openaiwire.Specific(eb); ok {
 		code = c
 	} else if code == "" { // an error object in a 2xx body

@@ -37,6 +37,12 @@ func TestErrorMapping(t *testing.T) {
 		{500, "text/plain", "internal error", errcodes.Internal, "500", true, "internal error"},
 		{502, "text/html", "<html><title>502 Bad Gateway</title></html>", errcodes.Unavailable, "502", true, "502 Bad Gateway"},
 		{503, "text/plain", "no ready instance", errcodes.ModelNotReady, "503", true, "no ready instance"},
+		{503, "text/plain", "Service Unavailable: no ready instance", errcodes.ModelNotReady, "503", true, ""},
+		{503, "text/plain", "no available instance for service llm-svc", errcodes.ModelNotReady, "503", true, ""},
+		{503, "text/plain", "Service Unavailable", errcodes.Unavailable, "503", true, "Service Unavailable"},
+		{503, "text/plain", "upstream connect error or disconnect/reset before headers. reset reason: overflow", errcodes.Unavailable, "503", true, ""},
+		{503, "text/plain", "no healthy upstream", errcodes.Unavailable, "503", true, ""},
+		{503, "application/json", `{"error":{"message":"The model ` + "`m`" + ` is loading","type":"ServiceUnavailableError","code":503}}`, errcodes.ModelNotReady, "ServiceUnavailableError", true, ""},
 		{504, "text/plain", "gateway timeout", errcodes.Timeout, "504", true, ""},
 		{507, "text/plain", "", errcodes.Unavailable, "507", true, ""},
 		{418, "text/plain", "", errcodes.InvalidParam, "418", false, ""},
@@ -123,7 +129,7 @@ func TestHugeErrorBodyIsReadBounded(t *testing.T) {
 	a, err := New(Options{Endpoint: "https://eas.invalid", HTTPClient: hc})
 	require.NoError(t, err)
 	_, err = client(t, a).Invoke(ctx(t), generateReq())
-	assert.ErrorIs(t, err, errcodes.ModelNotReady)
+	assert.ErrorIs(t, err, errcodes.Unavailable, "a 503 that does not say no instance is ready")
 	assert.LessOrEqual(t, body.n, int64(DefaultMaxErrorBytes+64<<10))
 	var e *errcodes.Error
 	require.True(t, errors.As(err, &e))

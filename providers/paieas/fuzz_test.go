@@ -2,6 +2,7 @@ package paieas
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -9,8 +10,9 @@ import (
 )
 
 // FuzzLegacyDecoder feeds arbitrary NUL-separated records to the legacy
-// stream decoder: it never panics, and the text it yields is always a
-// suffix-or-whole of some record's response.
+// stream decoder: it never panics, a chunk is content exactly when it has
+// text, and an error is an *errcodes.Error with a valid code: after
+// content, ERR_STREAM_INTERRUPTED and not retryable.
 func FuzzLegacyDecoder(f *testing.F) {
 	f.Add([]byte("{\"response\":\"He\"}\x00{\"response\":\"Hello\"}\x00"), uint8(0))
 	f.Add([]byte("{\"response\":\"a\"}\x00{\"respo"), uint8(1))
@@ -18,20 +20,26 @@ func FuzzLegacyDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte, mode uint8) {
 		modes := []LegacyStream{LegacyAuto, LegacyCumulative, LegacyDelta}
 		d := &legacyDecoder{mode: modes[int(mode)%len(modes)], raw: mode&4 != 0}
+		content := false
 		for _, rec := range bytes.Split(in, []byte{0}) {
 			ch, end, err := d.Decode(rec)
 			if end {
 				t.Fatal("a legacy stream has no end marker")
 			}
 			if err != nil {
-				if errcodes.Of(err) != errcodes.StreamInterrupted {
+				var e *errcodes.Error
+				if !errors.As(err, &e) || !e.Code.Valid() || e.Provider != "alibaba" {
 					t.Fatalf("error %v", err)
+				}
+				if content && (e.Code != errcodes.StreamInterrupted || e.Retryable) {
+					t.Fatalf("error after content %v (retryable %v)", err, e.Retryable)
 				}
 				return
 			}
 			if ch.Content != (ch.Text != "") {
 				t.Fatalf("content %v for text %q", ch.Content, ch.Text)
 			}
+			content = content || ch.Content
 		}
 		_ = d.Complete()
 	})

@@ -94,10 +94,11 @@ func decodeLegacy(body []byte) (string, error) {
 // invoke stream), a record that is not {"response":…} is passed on as it
 // is instead of failing.
 type legacyDecoder struct {
-	mode LegacyStream
-	raw  bool
-	seen int
-	last string // the previous record's response (cumulative detection)
+	mode    LegacyStream
+	raw     bool
+	seen    int
+	content bool   // a record with text was yielded
+	last    string // the previous record's response (cumulative detection)
 }
 
 var _ httpadapter.Decoder = (*legacyDecoder)(nil)
@@ -111,12 +112,18 @@ func (d *legacyDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error)
 	text, err := decodeLegacy(frame)
 	if err != nil {
 		if eb, ok := openaiwire.ParseError(frame); ok && !d.raw {
-			return cloudreq.StreamChunk{}, false, inStreamError(eb)
+			return cloudreq.StreamChunk{}, false, inStreamError(eb, d.content)
 		}
 		if d.raw {
+			d.content = true
 			return cloudreq.StreamChunk{Text: string(frame), Content: true}, false, nil
 		}
-		return cloudreq.StreamChunk{}, false, httpadapter.Interrupted(cloudreq.ProviderAlibaba, "malformed legacy stream record: "+err.Error(), err)
+		if !d.content {
+			return cloudreq.StreamChunk{}, false, httpadapter.Malformed(cloudreq.ProviderAlibaba, "paieas: the first stream record is not {\"response\":…}", err)
+		}
+		e := httpadapter.Interrupted(cloudreq.ProviderAlibaba, "malformed legacy stream record: "+err.Error(), err)
+		e.Retryable = false
+		return cloudreq.StreamChunk{}, false, e
 	}
 	d.seen++
 	delta := text
@@ -134,21 +141,32 @@ func (d *legacyDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error)
 		}
 	}
 	d.last = text
+	if delta != "" {
+		d.content = true
+	}
 	return cloudreq.StreamChunk{Text: delta, Content: delta != ""}, false, nil
 }
 
 // inStreamError is the error a legacy stream reported in a record such as
-// {"error":"processor exception: …"}.
-func inStreamError(eb openaiwire.ErrorBody) *errcodes.Error {
+// {"error":"processor exception: …"}. Before any content it is the whole
+// answer, with its own class; after content it interrupts the stream,
+// not retryable, its class in Details["code"].
+func inStreamError(eb openaiwire.ErrorBody, afterContent bool) *errcodes.Error {
 	msg := eb.Message
 	if msg == "" {
 		msg = "the service reported an error mid-stream"
 	}
-	e := httpadapter.Interrupted(cloudreq.ProviderAlibaba, msg, &APIError{Code: eb.Code, Type: eb.Type, Message: eb.Message})
+	native := &APIError{StatusCode: eb.Status, Code: eb.Code, Type: eb.Type, Message: eb.Message}
 	class := openaiwire.Classify(0, eb)
+	if !afterContent {
+		e := errcodes.Wrap(native, class, msg)
+		e.Provider, e.ProviderCode = cloudreq.ProviderAlibaba, eb.ProviderCode()
+		return e
+	}
+	e := httpadapter.Interrupted(cloudreq.ProviderAlibaba, msg, native)
 	e.ProviderCode = eb.ProviderCode()
 	e.Details = map[string]string{"code": string(class)}
-	e.Retryable = class.Retryable()
+	e.Retryable = false
 	return e
 }
 
