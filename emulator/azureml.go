@@ -313,6 +313,12 @@ func (a *azureScoreWire) streamError(w io.Writer, c *call) error {
 }
 func (a *azureScoreWire) malformed(w io.Writer, c *call) error { return a.oa.malformed(w, c) }
 
+// streamErrorFirst opens a /score stream as its container (vLLM) does
+// when it refuses: a rate-limit error event, then [DONE].
+func (a *azureScoreWire) streamErrorFirst(w io.Writer, c *call) error {
+	return a.oa.streamErrorFirst(w, c)
+}
+
 func (a *azureScoreWire) whole(c *call) (string, []byte) {
 	if a.chat {
 		return a.oa.whole(c)
@@ -341,4 +347,17 @@ func (s *Server) serveAzureInfo(w http.ResponseWriter, r *http.Request, ep *endp
 	writeJSON(w, http.StatusOK, map[string]string{
 		"model_name": ep.Name, "model_type": "chat-completions", "model_provider_name": "cloudinfer emulator",
 	})
+}
+
+// azureChatWire is the serverless chat route's wire: OpenAI chunks, with
+// the model inference API's own rate-limit error event.
+type azureChatWire struct{ *openAIWire }
+
+// streamErrorFirst writes the model inference API's single error event,
+// {"error":{"code":"429","message":…}}, and ends the stream.
+func (a azureChatWire) streamErrorFirst(w io.Writer, c *call) error {
+	return writeSSE(w, map[string]map[string]string{"error": {
+		"code":    "429",
+		"message": "Rate limit is exceeded. Try again in 1 seconds.",
+	}})
 }

@@ -316,3 +316,45 @@ func TestAzureInfo(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s", b)
 	assert.Equal(t, http.MethodGet, resp.Header.Get("Allow"))
 }
+
+// TestAzureStreamErrorFirst: under stream-error-first, a serverless chat
+// stream's first and only event is the model inference API's rate-limit
+// error, {"error":{"code":"429","message":…}}; a /score chat stream opens
+// with its container's (vLLM's) rate-limit event; a call that does not
+// stream gets the throttle answer.
+func TestAzureStreamErrorFirst(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 5})
+	inject := map[string]string{HeaderInject: string(FaultStreamErrorFirst)}
+	const stream = `{"messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":true}`
+
+	resp, b := azurePost(t, http.MethodPost, s.URL()+"/azureml/llama-3-8b/chat/completions?api-version=2024-05-01-preview", "", stream, inject)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	assert.Equal(t, "text/event-stream; charset=utf-8", resp.Header.Get("Content-Type"))
+	events := readSSE(t, bytes.NewReader(b))
+	require.Len(t, events, 1, "%q", events)
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(events[0]), &e), events[0])
+	assert.Equal(t, "429", e.Error.Code)
+	assert.Contains(t, e.Error.Message, "Rate limit")
+
+	resp, b = azurePost(t, http.MethodPost, s.URL()+"/azureml/llama-3-8b/score", "", stream, inject)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	events = readSSE(t, bytes.NewReader(b))
+	require.NotEmpty(t, events)
+	var v struct {
+		Error struct {
+			Type string `json:"type"`
+			Code int    `json:"code"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(events[0]), &v), events[0])
+	assert.Equal(t, 429, v.Error.Code, "the container's rate-limit event comes first: %q", events)
+
+	resp, b = azurePost(t, http.MethodPost, s.URL()+"/azureml/llama-3-8b/score", "", amlBodySample, inject)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "%s", b)
+}

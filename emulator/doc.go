@@ -99,9 +99,14 @@
 //	X-Emulator-Time-Scale        the time scale in force
 //	X-Emulator-Fault             the injected fault, if any
 //
-// Throttled, queue-full and not-ready answers carry Retry-After (seconds,
-// rounded up), retry-after-ms, x-ms-retry-after-ms and x-amz-retry-after
-// (ms); Vertex gRPC adds a RetryInfo detail.
+// Throttled, queue-full and not-ready answers carry the retry delay each
+// provider documents, and no other: Azure ML retry-after-ms and
+// x-ms-retry-after-ms (ms, rounded up) and Retry-After (seconds, rounded
+// up); OpenAI Retry-After; SageMaker, PAI-EAS and Vertex REST none; Vertex
+// gRPC a RetryInfo detail. A client's retry timing against the emulator is
+// then what it meets in production: with SageMaker, PAI-EAS and Vertex REST
+// it backs off on its own, and a whole-second Retry-After can make it wait
+// longer than the (scaled) delay.
 // Requests refused before they reach an endpoint's model (unknown endpoint
 // or path, bad credentials, a body the model cannot take) are answered but
 // not recorded. Records (Server.Records, GET /emulator/requests) add the drawn prefill
@@ -175,7 +180,10 @@
 // error, sent as soon as the request is admitted (OpenAI and PAI-EAS /v1:
 // data: {"error":{…"type":"RateLimitError",…,"code":429}} then [DONE];
 // SageMaker: a ModelStreamError exception frame with ErrorCode
-// ModelInvocationTimeExceeded, since its stream has no in-band throttle); a
+// ModelInvocationTimeExceeded, since its stream has no in-band throttle;
+// Azure serverless chat: the model inference API's single event
+// data: {"error":{"code":"429","message":"Rate limit is exceeded. …"}};
+// Azure /score: its container's, as OpenAI's); a
 // non-streamed call, and a stream form with no error event before content
 // (a PAI-EAS legacy stream: EAS refuses at its gateway), get the throttle
 // answer instead. Over gRPC,

@@ -194,7 +194,13 @@ func (s *Server) serveOpenAIGen(w http.ResponseWriter, r *http.Request, ep *endp
 	if model == "" {
 		model = ep.Name
 	}
-	s.serveGen(w, r, c, &openAIWire{chat: chat, model: model, created: time.Now().Unix(), errw: errw})
+	wr := &openAIWire{chat: chat, model: model, created: time.Now().Unix(), errw: errw}
+	if prov == AzureML {
+		// Azure serverless streams carry the model inference API's own in-band errors.
+		s.serveGen(w, r, c, azureChatWire{wr})
+		return
+	}
+	s.serveGen(w, r, c, wr)
 }
 
 // serveModels answers GET /v1/models[/{id}]. The list holds the models
