@@ -121,6 +121,34 @@ func TestInvokeSendsBytes(t *testing.T) {
 	assert.Equal(t, []byte{1, 2}, resp.Data)
 }
 
+// TestInvokeTextOfGeneration: a raw invoke keeps the body as it came, and
+// fills Text (and the finish reason and usage) when the body is a
+// recognisable generation; any other body leaves them empty, without an
+// error.
+func TestInvokeTextOfGeneration(t *testing.T) {
+	tests := []struct {
+		ct, body, text string
+	}{
+		{"application/json", chatReply, "Hello!"},
+		{"application/json", `{"output":"Hi there"}`, "Hi there"},
+		{"application/json", `[{"0":"Hi there"}]`, "Hi there"},
+		{"application/json", `{"result":[0.1,0.2]}`, ""},
+		{"application/json", `{"id":"cut`, ""},
+		{"text/plain", `Hi there`, ""},
+	}
+	for _, tt := range tests {
+		a, _ := server(t, recorder(&seen{}, 200, tt.ct, tt.body))
+		resp, err := client(t, a).Invoke(ctx(t), invokeReq(`{"anything":1}`))
+		require.NoError(t, err, tt.body)
+		assert.Equal(t, tt.body, string(resp.Data), tt.body)
+		assert.Equal(t, tt.text, resp.Text, tt.body)
+		if tt.body == chatReply {
+			assert.Equal(t, "stop", resp.FinishReason)
+			assert.Equal(t, 2, resp.Usage.OutputTokens)
+		}
+	}
+}
+
 func TestChatAPI(t *testing.T) {
 	var s seen
 	a, _ := server(t, recorder(&s, 200, "application/json", chatReply), func(o *Options) { o.API = APIChat })

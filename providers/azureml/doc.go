@@ -31,7 +31,10 @@
 //     containers' Hugging Face generation refuses a zero temperature when
 //     sampling).
 //     The response is read as an OpenAI completion, {"output":"…"},
-//     [{"0":"…"}] or a JSON string.
+//     [{"0":"…"}] or a JSON string. An invoke's response keeps its bytes
+//     in Data, as they came; when it is JSON in one of those shapes, Text,
+//     FinishReason and Usage are filled too (any other body leaves them
+//     empty, without an error).
 //   - APIChat: serverless / model-inference deployments, POST
 //     {root}/chat/completions?api-version=<Options.APIVersion>, OpenAI chat
 //     JSON, SSE when streaming. The URL always carries exactly one
@@ -95,7 +98,8 @@
 //	  (503 with "not ready"/"loading" text, last resort)
 //	code insufficient_quota / QuotaExceeded /         ERR_QUOTA_EXCEEDED     no
 //	  quota_exceeded
-//	code rate_limit_exceeded / TooManyRequests        ERR_THROTTLED          yes
+//	code rate_limit_exceeded / TooManyRequests /      ERR_THROTTLED          yes
+//	  RateLimitReached
 //	code invalid_api_key                              ERR_UNAUTHENTICATED    no
 //	code model_not_found / DeploymentNotFound         ERR_NOT_FOUND          no
 //	code context_length_exceeded                      ERR_INVALID_PARAM      no
@@ -118,10 +122,14 @@
 //	  "upstream connect error … reset reason: overflow")
 //	HTTP 504                                          ERR_TIMEOUT            yes
 //	other                                             errcodes.ForHTTPStatus
-//	token acquisition failed                          ERR_UNAUTHENTICATED    no
-//	in-stream data:{"error":…}, truncated stream      ERR_STREAM_INTERRUPTED (see providers/openai); an error
-//	                                                  object's class, by the codes above, else the status
-//	                                                  it states, is in Details["code"]
+//	token acquisition failed, or no credential found  ERR_UNAUTHENTICATED    no
+//	in-stream data:{"error":…} before any content     the error object's class, by the codes above, else
+//	  (the stream's whole answer)                     the status it states ("code":"429" is ERR_THROTTLED),
+//	                                                  with that class's retryability
+//	in-stream data:{"error":…} after content,         ERR_STREAM_INTERRUPTED no; the error object's class
+//	  truncated stream, a chunk that does not parse   is in Details["code"] (see providers/openai)
+//	  after content
+//	a first stream chunk that does not parse          ERR_MODEL_ERROR        no
 //	transport failures                                errcodes.FromTransport
 //	2xx generate body that does not parse or holds    ERR_MODEL_ERROR        no
 //	  no generated text

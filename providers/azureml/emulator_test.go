@@ -124,3 +124,19 @@ func TestEmulatorServerlessStreamUsage(t *testing.T) {
 	assert.Equal(t, "server", s.Response().Usage.Source)
 	assert.Equal(t, n, s.Response().Usage.OutputTokens)
 }
+
+// TestEmulatorRootAsScoringURI: the emulator's own address given as the
+// scoring URI names no endpoint; the error says which URLs do.
+func TestEmulatorRootAsScoringURI(t *testing.T) {
+	srv := emulatorWithKey(t)
+	for _, api := range []azureml.API{azureml.APIScore, azureml.APIChat} {
+		r := gen()
+		r.Target.Endpoint = srv.URL()
+		_, err := newClient(t, srv, func(o *azureml.Options) { o.API = api }).Invoke(ctx(t), r)
+		var e *errcodes.Error
+		require.ErrorAs(t, err, &e, api)
+		assert.Equal(t, errcodes.NotFound, e.Code, "%s: %v", api, err)
+		assert.Contains(t, e.Message, srv.URL()+"/azureml/{endpoint}/score", api)
+		assert.Contains(t, e.Message, "{endpoint}.{region}.inference.ml.azure.com", api)
+	}
+}

@@ -30,6 +30,7 @@ var codeByName = map[string]errcodes.Code{
 	"quota_exceeded":          errcodes.QuotaExceeded,
 	"rate_limit_exceeded":     errcodes.Throttled,
 	"toomanyrequests":         errcodes.Throttled,
+	"ratelimitreached":        errcodes.Throttled,
 	"invalid_api_key":         errcodes.Unauthenticated,
 	"model_not_found":         errcodes.NotFound,
 	"deploymentnotfound":      errcodes.NotFound,

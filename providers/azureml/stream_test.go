@@ -143,14 +143,19 @@ func TestStreamInvokeDecoding(t *testing.T) {
 	}
 }
 
-// TestStreamErrorEventClass: an error event's Azure code is classified as
-// an HTTP error with that code would be.
+// TestStreamErrorEventClass: an error event that opens a stream, before
+// any content, is the whole answer: it is classified as an HTTP error
+// with that code would be, with that code's retryability. After content
+// it ends the stream with ERR_STREAM_INTERRUPTED, not retryable, the
+// event's class in Details["code"].
 func TestStreamErrorEventClass(t *testing.T) {
 	tests := []struct {
 		event     string
 		class     errcodes.Code
 		retryable bool
 	}{
+		{`{"error":{"code":"429","message":"Rate limit is exceeded. Try again in 1 seconds."}}`, errcodes.Throttled, true},
+		{`{"error":{"code":"RateLimitReached","message":"Rate limit reached"}}`, errcodes.Throttled, true},
 		{`{"error":{"code":"TooManyRequests","message":"slow down"}}`, errcodes.Throttled, true},
 		{`{"error":{"code":"DeploymentNotReady","message":"warming up"}}`, errcodes.ModelNotReady, true},
 		{`{"error":{"code":"QuotaExceeded","message":"spent"}}`, errcodes.QuotaExceeded, false},
@@ -159,15 +164,27 @@ func TestStreamErrorEventClass(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.event, func(t *testing.T) {
-			a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
-				writeFlushed(w, "text/event-stream", "data: "+tt.event+"\n\n")
-			}, func(o *Options) { o.API = APIChat })
-			out := stream(t, a, generateReq())
-			var e *errcodes.Error
-			require.ErrorAs(t, out.err, &e)
-			assert.Equal(t, errcodes.StreamInterrupted, e.Code)
-			assert.Equal(t, string(tt.class), e.Details["code"])
-			assert.Equal(t, tt.retryable, e.Retryable)
+			for _, first := range []bool{true, false} {
+				parts := []string{sseRole, sseHello, "data: " + tt.event + "\n\n"}
+				if first {
+					parts = []string{sseRole, "data: " + tt.event + "\n\n"}
+				}
+				a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
+					writeFlushed(w, "text/event-stream", parts...)
+				}, func(o *Options) { o.API = APIChat })
+				out := stream(t, a, generateReq())
+				var e *errcodes.Error
+				require.ErrorAs(t, out.err, &e)
+				if first {
+					assert.Equal(t, tt.class, e.Code, "before content: %v", e)
+					assert.Equal(t, tt.retryable, e.Retryable, "before content")
+					assert.Zero(t, out.content)
+					continue
+				}
+				assert.Equal(t, errcodes.StreamInterrupted, e.Code, "after content: %v", e)
+				assert.Equal(t, string(tt.class), e.Details["code"], "after content")
+				assert.False(t, e.Retryable, "after content")
+			}
 		})
 	}
 }
