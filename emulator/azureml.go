@@ -21,12 +21,8 @@ type azureErr struct {
 	msg        string
 	origStatus int    // 424: ms-azureml-model-error-statuscode
 	reason     string // 424: ms-azureml-model-error-reason
-	text       bool   // msg is a plain-text body (a fronting proxy's answer)
+	overflow   bool   // the fronting proxy's plain-text 503 (writeGatewayOverflow), not the service's answer
 }
-
-// azureGatewayOverflow is the plain-text 503 of the proxy in front of the
-// endpoints (Envoy) when its upstream connection pool overflows.
-const azureGatewayOverflow = "upstream connect error or disconnect/reset before headers. reset reason: overflow"
 
 // azureErrorFor maps a fault to a managed online endpoint's /score answer:
 //
@@ -67,7 +63,7 @@ func azureErrorFor(f Fault, name string) azureErr {
 	case FaultModelUnavailable:
 		return azureErr{status: 424, msg: "The model server is temporarily unavailable", origStatus: 503, reason: "model_unavailable"}
 	case FaultGatewayOverflow:
-		return azureErr{status: 503, msg: azureGatewayOverflow, text: true}
+		return azureErr{status: 503, msg: gatewayOverflowText, overflow: true}
 	case FaultInvalid:
 		return azureErr{status: 400, code: "BadRequest", msg: "The request is invalid"}
 	case FaultNotFound:
@@ -87,8 +83,8 @@ func azureErrorFor(f Fault, name string) azureErr {
 }
 
 func writeAzureError(w http.ResponseWriter, e azureErr) {
-	if e.text {
-		writeAzureText(w, e.status, e.msg)
+	if e.overflow {
+		writeGatewayOverflow(w)
 		return
 	}
 	if e.status == http.StatusFailedDependency {
@@ -107,15 +103,6 @@ func writeAzureScoreError(w http.ResponseWriter, f Fault, name, msg string) {
 		e.msg = msg
 	}
 	writeAzureError(w, e)
-}
-
-// writeAzureText answers status with a plain-text body.
-func writeAzureText(w http.ResponseWriter, status int, msg string) {
-	h := w.Header()
-	h.Set("Content-Type", "text/plain")
-	h.Set(headerContentLength, itoa(int64(len(msg))))
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, msg)
 }
 
 // writeAzureServerlessError writes the flat error body of serverless
@@ -143,8 +130,8 @@ func writeAzureServerlessError(w http.ResponseWriter, f Fault, name, msg string)
 	if msg != "" {
 		e.msg = msg
 	}
-	if e.text {
-		writeAzureText(w, e.status, e.msg)
+	if e.overflow {
+		writeGatewayOverflow(w)
 		return
 	}
 	writeJSON(w, e.status, map[string]any{"status": e.status, "code": code, "message": e.msg, "detail": map[string]any{}})
