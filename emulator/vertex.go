@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,13 +25,54 @@ type vertexErr struct {
 	reason string // ErrorInfo reason
 	msg    string
 	quota  bool // add a QuotaFailure detail
-	field  string
+	// rate names the base model of a per-minute rate quota, and rateLoc
+	// its region: a QuotaFailure violation and the ErrorInfo's quota
+	// metadata say so.
+	rate, rateLoc string
+	field         string
+	// retry adds a RetryInfo detail (REST; gRPC takes it as an argument).
+	retry time.Duration
+}
+
+// Vertex's per-minute rate quota on generation requests, which its
+// throttle answer names.
+const (
+	vertexRateQuotaMetric = "aiplatform.googleapis.com/generate_content_requests_per_minute_per_project_per_base_model"
+	vertexRateQuotaID     = "GenerateContentRequestsPerMinutePerProjectPerBaseModel"
+)
+
+// rateViolation is the QuotaFailure violation of the rate quota.
+func (e vertexErr) rateViolation() (subject, desc string, dims map[string]string) {
+	return "project:demo", "Quota exceeded for " + vertexRateQuotaMetric + " with base model: " + e.rate + ".",
+		map[string]string{"base_model": e.rate, "region": e.rateLoc}
+}
+
+// rateMetadata is the ErrorInfo metadata of a rate-quota refusal, as
+// Google's quota system fills it.
+func (e vertexErr) rateMetadata() map[string]string {
+	return map[string]string{
+		"service": vertexErrorDomain, "quota_metric": vertexRateQuotaMetric,
+		"quota_limit": vertexRateQuotaID, "quota_location": e.rateLoc,
+	}
+}
+
+// errorInfoMetadata is the metadata of e's ErrorInfo.
+func (e vertexErr) errorInfoMetadata() map[string]string {
+	if e.rate != "" {
+		return e.rateMetadata()
+	}
+	return map[string]string{"service": vertexErrorDomain}
 }
 
 // vertexErrorFor maps a fault to Vertex AI's answer (REST and gRPC):
 //
-//	throttle, queue-full  RESOURCE_EXHAUSTED (429), ErrorInfo RATE_LIMIT_EXCEEDED
+//	throttle              RESOURCE_EXHAUSTED (429), ErrorInfo RATE_LIMIT_EXCEEDED + QuotaFailure of a
+//	                      per-minute quota (GenerateContentRequestsPerMinutePerProjectPerBaseModel)
+//	queue-full            RESOURCE_EXHAUSTED (429), ErrorInfo RATE_LIMIT_EXCEEDED
 //	quota                 RESOURCE_EXHAUSTED (429), ErrorInfo QUOTA_EXCEEDED + QuotaFailure
+//	model-overloaded      RESOURCE_EXHAUSTED (429), the container's 429 relayed, no details
+//	model-unavailable     UNAVAILABLE (503), the container's 503 relayed, no details
+//	gateway-overflow      (REST: the proxy's plain-text 503; gRPC: UNAVAILABLE as grpc-go reports it)
 //	model-not-ready       UNAVAILABLE (503), ErrorInfo MODEL_NOT_READY
 //	model-error           FAILED_PRECONDITION (400), ErrorInfo MODEL_ERROR
 //	invalid               INVALID_ARGUMENT (400), ErrorInfo INVALID_INPUT + BadRequest
@@ -43,8 +85,21 @@ type vertexErr struct {
 //	payload-too-large     INVALID_ARGUMENT (400), ErrorInfo PAYLOAD_TOO_LARGE
 func vertexErrorFor(f Fault, resource string) vertexErr {
 	switch f {
-	case FaultThrottle, FaultQueueFull:
+	case FaultThrottle:
+		model, loc := resource[strings.LastIndexByte(resource, '/')+1:], "us-central1"
+		if t, ok := parseVertexResource(resource); ok {
+			loc = t.location
+		}
+		return vertexErr{code: codes.ResourceExhausted, reason: "RATE_LIMIT_EXCEEDED", rate: model, rateLoc: loc,
+			msg: "Quota exceeded for " + vertexRateQuotaMetric + " with base model: " + model + ". Please submit a quota increase request."}
+	case FaultQueueFull:
 		return vertexErr{code: codes.ResourceExhausted, reason: "RATE_LIMIT_EXCEEDED", msg: "Resource exhausted, please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details."}
+	case FaultModelOverloaded:
+		return vertexErr{code: codes.ResourceExhausted, msg: "The model server returned an error (status 429): {\"error\":\"Model is overloaded, retry later\"}"}
+	case FaultModelUnavailable:
+		return vertexErr{code: codes.Unavailable, msg: "The model server returned an error (status 503): {\"error\":\"The engine is temporarily unable to take requests\"}"}
+	case FaultGatewayOverflow:
+		return vertexErr{code: codes.Unavailable, msg: vertexGatewayOverflowGRPC}
 	case FaultQuota:
 		return vertexErr{code: codes.ResourceExhausted, reason: "QUOTA_EXCEEDED", quota: true, msg: "Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model with base model: " + resource + ". Please submit a quota increase request."}
 	case FaultModelNotReady:
@@ -68,6 +123,12 @@ func vertexErrorFor(f Fault, resource string) vertexErr {
 	}
 	return vertexErr{code: codes.Internal, msg: "Internal error encountered."}
 }
+
+// vertexGatewayOverflowGRPC is what grpc-go reports for a fronting proxy's
+// plain-text 503 (gateway-overflow): the gRPC server cannot send a non-gRPC
+// answer, so it sends the status the client would make of one.
+var vertexGatewayOverflowGRPC = fmt.Sprintf("unexpected HTTP status code received from server: 503 (Service Unavailable); transport: received unexpected content-type %q\ndata: %q",
+	"text/plain", gatewayOverflowText)
 
 // httpStatusOf maps a gRPC code to its HTTP status (google.rpc.Code mapping).
 func httpStatusOf(c codes.Code) int {
@@ -122,7 +183,7 @@ func (e vertexErr) restBody() map[string]any {
 		details = append(details, map[string]any{
 			"@type":  "type.googleapis.com/google.rpc.ErrorInfo",
 			"reason": e.reason, "domain": vertexErrorDomain,
-			"metadata": map[string]string{"service": vertexErrorDomain},
+			"metadata": e.errorInfoMetadata(),
 		})
 	}
 	if e.quota {
@@ -132,6 +193,23 @@ func (e vertexErr) restBody() map[string]any {
 				"subject":     "aiplatform.googleapis.com/online_prediction_requests_per_base_model",
 				"description": e.msg,
 			}},
+		})
+	}
+	if e.rate != "" {
+		subject, desc, dims := e.rateViolation()
+		details = append(details, map[string]any{
+			"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+			"violations": []map[string]any{{
+				"subject": subject, "description": desc,
+				"apiService": vertexErrorDomain, "quotaMetric": vertexRateQuotaMetric, "quotaId": vertexRateQuotaID,
+				"quotaDimensions": dims,
+			}},
+		})
+	}
+	if e.retry > 0 {
+		details = append(details, map[string]any{
+			"@type":      "type.googleapis.com/google.rpc.RetryInfo",
+			"retryDelay": strconv.FormatFloat(e.retry.Seconds(), 'f', -1, 64) + "s",
 		})
 	}
 	if e.field != "" {
@@ -154,12 +232,24 @@ func writeVertexError(w http.ResponseWriter, e vertexErr) {
 // vertexErrorWriter is the errorWriter of the Vertex REST routes.
 func vertexErrorWriter(resource string) errorWriter {
 	return func(w http.ResponseWriter, f Fault, _, msg string) {
-		e := vertexErrorFor(f, resource)
-		if msg != "" {
-			e.msg = msg
-		}
-		writeVertexError(w, e)
+		writeVertexFault(w, f, resource, msg, 0)
 	}
+}
+
+// writeVertexFault answers fault f on a REST route: the google.rpc.Status
+// JSON (msg, when set, replaces its message; retry adds a RetryInfo), or
+// for gateway-overflow the fronting proxy's plain-text 503.
+func writeVertexFault(w http.ResponseWriter, f Fault, resource, msg string, retry time.Duration) {
+	if f == FaultGatewayOverflow {
+		writeGatewayOverflow(w)
+		return
+	}
+	e := vertexErrorFor(f, resource)
+	if msg != "" {
+		e.msg = msg
+	}
+	e.retry = retry
+	writeVertexError(w, e)
 }
 
 // vertexTarget is a parsed Vertex resource path.
@@ -330,7 +420,18 @@ func (v *vertexWire) successHeaders(h http.Header, _ *call) {
 	h.Set("X-Vertex-AI-Deployed-Model-Id", vertexDeployedModelID)
 }
 
-func (v *vertexWire) writeError(w http.ResponseWriter, c *call, f Fault) { v.errw(w, f, c.ep.Name, "") }
+func (v *vertexWire) writeError(w http.ResponseWriter, c *call, f Fault) {
+	writeVertexFault(w, f, v.target.resource(), "", c.retryIn)
+}
+
+// streamErrorFirstBody is the in-band error that opens a stream under
+// stream-error-first: the rate-limit refusal, {"error":{…}}.
+func (v *vertexWire) streamErrorFirstBody(c *call) []byte {
+	e := vertexErrorFor(FaultThrottle, v.target.resource())
+	e.retry = c.ep.scaled(1000)
+	b, _ := json.Marshal(e.restBody())
+	return b
+}
 
 // streamError writes the mid-stream error: an SSE data event, or (in a JSON
 // array stream) one more element, holding {"error":{…}}.
@@ -353,6 +454,11 @@ func (v *vertexRawWire) end(w io.Writer, c *call) error          { return v.oa.e
 func (v *vertexRawWire) streamError(w io.Writer, c *call) error  { return v.oa.streamError(w, c) }
 func (v *vertexRawWire) malformed(w io.Writer, c *call) error    { return v.oa.malformed(w, c) }
 func (v *vertexRawWire) whole(c *call) (string, []byte)          { return v.oa.whole(c) }
+
+// streamErrorFirst relays the container's own in-band error event.
+func (v *vertexRawWire) streamErrorFirst(w io.Writer, c *call) error {
+	return v.oa.streamErrorFirst(w, c)
+}
 
 // vertexPredictWire answers :predict (and rawPredict of an instances body)
 // with {"predictions":[…],"deployedModelId":…,"model":…}; one prediction
@@ -493,6 +599,18 @@ func (v *vertexContentWire) end(w io.Writer, _ *call) error {
 
 func (v *vertexContentWire) streamError(w io.Writer, c *call) error {
 	if err := v.element(w, c.breakAt, v.streamErrorBody()); err != nil {
+		return err
+	}
+	return v.end(w, c)
+}
+
+// streamErrorFirst sends the rate-limit refusal as the stream's only
+// element: an SSE data event, or a one-element JSON array.
+func (v *vertexContentWire) streamErrorFirst(w io.Writer, c *call) error {
+	if err := v.begin(w, c); err != nil {
+		return err
+	}
+	if err := v.element(w, 0, v.streamErrorFirstBody(c)); err != nil {
 		return err
 	}
 	return v.end(w, c)

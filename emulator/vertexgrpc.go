@@ -19,7 +19,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -94,10 +96,14 @@ func (s *Server) newGRPCServer() *grpc.Server {
 // GenerateContent and StreamGenerateContent of
 // google.cloud.aiplatform.v1.PredictionService. Transport faults have no
 // gRPC wire form the emulator can produce, so they become the status a
-// client sees for them: reset-before-headers, html-502 and
-// close-mid-stream give UNAVAILABLE; stall-mid-stream stalls, then gives
-// UNAVAILABLE; malformed-body gives INTERNAL; stream-error gives INTERNAL
-// after about half the chunks.
+// client sees for them: reset-before-headers, html-502, gateway-overflow
+// and close-mid-stream give UNAVAILABLE (html-502 and gateway-overflow with
+// grpc-go's message for a non-gRPC answer); stall-mid-stream stalls, then
+// gives UNAVAILABLE. malformed-body sends the answer, or for a stream the
+// message after about half, with bytes that do not unmarshal, so that the
+// client fails as on a corrupted answer; stream-error gives INTERNAL after
+// about half the messages; stream-error-first gives the throttle status
+// (RESOURCE_EXHAUSTED) before any message.
 type vertexGRPC struct {
 	aiplatformpb.UnimplementedPredictionServiceServer
 	s *Server
@@ -109,11 +115,18 @@ func (e vertexErr) grpcStatus(retry time.Duration) *status.Status {
 	st := status.New(e.code, e.msg)
 	var details []protoadapt.MessageV1
 	if e.reason != "" {
-		details = append(details, &errdetails.ErrorInfo{Reason: e.reason, Domain: vertexErrorDomain, Metadata: map[string]string{"service": vertexErrorDomain}})
+		details = append(details, &errdetails.ErrorInfo{Reason: e.reason, Domain: vertexErrorDomain, Metadata: e.errorInfoMetadata()})
 	}
 	if e.quota {
 		details = append(details, &errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
 			Subject: "aiplatform.googleapis.com/online_prediction_requests_per_base_model", Description: e.msg,
+		}}})
+	}
+	if e.rate != "" {
+		subject, desc, dims := e.rateViolation()
+		details = append(details, &errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+			Subject: subject, Description: desc, ApiService: vertexErrorDomain,
+			QuotaMetric: vertexRateQuotaMetric, QuotaId: vertexRateQuotaID, QuotaDimensions: dims,
 		}}})
 	}
 	if e.field != "" {
@@ -227,14 +240,21 @@ func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, out *stal
 	}
 	header()
 	f := c.fault()
+	if f == FaultStreamErrorFirst {
+		// The rate-limit refusal, before any message; a unary call gets
+		// the same answer, the throttle's.
+		outcome = "error"
+		if out == nil {
+			c.setFault(FaultThrottle)
+		}
+		return vertexErrorFor(FaultThrottle, t.resource()).grpcStatus(c.ep.scaled(1000)).Err()
+	}
 	midErr := func() error {
 		outcome = "fault"
 		switch f {
 		case FaultStallMidStream:
 			c.stall(ctx)
 			return status.Error(codes.Unavailable, "transport is closing")
-		case FaultMalformedBody:
-			return status.Error(codes.Internal, "grpc: failed to unmarshal the received message: proto: cannot parse invalid wire-format data")
 		case FaultStreamError:
 			return vertexErrorFor(FaultInternal, t.resource()).grpcStatus(0).Err()
 		}
@@ -254,6 +274,11 @@ func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, out *stal
 			outcome = "canceled"
 			return status.FromContextError(err).Err()
 		}
+		if f == FaultMalformedBody {
+			// The handler sends an answer that does not unmarshal.
+			outcome = "fault"
+			return nil
+		}
 		if f.midStream() {
 			return midErr()
 		}
@@ -265,12 +290,19 @@ func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, out *stal
 			outcome = "canceled"
 			return status.FromContextError(err).Err()
 		}
-		if f.midStream() && i == c.breakAt {
+		if f.midStream() && i == c.breakAt && f != FaultMalformedBody {
 			return midErr()
 		}
 		m, err := msg(i)
 		if err == nil {
-			err = out.send(m)
+			if f == FaultMalformedBody && i == c.breakAt {
+				outcome = "fault"
+				if err = out.send(vertexUnreadable(c, m)); err == nil {
+					return nil
+				}
+			} else {
+				err = out.send(m)
+			}
 		}
 		if err != nil {
 			outcome = "canceled"
@@ -278,10 +310,30 @@ func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, out *stal
 		}
 		c.sent(i)
 	}
+	if f == FaultMalformedBody {
+		// A one-message answer meets its fault after its only message.
+		outcome = "fault"
+		m, err := msg(c.n - 1)
+		if err == nil {
+			err = out.send(vertexUnreadable(c, m))
+		}
+		return err
+	}
 	if f.midStream() {
 		return midErr()
 	}
 	return nil
+}
+
+// vertexUnreadable returns m, a response message, made to fail to unmarshal
+// on the client when the call's fault is malformed-body: a truncated field
+// follows its fields on the wire ("proto: cannot parse invalid wire-format
+// data"), as a corrupted answer would.
+func vertexUnreadable[M any](c *call, m M) M {
+	if pm, ok := any(m).(proto.Message); ok && c.fault() == FaultMalformedBody {
+		pm.ProtoReflect().SetUnknown(protoreflect.RawFields{0xff})
+	}
+	return m
 }
 
 // Predict answers one prediction (the generated text) per instance.
@@ -303,13 +355,13 @@ func (v *vertexGRPC) Predict(ctx context.Context, req *aiplatformpb.PredictReque
 	for i := range preds {
 		preds[i] = structpb.NewStringValue(c.text())
 	}
-	return &aiplatformpb.PredictResponse{
+	return vertexUnreadable(c, &aiplatformpb.PredictResponse{
 		Predictions:      preds,
 		DeployedModelId:  vertexDeployedModelID,
 		Model:            fmt.Sprintf("projects/%s/locations/%s/models/%s", t.project, t.location, t.name),
 		ModelDisplayName: t.name,
 		ModelVersionId:   "1",
-	}, nil
+	}), nil
 }
 
 // instancesJSON renders predict instances and parameters as the REST body.
@@ -353,7 +405,7 @@ func (v *vertexGRPC) RawPredict(ctx context.Context, req *aiplatformpb.RawPredic
 		return nil, err
 	}
 	ct, body := rawWire(c, t.name).whole(c)
-	return &httpbody.HttpBody{ContentType: ct, Data: body}, nil
+	return vertexUnreadable(c, &httpbody.HttpBody{ContentType: ct, Data: body}), nil
 }
 
 // StreamRawPredict streams the container's SSE bytes, one HttpBody per event.
@@ -387,8 +439,8 @@ func (v *vertexGRPC) StreamRawPredict(req *aiplatformpb.StreamRawPredictRequest,
 				return oa.token(w, c, i)
 			})
 		})
-		if err != nil {
-			return err
+		if err != nil || c.fault() == FaultMalformedBody {
+			return err // the client could not read on past the unreadable message
 		}
 		m, err := chunk(func(w io.Writer) error { return oa.end(w, c) })
 		if err != nil {
@@ -440,7 +492,7 @@ func (v *vertexGRPC) GenerateContent(ctx context.Context, req *aiplatformpb.Gene
 	if err := v.run(ctx, c, t, nil, nil); err != nil {
 		return nil, err
 	}
-	return gcProto(c, c.text(), true), nil
+	return vertexUnreadable(c, gcProto(c, c.text(), true)), nil
 }
 
 // StreamGenerateContent sends one GenerateContentResponse per token; the
