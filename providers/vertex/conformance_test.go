@@ -16,10 +16,6 @@ func TestConformance(t *testing.T) {
 	errs := providertest.CommonErrors()
 	errs[emulator.FaultQuota] = errcodes.QuotaExceeded
 	errs[emulator.FaultModelError] = errcodes.ModelError
-	// A status that arrives mid-stream keeps its own code (see the package
-	// doc): the emulator's Vertex stream-error is an INTERNAL status after
-	// half the messages. Only transport breaks become ERR_STREAM_INTERRUPTED.
-	errs[emulator.FaultStreamError] = errcodes.Internal
 	providertest.RunConformance(t, providertest.Harness{
 		Provider: cloudreq.ProviderGCP, Service: cloudreq.ServiceVertex,
 		NewAdapter: func(t *testing.T, srv *emulator.Server) cloudreq.Adapter {
@@ -34,5 +30,6 @@ func TestConformance(t *testing.T) {
 		StreamInvoke:     true,
 		InvokeStreamBody: []byte(`{"model":"llama-3-8b","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16,"stream":true}`),
 		Errors:           errs,
+		NoCredentials:    noCredentialsAdapter,
 	})
 }

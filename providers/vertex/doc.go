@@ -77,12 +77,19 @@
 // "usageMetadata" and TGI "details.generated_tokens"; without one, output
 // tokens are counted. A raw stream's clean end is the end of the RPC.
 //
-// A status that arrives mid-stream is mapped as below, except that a
-// transport break after the first message (UNAVAILABLE with no details, or
-// grpc-go's RST_STREAM / missing-trailers / connection messages) is
-// ERR_STREAM_INTERRUPTED. An interruption before the first message is
-// retryable (no chunk reached the caller), later ones are not. Closing a
-// stream cancels the RPC.
+// A status that ends a stream before its first message is the whole
+// answer: it is mapped as below, with that code's retryability (a
+// RESOURCE_EXHAUSTED rate limit is a retryable ERR_THROTTLED). After the
+// first message any status, the server's or grpc-go's (a broken
+// connection, a message it could not read), is ERR_STREAM_INTERRUPTED and
+// not retryable, since the caller has consumed part of the answer: the
+// status's own portable code is kept in Details["code"], its name in
+// ProviderCode, its details as below, and it carries no RetryAfter. Two
+// keep their own codes: the caller's end of the RPC (its context, or the
+// CANCELLED of a call whose client was closed) and a message over
+// Options.MaxResponseBytes. A generate stream that ends without a finish
+// reason is ERR_STREAM_INTERRUPTED too, retryable only when it delivered
+// nothing. Closing a stream cancels the RPC.
 //
 // # Errors
 //
@@ -104,12 +111,16 @@
 //	NOT_FOUND             404   ERR_NOT_FOUND
 //	ALREADY_EXISTS        409   ERR_INVALID_PARAM    (a conflict: retrying the same request cannot help)
 //	ABORTED               409   ERR_UNAVAILABLE      (a concurrency conflict: a retry may succeed)
-//	RESOURCE_EXHAUSTED    429   ERR_THROTTLED        ERR_QUOTA_EXCEEDED with a QuotaFailure detail or an ErrorInfo reason containing QUOTA,
-//	                                                 unless the reason is RATE_LIMIT_EXCEEDED (a per-minute rate quota: throttled);
+//	RESOURCE_EXHAUSTED    429   ERR_THROTTLED        ERR_QUOTA_EXCEEDED when a violated quota is per hour, per day or longer, or
+//	                                                 names no period (a QuotaFailure, an ErrorInfo reason containing QUOTA
+//	                                                 but not RATE_LIMIT_EXCEEDED) without a RetryInfo of at most 20 s;
+//	                                                 per-second and per-minute quotas stay throttled (see Quotas);
 //	                                                 ERR_PAYLOAD_TOO_LARGE for grpc-go's "… larger than max" (no details)
 //	CANCELLED             499   ERR_CANCELED
 //	UNKNOWN               500   ERR_INTERNAL         ERR_MODEL_ERROR with an ErrorInfo reason containing MODEL_ERROR
-//	INTERNAL              500   ERR_INTERNAL         ERR_MODEL_ERROR with an ErrorInfo reason containing MODEL_ERROR
+//	INTERNAL              500   ERR_INTERNAL         ERR_MODEL_ERROR with an ErrorInfo reason containing MODEL_ERROR, or for grpc-go's
+//	                                                 "failed to unmarshal the received message" (no details: the answer came
+//	                                                 and cannot be read)
 //	DATA_LOSS             500   ERR_INTERNAL
 //	UNIMPLEMENTED         501   ERR_INVALID_PARAM
 //	UNAVAILABLE           503   ERR_UNAVAILABLE      ERR_MODEL_NOT_READY with an ErrorInfo reason containing NOT_READY, SCALING, SCALE_UP, LOADING or COLD_START;
@@ -119,6 +130,41 @@
 //
 // Errors without a gRPC status (context and transport errors) are left to
 // cloudreq's own classification.
+//
+// New fails with ERR_UNAUTHENTICATED, not retryable, when Application
+// Default Credentials find none (off Google Cloud with no credentials
+// file: "could not find default credentials") or cannot read them (a
+// GOOGLE_APPLICATION_CREDENTIALS file that is missing or not a credentials
+// file); other New errors, conflicting options, are ERR_INVALID_PARAM. On a
+// machine whose metadata server has no service account New succeeds and
+// each call fails at once with UNAUTHENTICATED (grpc-go's status for
+// credentials that give no token), ERR_UNAUTHENTICATED, before any
+// request is sent.
+//
+// # Quotas
+//
+// RESOURCE_EXHAUSTED is a rate limit (ERR_THROTTLED, retryable) or a spent
+// quota (ERR_QUOTA_EXCEEDED, not retryable) by what the error says of its
+// quotas: the QuotaFailure violations' quota_id, quota_metric, subject
+// and description, and the quota_limit, quota_id and quota_metric
+// metadata of the ErrorInfo. A quota named per second, per minute or per
+// 100 seconds ("GenerateContentInputTokensPerModelPerMinute",
+// "…_per_minute_per_project_…", "requests per minute") refills: throttled.
+// One named per hour, per day, week, month or year ("…PerDay…", "Daily
+// Limit …") is spent: quota exceeded, whatever else is violated beside
+// it. A quota that names no period (an allocation such as
+// CPUS-PER-VM-FAMILY, or no id at all) is throttled when a RetryInfo
+// asks for a retry within 20 s (cloudreq's default
+// RetryOptions.MaxRetryAfter: the adapter does not see the call's
+// options), else quota exceeded; without QuotaFailure or quota metadata,
+// the ErrorInfo reason decides (RATE_LIMIT_EXCEEDED throttled, one
+// containing QUOTA quota exceeded). RetryAfter is the RetryInfo delay in
+// either case. Details keep the deciding violation (the first per-day one,
+// else the first): quota_subject, quota_description, quota_api_service,
+// quota_metric, quota_id, quota_dimensions ("k=v,…", sorted), quota_value
+// and future_quota_value; quota_ids lists the ids of all violations when
+// there are several, and the ErrorInfo's quota_* metadata (quota_limit,
+// quota_location, …) fills the keys still empty.
 //
 // # Timing
 //

@@ -193,8 +193,15 @@ func TestEmulatorFaults(t *testing.T) {
 		{emulator.FaultQueueFull, false, errcodes.Throttled},
 		{emulator.FaultResetBeforeHeaders, true, errcodes.Unavailable},
 		{emulator.FaultCloseMidStream, true, errcodes.StreamInterrupted},
-		{emulator.FaultStreamError, true, errcodes.Internal},
+		{emulator.FaultStreamError, true, errcodes.StreamInterrupted},
 		{emulator.FaultThrottle, true, errcodes.Throttled},
+		{emulator.FaultStreamErrorFirst, true, errcodes.Throttled},
+		{emulator.FaultStreamErrorFirst, false, errcodes.Throttled},
+		{emulator.FaultMalformedBody, false, errcodes.ModelError},
+		{emulator.FaultMalformedBody, true, errcodes.StreamInterrupted},
+		{emulator.FaultModelOverloaded, false, errcodes.Throttled},
+		{emulator.FaultModelUnavailable, false, errcodes.Unavailable},
+		{emulator.FaultGatewayOverflow, false, errcodes.Unavailable},
 	}
 	for _, tt := range tests {
 		name := string(tt.fault)
@@ -222,10 +229,9 @@ func TestEmulatorFaults(t *testing.T) {
 			assert.Equal(t, tt.want, errcodes.Of(err), "%v", err)
 			e := errcodes.As(err)
 			assert.Equal(t, "gcp", e.Provider)
-			if tt.want != errcodes.StreamInterrupted {
-				var ae *apierror.APIError
-				assert.ErrorAs(t, err, &ae)
-			}
+			assert.Equal(t, tt.want.Retryable(), e.Retryable, "%v", err)
+			var ae *apierror.APIError
+			assert.ErrorAs(t, err, &ae, "the status stays reachable")
 		})
 	}
 }

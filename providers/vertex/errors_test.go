@@ -62,9 +62,19 @@ var mappingRows = []mappingRow{
 	{name: "RESOURCE_EXHAUSTED", code: codes.ResourceExhausted, want: errcodes.Throttled, http: 429,
 		details:    []protoadapt.MessageV1{errorInfo("RATE_LIMIT_EXCEEDED"), &errdetails.RetryInfo{RetryDelay: durationpb.New(1500 * time.Millisecond)}},
 		retryAfter: 1500 * time.Millisecond, details2: map[string]string{"reason": "RATE_LIMIT_EXCEEDED", "domain": "aiplatform.googleapis.com"}},
-	{name: "RESOURCE_EXHAUSTED", code: codes.ResourceExhausted, want: errcodes.QuotaExceeded, http: 429,
+	{name: "RESOURCE_EXHAUSTED", code: codes.ResourceExhausted, want: errcodes.Throttled, http: 429,
 		details:  []protoadapt.MessageV1{&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: "project:p", Description: "online prediction requests per minute"}}}},
 		details2: map[string]string{"quota_subject": "project:p", "quota_description": "online prediction requests per minute"}},
+	{name: "RESOURCE_EXHAUSTED", code: codes.ResourceExhausted, want: errcodes.QuotaExceeded, http: 429,
+		details: []protoadapt.MessageV1{&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: "project:p",
+			QuotaMetric: "aiplatform.googleapis.com/generate_content_requests_per_day", QuotaId: "GenerateContentRequestsPerDayPerProject"}}}},
+		details2: map[string]string{"quota_id": "GenerateContentRequestsPerDayPerProject"}},
+	{name: "RESOURCE_EXHAUSTED", code: codes.ResourceExhausted, want: errcodes.QuotaExceeded, http: 429,
+		details: []protoadapt.MessageV1{&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: "project:p", Description: "Quota exceeded."}}}}},
+	{name: "RESOURCE_EXHAUSTED", code: codes.ResourceExhausted, want: errcodes.Throttled, http: 429,
+		details: []protoadapt.MessageV1{&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: "project:p", Description: "Quota exceeded."}}},
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(3 * time.Second)}},
+		retryAfter: 3 * time.Second},
 	{name: "RESOURCE_EXHAUSTED", code: codes.ResourceExhausted, want: errcodes.Throttled, http: 429,
 		details: []protoadapt.MessageV1{errorInfo("RATE_LIMIT_EXCEEDED"), &errdetails.RetryInfo{RetryDelay: durationpb.New(30 * time.Second)},
 			&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{Subject: "project:p", Description: "requests per minute"}}}},
@@ -246,4 +256,22 @@ func TestTransportBreak(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, transportBreak(tt.err), "%v", tt.err)
 	}
+}
+
+// TestUnreadableMessage: a response message grpc-go could not unmarshal
+// (a 2xx answer the client cannot parse) is ERR_MODEL_ERROR, not
+// retryable; other INTERNAL statuses stay ERR_INTERNAL.
+func TestUnreadableMessage(t *testing.T) {
+	err := mapError(status.Error(codes.Internal, "grpc: failed to unmarshal the received message: proto: cannot parse invalid wire-format data"))
+	require.ErrorIs(t, err, errcodes.ModelError)
+	e := errcodes.As(err)
+	assert.False(t, e.Retryable)
+	assert.Equal(t, "INTERNAL", e.ProviderCode)
+	assert.Equal(t, 500, e.HTTPStatus)
+
+	err = mapError(status.Error(codes.Internal, "model crashed"))
+	assert.ErrorIs(t, err, errcodes.Internal)
+	withInfo, serr := status.New(codes.Internal, "failed to unmarshal the received message").WithDetails(errorInfo("BACKEND_ERROR"))
+	require.NoError(t, serr)
+	assert.ErrorIs(t, mapError(withInfo.Err()), errcodes.Internal, "a server's status with details is the server's word")
 }

@@ -32,7 +32,9 @@ type chunkStream struct {
 	pendingErr error
 	pending    bool
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// ctx is the RPC's context; cancel ends it.
+	ctx    context.Context
 	cancel context.CancelFunc
 	closed bool
 
@@ -134,7 +136,13 @@ func (s *chunkStream) genChunk(m *aiplatformpb.GenerateContentResponse) (cloudre
 
 // endWith ends the stream on a read error: io.EOF is a clean end for raw
 // streams and for generate streams that reported a finish reason; anything
-// else is mapped.
+// else is mapped. After the first message, a status (the server's, or
+// grpc-go's for a broken connection or a message it could not read) is
+// ERR_STREAM_INTERRUPTED: the caller consumed part of the answer, so the
+// status's own code cannot be acted on as if the call had not run. The
+// exceptions keep their codes: the caller's own end of the RPC (its
+// context, or CANCELLED, which grpc-go gives a call whose connection the
+// client closed) and a message over Options.MaxResponseBytes.
 func (s *chunkStream) endWith(err error) error {
 	if errors.Is(err, io.EOF) {
 		if s.gen != nil && !s.finished {
@@ -145,12 +153,35 @@ func (s *chunkStream) endWith(err error) error {
 		s.cancel()
 		return io.EOF
 	}
-	if s.chunks > 0 && transportBreak(err) {
-		e := errcodes.Wrap(mapError(err), errcodes.StreamInterrupted,
-			"vertex: stream broke after "+strconv.Itoa(s.chunks)+" messages: "+status.Convert(err).Message())
-		return s.fail(e)
+	mapped := mapError(err)
+	var e *errcodes.Error
+	if s.chunks == 0 || s.ctx.Err() != nil || !errors.As(mapped, &e) ||
+		e.Code == errcodes.PayloadTooLarge || e.Code == errcodes.StreamInterrupted || e.Code == errcodes.Canceled {
+		return s.fail(mapped)
 	}
-	return s.fail(mapError(err))
+	what := "ended with " + e.ProviderCode
+	if transportBreak(err) {
+		what = "broke"
+	}
+	return s.fail(interrupted(e, "vertex: stream "+what+" after "+strconv.Itoa(s.chunks)+" messages: "+status.Convert(err).Message()))
+}
+
+// interrupted turns e, a mapped status that ended a stream after content,
+// into ERR_STREAM_INTERRUPTED, not retryable: the status's portable code
+// goes to Details["code"], its name, HTTP status, details and request id
+// are kept, and it wraps e's native error (not e, so that errors.Is
+// matches only the stream's code). RetryAfter is dropped with the
+// retryability.
+func interrupted(e *errcodes.Error, msg string) *errcodes.Error {
+	out := errcodes.Wrap(e.Err, errcodes.StreamInterrupted, msg)
+	out.Provider, out.ProviderCode, out.HTTPStatus, out.RequestID = cloudreq.ProviderGCP, e.ProviderCode, e.HTTPStatus, e.RequestID
+	out.Details = make(map[string]string, len(e.Details)+1)
+	for k, v := range e.Details {
+		out.Details[k] = v
+	}
+	out.Details["code"] = string(e.Code)
+	out.Retryable = false
+	return out
 }
 
 // fail ends the stream with err, which later calls to Next return too, and

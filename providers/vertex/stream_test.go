@@ -8,12 +8,15 @@ import (
 	"time"
 
 	"cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
+	"github.com/googleapis/gax-go/v2/apierror"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -171,16 +174,26 @@ func TestStreamEmptyGenerateIsRetriedThenInterrupted(t *testing.T) {
 	assert.Len(t, f.Calls(), 2, "a stream interrupted before its first message is retried")
 }
 
+// TestStreamMidStreamStatus: a status that ends a stream after it
+// delivered a chunk is ERR_STREAM_INTERRUPTED, not retryable (the caller
+// has consumed output), whatever the status: its own portable code is kept
+// in Details["code"], its name in ProviderCode, and its RetryInfo is not a
+// reason to retry.
 func TestStreamMidStreamStatus(t *testing.T) {
+	rateLimited, err := status.New(codes.ResourceExhausted, "slow down").WithDetails(
+		errorInfo("RATE_LIMIT_EXCEEDED"), &errdetails.RetryInfo{RetryDelay: durationpb.New(time.Second)})
+	require.NoError(t, err)
 	tests := []struct {
-		name string
-		end  error
-		want errcodes.Code
+		name     string
+		end      error
+		own      errcodes.Code
+		provider string
 	}{
-		{"throttled", status.Error(codes.ResourceExhausted, "slow down"), errcodes.Throttled},
-		{"internal", status.Error(codes.Internal, "model crashed"), errcodes.Internal},
-		{"invalid", status.Error(codes.InvalidArgument, "bad token"), errcodes.InvalidParam},
-		{"unavailable", status.Error(codes.Unavailable, "backend went away"), errcodes.StreamInterrupted},
+		{"throttled", rateLimited.Err(), errcodes.Throttled, "RESOURCE_EXHAUSTED"},
+		{"internal", status.Error(codes.Internal, "model crashed"), errcodes.Internal, "INTERNAL"},
+		{"invalid", status.Error(codes.InvalidArgument, "bad token"), errcodes.InvalidParam, "INVALID_ARGUMENT"},
+		{"unavailable", status.Error(codes.Unavailable, "backend went away"), errcodes.Unavailable, "UNAVAILABLE"},
+		{"malformed", status.Error(codes.Internal, "grpc: failed to unmarshal the received message: proto: cannot parse invalid wire-format data"), errcodes.ModelError, "INTERNAL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,10 +207,39 @@ func TestStreamMidStreamStatus(t *testing.T) {
 			require.NoError(t, err)
 			defer s.Close()
 			assert.Equal(t, []string{"a"}, drain(t, s))
-			assert.ErrorIs(t, s.Err(), tt.want)
+			require.ErrorIs(t, s.Err(), errcodes.StreamInterrupted)
+			e := errcodes.As(s.Err())
+			assert.False(t, e.Retryable, "%v", e)
+			assert.Zero(t, e.RetryAfter)
+			assert.Equal(t, string(tt.own), e.Details["code"])
+			assert.Equal(t, tt.provider, e.ProviderCode)
+			assert.Equal(t, cloudreq.ProviderGCP, e.Provider)
+			assert.NotErrorIs(t, s.Err(), tt.own, "only the stream's code matches")
+			var ae *apierror.APIError
+			assert.ErrorAs(t, s.Err(), &ae, "the status stays reachable")
 			assert.Len(t, f.Calls(), 1)
 		})
 	}
+}
+
+// TestStreamStatusBeforeContent: a status that ends a stream before any
+// message is the whole answer: its own code and that code's retryability.
+func TestStreamStatusBeforeContent(t *testing.T) {
+	rateLimited, err := status.New(codes.ResourceExhausted, "Resource exhausted, please try again later.").WithDetails(
+		errorInfo("RATE_LIMIT_EXCEEDED"), &errdetails.RetryInfo{RetryDelay: durationpb.New(time.Millisecond)})
+	require.NoError(t, err)
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.header = metadata.Pairs("x-vertex-ai-endpoint-id", "e") // headers go out before the status
+		f.streamEnd = rateLimited.Err()
+	})
+	cs := openGenStream(t, addr)
+	_, err = cs.Next()
+	require.ErrorIs(t, err, errcodes.Throttled)
+	e := errcodes.As(err)
+	assert.True(t, e.Retryable)
+	assert.Equal(t, time.Millisecond, e.RetryAfter)
+	assert.Equal(t, "RATE_LIMIT_EXCEEDED", e.Details["reason"])
 }
 
 func TestStreamTransportBreak(t *testing.T) {
@@ -316,7 +358,7 @@ func TestStreamErrorIsSticky(t *testing.T) {
 		want errcodes.Code
 	}{
 		{"truncated", nil, errcodes.StreamInterrupted},
-		{"status", status.Error(codes.Internal, "model crashed"), errcodes.Internal},
+		{"status", status.Error(codes.Internal, "model crashed"), errcodes.StreamInterrupted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

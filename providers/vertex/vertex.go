@@ -2,7 +2,10 @@ package vertex
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -133,12 +136,33 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 	co = append(co, opts.ClientOptions...)
 	c, err := aiplatform.NewPredictionClient(ctx, co...)
 	if err != nil {
-		e := errcodes.Wrap(err, errcodes.InvalidParam, "vertex: creating the prediction client: "+err.Error())
-		e.Provider = cloudreq.ProviderGCP
-		e.Retryable = false
-		return nil, e
+		return nil, newClientError(err)
 	}
 	return &Adapter{opts: opts, client: c}, nil
+}
+
+// newClientError maps the error of aiplatform.NewPredictionClient:
+// credentials that Application Default Credentials could not find or read
+// are ERR_UNAUTHENTICATED, anything else (conflicting options) is
+// ERR_INVALID_PARAM; neither is retryable. The auth library's errors have
+// no type of their own, so they are told apart by what they are made of: a
+// file that is not there (GOOGLE_APPLICATION_CREDENTIALS, a certificate
+// configuration), JSON that does not parse (a credentials file), or its
+// "credentials: " messages, among them "could not find default
+// credentials" (a documented last-resort string match).
+func newClientError(err error) *errcodes.Error {
+	code := errcodes.InvalidParam
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	msg := err.Error()
+	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &syntax) || errors.As(err, &typ) ||
+		strings.Contains(msg, "could not find default credentials") || strings.Contains(msg, "credentials: ") {
+		code = errcodes.Unauthenticated
+	}
+	e := errcodes.Wrap(err, code, "vertex: creating the prediction client: "+msg)
+	e.Provider = cloudreq.ProviderGCP
+	e.Retryable = false
+	return e
 }
 
 // Close closes the prediction client and its connections.
@@ -287,7 +311,7 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	cs := &chunkStream{cancel: cancel}
+	cs := &chunkStream{ctx: ctx, cancel: cancel}
 	var gs grpc.ClientStream
 	if call.Request.Action == cloudreq.ActionGenerate {
 		gr, e := decodeGenerate(b, res.String())
