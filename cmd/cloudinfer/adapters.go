@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+
+	"github.com/cloudinfer/cloudinfer/bench"
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/emulator"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/impair"
+	"github.com/cloudinfer/cloudinfer/providers/azureml"
+	"github.com/cloudinfer/cloudinfer/providers/openai"
+	"github.com/cloudinfer/cloudinfer/providers/paieas"
+	"github.com/cloudinfer/cloudinfer/providers/sagemaker"
+	"github.com/cloudinfer/cloudinfer/providers/vertex"
+)
+
+// connect builds the client of one target: its provider's adapter, the
+// default hooks, no retries unless asked, the per-request timeout.
+func (e *environment) connect(ctx context.Context, t *bench.Target) (*cloudreq.Client, error) {
+	ad, err := e.adapter(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	opts := cloudreq.Options{
+		Adapters:          []cloudreq.Adapter{ad},
+		Hooks:             hooks.Default(),
+		Retry:             cloudreq.RetryOptions{MaxAttempts: 1 + max(e.cmd.Retries, 0)},
+		Timeout:           e.cmd.Timeout,
+		ScaleToZeroWindow: t.ScaleToZero.D(),
+	}
+	return cloudreq.New(opts)
+}
+
+// emulated reports whether t goes to the embedded emulator.
+func (e *environment) emulated(t *bench.Target) bool { return e.emu != nil && toEmulator(t) }
+
+// adapterFactories build a provider's adapter for a target; emu is the
+// embedded emulator when the target goes to it.
+var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error){
+	cloudreq.ProviderOpenAI: func(_ context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
+		// Credentials: OPENAI_API_KEY, over plain http only to a server on
+		// this machine (a local vLLM started with --api-key, a cloudinfer
+		// emulate with keys), where it does not cross a network; another
+		// host is refused. The embedded emulator is sent none.
+		o := openai.Options{BaseURL: t.URL, APIKey: os.Getenv("OPENAI_API_KEY"), HTTPClient: n.http}
+		switch {
+		case emu != nil:
+			o.BaseURL, o.APIKey = emu.URL(), ""
+		case loopbackHTTP(serverURL(t)):
+			o.AllowInsecureHTTP = true
+		case o.APIKey != "" && plainHTTP(serverURL(t)):
+			return nil, inClear(t, "OPENAI_API_KEY")
+		}
+		return openai.New(o)
+	},
+	cloudreq.ProviderAzure: func(_ context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
+		// Credentials: AZUREML_API_KEY when set, else Microsoft Entra's
+		// default chain (azidentity.DefaultAzureCredential) — except for a
+		// plain-http loopback URL (a local emulator), sent no credential
+		// unless a key is set.
+		o := azureml.Options{EndpointURL: t.URL, Region: t.Region, Key: os.Getenv("AZUREML_API_KEY"), HTTPClient: n.http}
+		if root, ok := emulatorRoot(t); ok {
+			o.EndpointURL = root
+		}
+		switch {
+		case emu != nil:
+			o.EndpointURL, o.Anonymous, o.Key, o.AllowInsecureHTTP = emu.URL()+"/azureml/{endpoint}", true, "", true
+		case loopbackHTTP(serverURL(t)):
+			o.AllowInsecureHTTP, o.Anonymous = true, o.Key == ""
+		case plainHTTP(serverURL(t)):
+			return nil, inClear(t, "an Azure credential")
+		}
+		return azureml.New(o)
+	},
+	cloudreq.ProviderAlibaba: func(_ context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
+		// PAI-EAS authenticates with the service token: EAS_TOKEN, over
+		// plain http only to a server on this machine (as OPENAI_API_KEY).
+		o := paieas.Options{Endpoint: t.URL, Token: os.Getenv("EAS_TOKEN"), HTTPClient: n.http}
+		switch {
+		case emu != nil:
+			o.Endpoint, o.Token, o.AllowInsecureHTTP = emu.URL(), "", true
+		case loopbackHTTP(serverURL(t)):
+			o.AllowInsecureHTTP = true
+		case o.Token != "" && plainHTTP(serverURL(t)):
+			return nil, inClear(t, "EAS_TOKEN")
+		}
+		return paieas.New(o)
+	},
+	cloudreq.ProviderAWS: func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
+		o := sagemaker.Options{Region: t.Region, BaseEndpoint: t.URL, HTTPClient: n.http}
+		switch {
+		case emu != nil:
+			o.BaseEndpoint, o.AllowInsecureHTTP = emu.URL(), true
+			o.Region = cmpOr(o.Region, "us-east-1")
+			o.Credentials = credentials.NewStaticCredentialsProvider("emulator", "emulator", "")
+		case loopbackHTTP(t.URL):
+			// A local emulator: signed with placeholder keys unless the
+			// environment names some (an emulator configured with keys).
+			o.AllowInsecureHTTP = true
+			o.Region = cmpOr(o.Region, "us-east-1")
+			if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+				o.Credentials = credentials.NewStaticCredentialsProvider("emulator", "emulator", "")
+			}
+		case plainHTTP(t.URL):
+			// SigV4 keeps the secret key, but the access key id and a
+			// session token would cross the network in clear.
+			return nil, inClear(t, "AWS credentials")
+		}
+		return sagemaker.New(ctx, o)
+	},
+	cloudreq.ProviderGCP: func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
+		o := vertex.Options{Project: t.Project, Location: t.Location, Endpoint: t.GRPCAddr, ClientOptions: n.grpc}
+		switch {
+		case emu != nil:
+			o.Endpoint, o.Insecure = emu.GRPCAddr(), true
+			o.Project, o.Location = cmpOr(o.Project, "emulator"), cmpOr(o.Location, "us-central1")
+		case loopbackAddr(t.GRPCAddr):
+			// A local emulator: plain text, no Google credentials.
+			o.Insecure = true
+			o.Project, o.Location = cmpOr(o.Project, "emulator"), cmpOr(o.Location, "us-central1")
+		}
+		return vertex.New(ctx, o)
+	},
+}
+
+// benchTransport is the transport of the HTTP adapters: as many idle
+// connections per host as a run may have requests in flight, so that a
+// high-rate run reuses connections instead of opening new ones (the
+// standard transport keeps 2 per host).
+var benchTransport = func() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 0
+	tr.MaxIdleConnsPerHost = bench.DefaultMaxInFlight
+	return tr
+}()
+
+// benchHTTPClient is the HTTP client of the HTTP adapters of targets
+// without a network impairment: one pool for them all.
+var benchHTTPClient = &http.Client{Transport: benchTransport}
+
+// netOpts are how a target's adapter reaches the network: the HTTP
+// adapters' client and Vertex's extra client options.
+type netOpts struct {
+	http *http.Client
+	grpc []option.ClientOption
+}
+
+// netFor returns the target's network options: the shared client, or,
+// when the target has a network impairment, a client and a gRPC dialer of
+// its own whose connections take it. An impairment that sets no seed takes
+// the plan's, so that machines of one merged run, each with its own
+// --seed, draw apart.
+func (e *environment) netFor(t *bench.Target) (netOpts, error) {
+	if t.Network == "" {
+		return netOpts{http: benchHTTPClient}, nil
+	}
+	p, err := impair.Parse(t.Network)
+	if err != nil {
+		return netOpts{}, errcodes.Wrap(err, errcodes.InvalidParam, "bench: target "+t.Name+": network: "+err.Error())
+	}
+	if p.Seed == 0 && e.plan != nil {
+		p.Seed = e.plan.Seed
+	}
+	tr, err := p.Transport(benchTransport, nil)
+	if err != nil {
+		return netOpts{}, errcodes.Wrap(err, errcodes.InvalidParam, "bench: "+err.Error())
+	}
+	e.mu.Lock()
+	e.transports = append(e.transports, tr)
+	e.mu.Unlock()
+	dial := p.Dialer(nil)
+	return netOpts{
+		http: &http.Client{Transport: tr},
+		grpc: []option.ClientOption{option.WithGRPCDialOption(grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return dial(ctx, "tcp", addr)
+		}))},
+	}, nil
+}
+
+// defaultProvider is the default run's provider: OpenAI-compatible (vLLM's
+// own protocol, as in the reference measurements) when built in, else the
+// first one that is.
+func defaultProvider() string {
+	for _, p := range []string{cloudreq.ProviderOpenAI, cloudreq.ProviderAWS, cloudreq.ProviderAzure, cloudreq.ProviderAlibaba, cloudreq.ProviderGCP} {
+		if _, ok := adapterFactories[p]; ok {
+			return p
+		}
+	}
+	return cloudreq.ProviderOpenAI
+}
+
+func (e *environment) adapter(ctx context.Context, t *bench.Target) (cloudreq.Adapter, error) {
+	f, ok := adapterFactories[t.Provider]
+	if !ok {
+		return nil, errcodes.Errorf(errcodes.InvalidParam, "bench: provider %q is not built into this binary", t.Provider)
+	}
+	var emu *emulator.Server
+	if e.emulated(t) {
+		emu = e.emu
+	}
+	n, err := e.netFor(t)
+	if err != nil {
+		return nil, err
+	}
+	if emu != nil && e.trace != nil {
+		n = e.trace.wrap(t.Name, n)
+	}
+	ad, err := f(ctx, t, emu, n)
+	if err != nil {
+		var ce *errcodes.Error
+		if errors.As(err, &ce) {
+			return nil, ce
+		}
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "bench: "+t.Provider+" adapter")
+	}
+	return ad, nil
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cloudinfer/cloudinfer/bench"
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/impair"
+)
+
+// benchCmd is the `cloudinfer bench` command.
+type benchCmd struct {
+	Config string `help:"Plan file (YAML or JSON) with targets, load, limits, mix and SLAs; load and limit flags given here override it." type:"existingfile" placeholder:"FILE" group:"Targets"`
+
+	Provider string   `help:"Provider of the flag-built targets: openai, aws (sagemaker), azure (azureml), gcp (vertex), alibaba (pai-eas)." placeholder:"NAME" group:"Targets"`
+	Endpoint []string `help:"Endpoint to benchmark, or the URL of an Azure ML endpoint, a PAI-EAS service or an OpenAI-compatible server (which it then goes to); repeat for side-by-side targets." placeholder:"NAME" group:"Targets"`
+	Model    string   `help:"Model name (OpenAI-compatible model, SageMaker target model, Vertex publisher model)." group:"Targets"`
+	Variant  string   `help:"SageMaker production variant or Azure ML deployment." group:"Targets"`
+	Path     string   `help:"Sub-path under the endpoint (PAI-EAS)." group:"Targets"`
+	URL      string   `name:"url" help:"HTTP root of the server to send to instead of the cloud's own or the embedded emulator (an OpenAI-compatible server, a gateway, a cloudinfer emulate running apart). For azure, a root on this machine with no path is an emulator's: requests go to ROOT/azureml/ENDPOINT. Vertex (gcp) speaks gRPC: give --grpc-addr (with or without --url)." placeholder:"URL" group:"Targets"`
+	GRPCAddr string   `name:"grpc-addr" help:"HOST:PORT of the Vertex (gcp) gRPC server to send to instead of Google's or the embedded emulator (cloudinfer emulate prints it as \"Vertex gRPC:\"; default 127.0.0.1:8081). On this machine: plain text, no Google credential; elsewhere: TLS and Application Default Credentials." placeholder:"HOST:PORT" group:"Targets"`
+	Region   string   `help:"AWS region." group:"Targets"`
+	Project  string   `help:"GCP project." group:"Targets"`
+	Location string   `help:"GCP location." group:"Targets"`
+	Cloud    bool     `help:"Send targets without a URL to the real cloud instead of the embedded emulator. Credentials: AWS and GCP default chains, AZUREML_API_KEY or Azure's default chain, EAS_TOKEN, OPENAI_API_KEY." group:"Targets"`
+
+	Action       string `help:"generate (portable text generation) or invoke (the payload's bytes as they are)." enum:",generate,invoke" default:"" group:"Payload"`
+	NoStream     bool   `help:"Read whole responses instead of streams (no TTFT/TPOT)." group:"Payload"`
+	Payload      string `help:"Raw request body file (implies invoke)." type:"existingfile" placeholder:"FILE" group:"Payload"`
+	ContentType  string `help:"Content type of --payload." group:"Payload"`
+	Prompt       string `help:"Prompt text (generate); default: a generated prompt of --prompt-tokens." group:"Payload"`
+	PromptTokens int    `help:"Length of the generated prompt in tokens." default:"512" group:"Payload"`
+	OutputTokens int    `help:"Maximum output tokens (0: the server's default)." group:"Payload"`
+
+	Load        string        `help:"Load model: closed, constant, poisson or ladder." enum:",closed,constant,poisson,ladder" default:"" group:"Load"`
+	Concurrency int           `help:"Closed loop: concurrent workers (1: sequential)." group:"Load"`
+	Rate        float64       `help:"Open loop: requests per second (at most 1e6)." group:"Load"`
+	MaxInFlight int           `help:"Open loop: cap on requests in flight (sends past it are late, never dropped)." group:"Load"`
+	LateAfter   time.Duration `help:"Schedule lag beyond which a send counts as late (default 10ms)." group:"Load"`
+	Requests    int           `help:"Measured requests per target (default 100 when no --duration; the default run: as many as take about a minute, --requests 100 for the full reference run)." group:"Load"`
+	Duration    time.Duration `help:"Measured duration per target." group:"Load"`
+	Warmup      int           `help:"Warm-up requests per target, left out of the results (default 1 for the default run)." default:"-1" group:"Load"`
+	Seed        uint64        `help:"Seed for Poisson arrivals and the mix (give each machine of a merged run its own)." group:"Load"`
+
+	LadderStart      float64       `help:"Ladder: first step's rate (default: the floor)." group:"Ladder"`
+	LadderStep       float64       `help:"Ladder: rate added on a climb (default 50)." group:"Ladder"`
+	LadderStepLength time.Duration `help:"Ladder: how long each rate is held (default 10s, at least 10ms)." group:"Ladder"`
+	LadderHighWater  time.Duration `help:"Ladder: p95 above which the rate backs off (default 200ms)." group:"Ladder"`
+	LadderLowWater   time.Duration `help:"Ladder: p95 below which the rate climbs (default 120ms)." group:"Ladder"`
+	LadderBackoff    float64       `help:"Ladder: back-off factor (default 0.7)." group:"Ladder"`
+	LadderFloor      float64       `help:"Ladder: lowest rate (default 10)." group:"Ladder"`
+	LadderTarget     float64       `help:"Ladder: highest rate (default 500, at most 1e6)." group:"Ladder"`
+	LadderMetric     string        `help:"Ladder: latency watched, e2e or ttft." enum:",e2e,ttft" default:"" group:"Ladder"`
+
+	Mix        string   `help:"Weighted request mix file (YAML or JSON: classes, dimensions)." type:"existingfile" placeholder:"FILE" group:"Mix"`
+	TrafficLog string   `help:"Build the mix from a traffic log (CSV or JSONL: path, method, headers, latency_ms, tag columns)." type:"existingfile" placeholder:"FILE" group:"Mix"`
+	SLA        []string `name:"sla" help:"SLA, e.g. \"ttft p95 150ms starts=warm\" (repeatable)." placeholder:"SPEC" group:"Mix"`
+	FailOn     []string `name:"fail-on" help:"Exit 1 when the result fails this gate (repeatable; a plan's fail_on adds more): \"sla\" (every SLA passed, on every target), \"errors>N%\" (no target had more than N% of its measured requests fail) or \"errors>N\" (no more than N failed); \"errors>0\": none may fail. Without a gate, failed requests and SLAs are results and the command exits 0." placeholder:"GATE" group:"Mix"`
+
+	TimeScale float64 `help:"Embedded emulator's time scale (1: real time; 0 means 1)." default:"1" group:"Emulator"`
+
+	Retries int           `help:"Retries per request (0: none, so every failure is seen)." group:"Client"`
+	Network string        `help:"Impair every target's connections, e.g. \"delay=20ms,jitter=2ms,loss=0.1%,rate=100mbit\" (each direction; up./down. prefixes for one; seed=N). See go doc ./impair." placeholder:"SPEC" group:"Client"`
+	Timeout time.Duration `help:"Per-request timeout." default:"2m" group:"Client"`
+
+	Out      string `help:"Result JSON file (default: bench-results/bench-TIME.json)." placeholder:"FILE" group:"Output"`
+	Format   string `help:"What to print: text, markdown, csv, json or html." enum:"text,markdown,csv,json,html" default:"text" group:"Output"`
+	HTML     string `name:"html" help:"Also write the HTML report here." placeholder:"FILE" group:"Output"`
+	CSV      string `name:"csv" help:"Also write CSV here." placeholder:"FILE" group:"Output"`
+	Markdown string `help:"Also write Markdown here." placeholder:"FILE" group:"Output"`
+	Detail   bool   `help:"Add the full per-group latency report to the text output." group:"Output"`
+	Quiet    bool   `help:"No progress bar." group:"Output"`
+
+	MetricsAddr string `help:"Serve Prometheus metrics of the run on this address (e.g. :9464)." group:"Telemetry"`
+	OTLP        string `name:"otlp" help:"Export spans and metrics over OTLP/HTTP to this endpoint." group:"Telemetry"`
+
+	abort <-chan struct{} // closed by a second interrupt
+	// metricsAt, when set, is told the Prometheus URL once it listens
+	// (tests listen on port 0 and learn the port here).
+	metricsAt func(url string)
+}
+
+// checkFlags refuses, as usage errors, flag values that cannot mean
+// anything: an unknown provider, a server flag the provider does not speak
+// (see checkServerFlags), a network impairment that does not parse, and
+// negative numbers (checkNumbers). The SLA and gate specs are checked as
+// they are read.
+func (c *benchCmd) checkFlags() error {
+	if c.Provider != "" {
+		if err := checkProvider(c.Provider); err != nil {
+			return err
+		}
+	}
+	if err := checkServerFlags(cmpOr(c.Provider, cloudreq.ProviderOpenAI), c.URL, c.GRPCAddr); err != nil {
+		return err
+	}
+	if c.Network != "" {
+		if _, err := impair.Parse(c.Network); err != nil {
+			return usageError{errcodes.Wrap(err, errcodes.InvalidParam, "bench: --network: "+err.Error())}
+		}
+	}
+	return c.checkNumbers()
+}
+
+// checkNumbers refuses a negative count, rate or duration among the flags,
+// which would otherwise be taken as "not given" and silently ignored.
+func (c *benchCmd) checkNumbers() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"--prompt-tokens", float64(c.PromptTokens)}, {"--output-tokens", float64(c.OutputTokens)},
+		{"--concurrency", float64(c.Concurrency)}, {"--rate", c.Rate}, {"--max-in-flight", float64(c.MaxInFlight)},
+		{"--late-after", float64(c.LateAfter)}, {"--requests", float64(c.Requests)}, {"--duration", float64(c.Duration)},
+		{"--ladder-start", c.LadderStart}, {"--ladder-step", c.LadderStep}, {"--ladder-step-length", float64(c.LadderStepLength)},
+		{"--ladder-high-water", float64(c.LadderHighWater)}, {"--ladder-low-water", float64(c.LadderLowWater)},
+		{"--ladder-backoff", c.LadderBackoff}, {"--ladder-floor", c.LadderFloor}, {"--ladder-target", c.LadderTarget},
+		{"--retries", float64(c.Retries)}, {"--timeout", float64(c.Timeout)}, {"--time-scale", c.TimeScale},
+	} {
+		if f.v < 0 || math.IsNaN(f.v) {
+			return usageError{errcodes.Errorf(errcodes.InvalidParam, "bench: %s must not be negative (got %g)", f.name, f.v)}
+		}
+	}
+	return nil
+}
+
+func (c *benchCmd) applyLoad(p *bench.Plan) {
+	l := &p.Load
+	setS(&l.Model, c.Load)
+	if c.Rate > 0 && l.Model == "" {
+		l.Model = bench.LoadConstant // a rate and no model: an open loop at that rate
+	}
+	setI(&l.Concurrency, c.Concurrency)
+	if c.Rate > 0 {
+		l.Rate = c.Rate
+	}
+	setI(&l.MaxInFlight, c.MaxInFlight)
+	if c.LateAfter > 0 {
+		l.LateAfter = bench.Duration(c.LateAfter)
+	}
+	ld := &l.Ladder
+	setF(&ld.Start, c.LadderStart)
+	setF(&ld.Increment, c.LadderStep)
+	setF(&ld.Backoff, c.LadderBackoff)
+	setF(&ld.Floor, c.LadderFloor)
+	setF(&ld.Target, c.LadderTarget)
+	setS(&ld.Metric, c.LadderMetric)
+	if c.LadderStepLength > 0 {
+		ld.Step = bench.Duration(c.LadderStepLength)
+	}
+	if c.LadderHighWater > 0 {
+		ld.HighWater = bench.Duration(c.LadderHighWater)
+	}
+	if c.LadderLowWater > 0 {
+		ld.LowWater = bench.Duration(c.LadderLowWater)
+	}
+	setI(&p.Limits.Requests, c.Requests)
+	if c.Duration > 0 {
+		p.Limits.Duration = bench.Duration(c.Duration)
+	}
+	if c.Warmup >= 0 {
+		p.Limits.Warmup = c.Warmup
+	}
+	if c.Seed > 0 {
+		p.Seed = c.Seed
+	}
+	if l.Model != bench.LoadLadder && p.Limits.Duration == 0 && p.Limits.Requests == 0 {
+		p.Limits.Requests = defaultRequests
+	}
+	if l.Model == bench.LoadLadder && p.Limits.Duration == 0 && p.Limits.Requests == 0 {
+		// A ladder runs by time: ten steps unless told otherwise.
+		step := ld.Step.D()
+		if step == 0 {
+			step = bench.DefaultLadderStep
+		}
+		p.Limits.Duration = bench.Duration(10 * step)
+	}
+}
+
+func (c *benchCmd) applyMix(p *bench.Plan) error {
+	switch {
+	case c.Mix != "" && c.TrafficLog != "":
+		return errcodes.New(errcodes.InvalidParam, "bench: give --mix or --traffic-log, not both")
+	case c.Mix != "":
+		b, err := os.ReadFile(c.Mix)
+		if err != nil {
+			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: read mix: "+err.Error())
+		}
+		m, err := bench.ParseMix(b)
+		if err != nil {
+			return err
+		}
+		p.Mix = m
+	case c.TrafficLog != "":
+		f, err := os.Open(c.TrafficLog)
+		if err != nil {
+			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: open traffic log: "+err.Error())
+		}
+		defer f.Close()
+		format := ""
+		if strings.HasSuffix(c.TrafficLog, ".jsonl") || strings.HasSuffix(c.TrafficLog, ".ndjson") {
+			format = "jsonl"
+		}
+		recs, err := bench.ReadTrafficLog(f, format)
+		if err != nil {
+			return err
+		}
+		p.Mix = bench.MixFromLog(recs)
+	}
+	return nil
+}
+
+func setS(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+func setI(dst *int, v int) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+func setF(dst *float64, v float64) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// checkProvider refuses, as a usage error, a --provider that names no
+// provider or service.
+func checkProvider(name string) error {
+	if _, _, ok := bench.ProviderOf(name); ok {
+		return nil
+	}
+	return usageError{errcodes.Errorf(errcodes.InvalidParam,
+		"--provider %q: want aws, azure, gcp, alibaba or openai (or a service: sagemaker, azureml, vertex, pai-eas, openai-compatible)", name)}
+}
+
+// checkServerFlags refuses, as a usage error, server flags that leave the
+// provider without the one it speaks: --url is a server's HTTP root (the
+// HTTP providers'), --grpc-addr its gRPC address (Vertex's). Both may be
+// given (one server's two listeners, as cloudinfer emulate has); each
+// provider uses its own. Vertex given only --url would otherwise go to
+// Google's endpoint, an HTTP provider given only --grpc-addr to the
+// embedded emulator.
+func checkServerFlags(provider, url, grpcAddr string) error {
+	prov, _, ok := bench.ProviderOf(provider)
+	switch {
+	case !ok:
+		return nil // refused with its own words
+	case prov == cloudreq.ProviderGCP && url != "" && grpcAddr == "":
+		return usageError{errcodes.New(errcodes.InvalidParam,
+			"gcp (Vertex) is reached over gRPC, not at --url: give the server's gRPC address with --grpc-addr HOST:PORT (cloudinfer emulate prints it as \"Vertex gRPC:\"; its default is 127.0.0.1:8081)")}
+	case prov != cloudreq.ProviderGCP && grpcAddr != "" && url == "":
+		return usageError{errcodes.Errorf(errcodes.InvalidParam,
+			"--grpc-addr is Vertex's (gcp) gRPC server; %s speaks HTTP: give the server's root with --url", prov)}
+	}
+	return nil
+}
