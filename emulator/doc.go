@@ -65,7 +65,13 @@
 //	PAI-EAS     {"prompt":…,"use_stream_chat":"True"} → {"response":…,"history":[]}; streamed as NUL-separated
 //	            JSON chunks (SSE when Accept: text/event-stream), each holding the text so far. OpenAI
 //	            bodies under /v1/. Invalid: 400.
-//	OpenAI      chat completions and completions; SSE with stream_options.include_usage. Invalid: 400.
+//	OpenAI      chat completions and completions; SSE with stream_options.include_usage. "n" choices
+//	            (each its own index and text, in the whole body and in stream chunks, one chunk per
+//	            choice per token; usage counts them all; the ground-truth headers and records count
+//	            one choice); chat "logprobs": true with "top_logprobs" k → choices[i].logprobs.content
+//	            [{token, logprob, bytes, top_logprobs}], completions "logprobs" k → the legacy
+//	            {tokens, token_logprobs, top_logprobs, text_offset}; drawn from the seed (k ≤ 20,
+//	            n ≤ 128). Invalid: 400.
 //
 // A method other than POST (GET for /v1/models) is answered 405 with an
 // Allow header on the Azure ML, PAI-EAS and OpenAI routes; SageMaker

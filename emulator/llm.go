@@ -31,6 +31,9 @@ type genRequest struct {
 	includeUsage bool
 	instances    int  // Vertex predict: number of instances
 	details      bool // TGI: parameters.details asks for finish reason and token count
+	choices      int  // OpenAI "n" (0 or 1: one choice)
+	logprobs     bool // OpenAI logprobs asked for (chat: logprobs true; completions: logprobs k)
+	topLogprobs  int  // OpenAI top_logprobs (chat) or logprobs (completions) k
 }
 
 // promptTokens estimates tokens the way the profiles assume: one token per
@@ -181,6 +184,9 @@ type chatBody struct {
 	StreamOptions       *struct {
 		IncludeUsage boolish `json:"include_usage"`
 	} `json:"stream_options"`
+	N           intField `json:"n"`
+	Logprobs    boolish  `json:"logprobs"`
+	TopLogprobs intField `json:"top_logprobs"`
 }
 
 // parseChat parses an OpenAI chat completions body.
@@ -210,6 +216,9 @@ func parseChat(body []byte) (genRequest, error) {
 	}
 	if c.StreamOptions != nil {
 		g.includeUsage = bool(c.StreamOptions.IncludeUsage)
+	}
+	if err := g.setChoices(c.N, bool(c.Logprobs), c.TopLogprobs); err != nil {
+		return genRequest{}, err
 	}
 	return g, nil
 }
@@ -256,6 +265,8 @@ type completionBody struct {
 	StreamOptions *struct {
 		IncludeUsage boolish `json:"include_usage"`
 	} `json:"stream_options"`
+	N        intField `json:"n"`
+	Logprobs intField `json:"logprobs"`
 }
 
 // parseCompletion parses an OpenAI completions body.
@@ -273,6 +284,9 @@ func parseCompletion(body []byte) (genRequest, error) {
 	}
 	if c.StreamOptions != nil {
 		g.includeUsage = bool(c.StreamOptions.IncludeUsage)
+	}
+	if err := g.setChoices(c.N, false, c.Logprobs); err != nil {
+		return genRequest{}, err
 	}
 	return g, nil
 }

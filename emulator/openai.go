@@ -252,6 +252,25 @@ type openAIWire struct {
 	model   string
 	created int64
 	errw    errorWriter
+	draws   *choiceDraws // drawn at first use
+}
+
+// choices returns the call's choices, drawn once.
+func (o *openAIWire) choices(c *call) *choiceDraws {
+	if o.draws == nil {
+		o.draws = drawChoices(c)
+	}
+	return o.draws
+}
+
+// usage is the call's usage: the tokens of every choice.
+func (o *openAIWire) usage(c *call) *usage {
+	u := callUsage(c)
+	if n := len(o.choices(c).words); n > 1 {
+		u.CompletionTokens *= n
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	return u
 }
 
 type usage struct {
@@ -318,33 +337,58 @@ func (o *openAIWire) writeError(w http.ResponseWriter, c *call, f Fault) { o.err
 
 func (o *openAIWire) streamContentType() string { return "text/event-stream; charset=utf-8" }
 
+// begin writes, on chat, each choice's role-only first chunk.
 func (o *openAIWire) begin(w io.Writer, c *call) error {
 	if !o.chat {
 		return nil
 	}
 	empty := ""
-	return writeSSE(w, o.chunk(c, chunkChoice{Delta: &delta{Role: "assistant", Content: &empty}}))
+	for j := range o.choices(c).words {
+		if err := writeSSE(w, o.chunk(c, chunkChoice{Index: j, Delta: &delta{Role: "assistant", Content: &empty}})); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
+// token writes token i of each choice, one chunk per choice, with its
+// logprobs when asked.
 func (o *openAIWire) token(w io.Writer, c *call, i int) error {
-	text := c.words[i]
-	ch := chunkChoice{}
-	if o.chat {
-		ch.Delta = &delta{Content: &text}
-	} else {
-		ch.Text = &text
+	d := o.choices(c)
+	for j, words := range d.words {
+		text := words[i]
+		ch := chunkChoice{Index: j}
+		if o.chat {
+			ch.Delta = &delta{Content: &text}
+		} else {
+			ch.Text = &text
+		}
+		if d.logprobs != nil {
+			if o.chat {
+				ch.Logprobs = chatLogprobsOf(words, d.logprobs[j], i, i+1)
+			} else {
+				off := 0
+				for _, w := range words[:i] {
+					off += len(w)
+				}
+				ch.Logprobs = completionLogprobsOf(words, d.logprobs[j], i, i+1, off)
+			}
+		}
+		if i == c.n-1 {
+			ch.FinishReason = &c.finish
+		}
+		if err := writeSSE(w, o.chunk(c, ch)); err != nil {
+			return err
+		}
 	}
-	if i == c.n-1 {
-		ch.FinishReason = &c.finish
-	}
-	return writeSSE(w, o.chunk(c, ch))
+	return nil
 }
 
 func (o *openAIWire) end(w io.Writer, c *call) error {
 	if c.gen.includeUsage {
 		ch := o.chunk(c, chunkChoice{})
 		ch.Choices = []chunkChoice{}
-		ch.Usage = callUsage(c)
+		ch.Usage = o.usage(c)
 		if err := writeSSE(w, ch); err != nil {
 			return err
 		}
@@ -391,18 +435,32 @@ func (o *openAIWire) whole(c *call) (string, []byte) {
 		Logprobs     any      `json:"logprobs"`
 		FinishReason string   `json:"finish_reason"`
 	}
-	text := c.text()
-	ch := choice{FinishReason: c.finish}
+	d := o.choices(c)
 	obj := "text_completion"
 	if o.chat {
-		ch.Message = &message{Role: "assistant", Content: text}
 		obj = "chat.completion"
-	} else {
-		ch.Text = &text
+	}
+	choices := make([]choice, len(d.words))
+	for j, words := range d.words {
+		text := strings.Join(words, "")
+		ch := choice{Index: j, FinishReason: c.finish}
+		if o.chat {
+			ch.Message = &message{Role: "assistant", Content: text}
+		} else {
+			ch.Text = &text
+		}
+		if d.logprobs != nil {
+			if o.chat {
+				ch.Logprobs = chatLogprobsOf(words, d.logprobs[j], 0, len(words))
+			} else {
+				ch.Logprobs = completionLogprobsOf(words, d.logprobs[j], 0, len(words), 0)
+			}
+		}
+		choices[j] = ch
 	}
 	b, _ := json.Marshal(map[string]any{
 		"id": o.id(c), "object": obj, "created": o.created, "model": o.model,
-		"choices": []choice{ch}, "usage": callUsage(c),
+		"choices": choices, "usage": o.usage(c),
 	})
 	return "application/json", b
 }
