@@ -55,7 +55,16 @@
 // them, and any x-vertex-ai-* response header. CloudRequest.Header entries
 // are sent as gRPC metadata (lower-case keys). Vertex takes no client
 // request id, so CloudRequest.RequestID is not sent; RequestID of a generate
-// response is its responseId.
+// response, streamed or not, is its responseId.
+//
+// An invoke response has Text (and, where the body says them,
+// FinishReason and Usage) when its body is recognisably a generation, as
+// the HTTP adapters fill it: a JSON body in the form of an OpenAI chat or
+// completions answer (vLLM, SGLang, TGI's Messages API), TGI's
+// {"generated_text",…} (or an array of them), predictions whose first item
+// is a string or has content, text or generated_text (Model Garden
+// containers), or a GenerateContentResponse. Any other body (scores,
+// embeddings, bytes that are not JSON) leaves them empty.
 //
 // # Streams
 //

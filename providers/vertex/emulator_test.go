@@ -71,6 +71,7 @@ func TestEmulatorPredict(t *testing.T) {
 	require.NoError(t, json.Unmarshal(resp.Data, &out))
 	assert.Len(t, out.Predictions, 2)
 	assert.NotEmpty(t, out.Predictions[0])
+	assert.Equal(t, out.Predictions[0], resp.Text, "the first prediction's text")
 	assert.NotEmpty(t, resp.Metadata[MetaDeployedModelID])
 	assert.NotEmpty(t, resp.Metadata[MetaModelVersionID])
 	assert.Equal(t, "llama-3-8b", resp.Metadata["x-vertex-ai-endpoint-id"])
@@ -89,6 +90,9 @@ func TestEmulatorRawPredict(t *testing.T) {
 	require.NoError(t, json.Unmarshal(resp.Data, &out), string(resp.Data))
 	require.Len(t, out.Choices, 1)
 	assert.NotEmpty(t, out.Choices[0].Message.Content)
+	assert.Equal(t, out.Choices[0].Message.Content, resp.Text)
+	assert.Contains(t, []string{"stop", "length"}, resp.FinishReason)
+	assert.Positive(t, resp.Usage.OutputTokens)
 	assert.Equal(t, "application/json", resp.ContentType)
 	assert.NotEmpty(t, resp.Metadata[MetaDeployedModelID])
 }
@@ -139,6 +143,7 @@ func TestEmulatorStreamGenerate(t *testing.T) {
 	require.NotEmpty(t, recs)
 	last := recs[len(recs)-1]
 	assert.Equal(t, n, last.OutputTokens)
+	assert.Equal(t, last.ID, resp.RequestID, "the stream's responseId")
 }
 
 func TestEmulatorStreamRaw(t *testing.T) {

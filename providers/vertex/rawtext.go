@@ -200,3 +200,112 @@ func given(r gjson.Result) bool {
 	}
 	return r.String() != ""
 }
+
+// invokePaths are the fields invokeText reads of a whole answer, in the
+// dialects of the containers behind predict and rawPredict: OpenAI chat
+// and completions (vLLM, SGLang, TGI's Messages API), TGI's native
+// {"generated_text"} (or an array of them), predictions (strings, or
+// objects with content, text or generated_text, as Model Garden
+// containers answer) and Vertex's own GenerateContentResponse.
+var invokePaths = []string{
+	iChoices:         "choices",
+	iMessage:         "choices.0.message.content",
+	iText:            "choices.0.text",
+	iFinish:          "choices.0.finish_reason",
+	iUsage:           "usage",
+	iGenerated:       "generated_text",
+	iDetails:         "details",
+	iGeneratedArr:    "0.generated_text",
+	iDetailsArr:      "0.details",
+	iPrediction:      "predictions.0",
+	iParts:           "candidates.0.content.parts.#.text",
+	iCandidateFinish: "candidates.0.finishReason",
+	iUsageMetadata:   "usageMetadata",
+}
+
+// Indexes into invokePaths.
+const (
+	iChoices = iota
+	iMessage
+	iText
+	iFinish
+	iUsage
+	iGenerated
+	iDetails
+	iGeneratedArr
+	iDetailsArr
+	iPrediction
+	iParts
+	iCandidateFinish
+	iUsageMetadata
+)
+
+// invokeText reads the generated text, portable finish reason and server
+// usage of a non-streamed invoke answer (predict or rawPredict) when it is
+// recognisably a generation in one of the dialects of invokePaths; any
+// other answer (not JSON, or JSON of another form: embeddings, scores)
+// yields nothing. Of several choices, predictions or candidates the first
+// is read.
+func invokeText(data []byte, contentType string) (text, finish string, usage *cloudreq.Usage) {
+	b := bytes.TrimSpace(data)
+	if !isJSONType(contentType) || len(b) == 0 || (b[0] != '{' && b[0] != '[') || !gjson.ValidBytes(b) {
+		return "", "", nil
+	}
+	r := gjson.GetManyBytes(b, invokePaths...)
+	switch {
+	case r[iChoices].IsArray():
+		if m := r[iMessage]; m.Type == gjson.String {
+			text = m.String()
+		} else if r[iText].Type == gjson.String {
+			text = r[iText].String()
+		}
+		if r[iFinish].Type == gjson.String {
+			finish = r[iFinish].String()
+		}
+		usage = rawUsage(r[iUsage], gjson.Result{}, gjson.Result{})
+	case r[iGenerated].Type == gjson.String:
+		text, finish, usage = r[iGenerated].String(), tgiFinish(r[iDetails]), rawUsage(gjson.Result{}, gjson.Result{}, r[iDetails])
+	case r[iGeneratedArr].Type == gjson.String:
+		text, finish, usage = r[iGeneratedArr].String(), tgiFinish(r[iDetailsArr]), rawUsage(gjson.Result{}, gjson.Result{}, r[iDetailsArr])
+	case r[iPrediction].Exists():
+		p := r[iPrediction]
+		if p.Type == gjson.String {
+			return p.String(), "", nil
+		}
+		for _, k := range []string{"content", "text", "generated_text"} {
+			if v := p.Get(k); v.Type == gjson.String {
+				return v.String(), "", nil
+			}
+		}
+		return "", "", nil
+	case r[iParts].Exists():
+		for _, part := range r[iParts].Array() {
+			text += part.String()
+		}
+		if f := r[iCandidateFinish].String(); f != "" {
+			if v, ok := aiplatformpb.Candidate_FinishReason_value[f]; ok {
+				finish = finishReason(aiplatformpb.Candidate_FinishReason(v))
+			} else {
+				finish = strings.ToLower(f)
+			}
+		}
+		usage = rawUsage(gjson.Result{}, r[iUsageMetadata], gjson.Result{})
+	default:
+		return "", "", nil
+	}
+	if usage != nil {
+		usage.Source = "server"
+	}
+	return text, finish, usage
+}
+
+// tgiFinish maps TGI's details.finish_reason to the portable vocabulary:
+// "length" stays, "eos_token" and "stop_sequence" are "stop".
+func tgiFinish(details gjson.Result) string {
+	switch f := details.Get("finish_reason").String(); f {
+	case "eos_token", "stop_sequence":
+		return "stop"
+	default:
+		return f
+	}
+}

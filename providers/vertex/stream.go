@@ -130,6 +130,10 @@ func (s *chunkStream) genChunk(m *aiplatformpb.GenerateContentResponse) (cloudre
 	if fin != "" {
 		s.finished = true
 	}
+	if s.resp.RequestID == "" {
+		// Every message repeats the response's id; the first one gives it.
+		s.resp.RequestID = m.GetResponseId()
+	}
 	ch := cloudreq.StreamChunk{Data: s.buf, Text: s.sb.String(), FinishReason: fin, Usage: usageOf(m)}
 	return ch, nil
 }

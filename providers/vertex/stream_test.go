@@ -499,3 +499,51 @@ func openGenStream(t *testing.T, addr string) cloudreq.ChunkStream {
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
 }
+
+func TestInvokeText(t *testing.T) {
+	tests := []struct {
+		name, body, ct string
+		text, finish   string
+		usage          *cloudreq.Usage
+	}{
+		{"openai chat", `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`, "application/json",
+			"Hello!", "stop", &cloudreq.Usage{InputTokens: 5, OutputTokens: 2, Source: "server"}},
+		{"openai completion", `{"object":"text_completion","choices":[{"index":0,"text":" world","finish_reason":"length"}]}`, "", " world", "length", nil},
+		{"tgi", `{"generated_text":"Hi there","details":{"finish_reason":"eos_token","generated_tokens":3}}`, "application/json", "Hi there", "stop", &cloudreq.Usage{OutputTokens: 3, Source: "server"}},
+		{"tgi array", `[{"generated_text":"Hi","details":{"finish_reason":"length","generated_tokens":1}}]`, "application/json", "Hi", "length", &cloudreq.Usage{OutputTokens: 1, Source: "server"}},
+		{"predictions strings", `{"predictions":["Prompt:\nhi\nOutput:\nhello","second"],"deployedModelId":"1"}`, "application/json", "Prompt:\nhi\nOutput:\nhello", "", nil},
+		{"predictions content", `{"predictions":[{"content":"a poem"}]}`, "application/json", "a poem", "", nil},
+		{"predictions text", `{"predictions":[{"text":"t"}]}`, "application/json", "t", "", nil},
+		{"predictions generated_text", `{"predictions":[{"generated_text":"g"}]}`, "application/json", "g", "", nil},
+		{"gemini", `{"candidates":[{"content":{"role":"model","parts":[{"text":"a"},{"text":"b"}]},"finishReason":"MAX_TOKENS"}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":2}}`, "application/json",
+			"ab", "length", &cloudreq.Usage{InputTokens: 4, OutputTokens: 2, Source: "server"}},
+		{"numbers", `{"predictions":[[0.1,0.2]]}`, "application/json", "", "", nil},
+		{"other json", `{"result":"x"}`, "application/json", "", "", nil},
+		{"not json", `Hello`, "text/plain", "", "", nil},
+		{"json text as csv", `{"generated_text":"x"}`, "text/csv", "", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text, finish, usage := invokeText([]byte(tt.body), tt.ct)
+			assert.Equal(t, tt.text, text)
+			assert.Equal(t, tt.finish, finish)
+			assert.Equal(t, tt.usage, usage)
+		})
+	}
+}
+
+// TestStreamRequestID: a generate stream's response carries its
+// responseId as RequestID, as a generate call's does.
+func TestStreamRequestID(t *testing.T) {
+	f, addr := startFake(t)
+	f.set(func(f *fakeServer) {
+		f.genChunks = []*aiplatformpb.GenerateContentResponse{genMsg("a", 0, 0, 0), genMsg("b", aiplatformpb.Candidate_STOP, 1, 2)}
+	})
+	c, _ := newFakeClient(t, addr)
+	s, err := c.Stream(context.Background(), genReq())
+	require.NoError(t, err)
+	defer s.Close()
+	drain(t, s)
+	require.NoError(t, s.Err())
+	assert.Equal(t, "resp-1", s.Response().RequestID)
+}

@@ -280,6 +280,7 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 			return nil, errcodes.Wrap(err, errcodes.Internal, "vertex: encoding the response")
 		}
 		resp.Data, resp.ContentType = data, "application/json"
+		resp.Text, resp.FinishReason, _ = invokeText(data, resp.ContentType)
 		setMeta(resp, MetaDeployedModelID, out.GetDeployedModelId())
 		setMeta(resp, MetaModelVersionID, out.GetModelVersionId())
 		setMeta(resp, MetaModel, out.GetModel())
@@ -294,6 +295,11 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	}
 	resp := newResponse(hdr, trl)
 	resp.Data, resp.ContentType = out.GetData(), out.GetContentType()
+	var u *cloudreq.Usage
+	resp.Text, resp.FinishReason, u = invokeText(resp.Data, resp.ContentType)
+	if u != nil {
+		resp.Usage = *u
+	}
 	return resp, nil
 }
 

@@ -93,6 +93,7 @@ func TestInvokeRawPredict(t *testing.T) {
 	assert.Equal(t, []byte("a,b,c"), rp.GetHttpBody().GetData())
 	assert.Equal(t, "echo:a,b,c", string(resp.Data))
 	assert.Equal(t, "text/plain", resp.ContentType)
+	assert.Empty(t, resp.Text, "not a generation")
 	assert.Equal(t, "dm-raw", resp.Metadata[MetaDeployedModelID])
 	assert.Equal(t, "ep", resp.Metadata["x-vertex-ai-endpoint-id"])
 }
