@@ -108,10 +108,10 @@
 // Throttled, queue-full and not-ready answers carry the retry delay each
 // provider documents, and no other: Azure ML retry-after-ms and
 // x-ms-retry-after-ms (ms, rounded up) and Retry-After (seconds, rounded
-// up); OpenAI Retry-After; SageMaker, PAI-EAS and Vertex REST none; Vertex
-// gRPC a RetryInfo detail. A client's retry timing against the emulator is
-// then what it meets in production: with SageMaker, PAI-EAS and Vertex REST
-// it backs off on its own, and a whole-second Retry-After can make it wait
+// up); OpenAI Retry-After; SageMaker and PAI-EAS none; Vertex no header but
+// a RetryInfo detail (in the REST body as in the gRPC status). A client's
+// retry timing against the emulator is then what it meets in production:
+// with SageMaker and PAI-EAS it backs off on its own, and a whole-second Retry-After can make it wait
 // longer than the (scaled) delay.
 // Requests refused before they reach an endpoint's model (unknown endpoint
 // or path, bad credentials, a body the model cannot take) are answered but
@@ -124,7 +124,7 @@
 // Error faults answer before any token, in each provider's real form:
 //
 //	fault             SageMaker                       Azure ML /score            Vertex (REST HTTP / gRPC)                  PAI-EAS  OpenAI (vLLM)
-//	throttle          400 ThrottlingException         429 TooManyRequests        RESOURCE_EXHAUSTED RATE_LIMIT_EXCEEDED     429      429 RateLimitError
+//	throttle          400 ThrottlingException         429 TooManyRequests        RESOURCE_EXHAUSTED RATE_LIMIT_EXCEEDED (+QuotaFailure, per minute) 429 429 RateLimitError
 //	quota             400 ThrottlingException         429 QuotaExceeded          RESOURCE_EXHAUSTED QUOTA_EXCEEDED (+QuotaFailure) 429 429 insufficient_quota
 //	model-not-ready   429 ModelNotReadyException      503 model_not_ready        UNAVAILABLE MODEL_NOT_READY                503      503 ServiceUnavailableError
 //	model-error       424 ModelError (orig. 500)      424 + ms-azureml-model-error-* FAILED_PRECONDITION MODEL_ERROR        500      500 InternalServerError
@@ -164,7 +164,17 @@
 // aiplatform.googleapis.com) details; PAI-EAS bodies are plain text
 // ("Authorization Failed", "request is discarded because the queue is full").
 // Where the provider's real choice is not documented (Vertex model errors,
-// SageMaker quota), the table is this package's choice.
+// SageMaker quota), the table is this package's choice. Vertex's throttle
+// answer names a per-minute rate quota
+// (GenerateContentRequestsPerMinutePerProjectPerBaseModel, with its
+// metric and dimensions) in a QuotaFailure and in the ErrorInfo's quota
+// metadata, as Google's quota system does. Vertex relays model-overloaded
+// and model-unavailable, the container's 429 and 503, as
+// RESOURCE_EXHAUSTED and UNAVAILABLE with no details ("The model server
+// returned an error (status 429): …"); its gateway-overflow is the
+// fronting proxy's plain-text 503 over REST and, over gRPC, the
+// UNAVAILABLE grpc-go makes of that answer ("unexpected HTTP status code
+// received from server: 503 …").
 // On the OpenAI routes model-overloaded and model-unavailable are vLLM's
 // 429 RateLimitError and 503 ServiceUnavailableError envelopes; PAI-EAS
 // answers them in plain text, 429 and 503 ("Service Unavailable: the model
@@ -189,12 +199,17 @@
 // ModelInvocationTimeExceeded, since its stream has no in-band throttle;
 // Azure serverless chat: the model inference API's single event
 // data: {"error":{"code":"429","message":"Rate limit is exceeded. …"}};
-// Azure /score: its container's, as OpenAI's); a
+// Azure /score: its container's, as OpenAI's; Vertex: RESOURCE_EXHAUSTED
+// RATE_LIMIT_EXCEEDED before any message over gRPC, the only data or array
+// element {"error":…} over REST, the container's event on
+// streamRawPredict); a
 // non-streamed call, and a stream form with no error event before content
 // (a PAI-EAS legacy stream: EAS refuses at its gateway), get the throttle
 // answer instead. Over gRPC,
-// reset-before-headers, html-502 and close-mid-stream give UNAVAILABLE,
-// malformed-body gives INTERNAL.
+// reset-before-headers, html-502 and close-mid-stream give UNAVAILABLE;
+// malformed-body sends the answer (of a stream, the message after about
+// half) with bytes that do not unmarshal, which grpc-go's client reports
+// as INTERNAL "grpc: failed to unmarshal the received message".
 //
 // # Latency model
 //
