@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 // Ladder is the dynamic QPS ladder. At the end of every
@@ -243,4 +247,203 @@ func fmtP95(p95 Duration, failed bool) string {
 		return "failed"
 	}
 	return p95.D().String()
+}
+
+// ladderRun is a ladder run's state. The dispatcher owns next; the rest
+// is shared with the ends of the calls, under mu.
+type ladderRun struct {
+	cfg    Ladder
+	metric latency.Metric // measured from the intended send
+	next   time.Duration  // end of the current step, from the start
+
+	mu    sync.Mutex
+	steps []LadderStep // the steps decided so far
+	// buckets holds the current step's requests, and those of the decided
+	// steps with requests still in flight; a step leaves it once its
+	// figures are final.
+	buckets map[int]*stepBucket
+}
+
+func newLadderRun(cfg Ladder) *ladderRun {
+	m := latency.E2EIntended
+	if strings.EqualFold(cfg.Metric, MetricTTFT) {
+		m = latency.TTFTIntended
+	}
+	return &ladderRun{cfg: cfg, metric: m, next: cfg.Step.D(), buckets: map[int]*stepBucket{0: newStepBucket()}}
+}
+
+// stepBucket collects one step's requests.
+type stepBucket struct {
+	dist     latency.Dist // the metric's values of the successes
+	n        int          // the values in dist
+	sent     int
+	ended    int
+	errors   int
+	cut      int
+	inFlight map[*ladderCall]struct{}
+}
+
+func newStepBucket() *stepBucket { return &stepBucket{inFlight: map[*ladderCall]struct{}{}} }
+
+// ladderCall is one request of a ladder step, from its send to its end.
+type ladderCall struct {
+	run      *ladderRun
+	step     int
+	intended time.Time
+	first    time.Time // its first content chunk's arrival, once seen; under run.mu
+}
+
+type ladderCallKey struct{}
+
+// ladderCallOf returns the ladder request ctx carries, or nil.
+func ladderCallOf(ctx context.Context) *ladderCall {
+	lc, _ := ctx.Value(ladderCallKey{}).(*ladderCall)
+	return lc
+}
+
+// send files a request intended at at in the current step and returns ctx
+// carrying it, for the collector and the stream reader to find.
+func (l *ladderRun) send(ctx context.Context, at time.Time) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lc := &ladderCall{run: l, step: len(l.steps), intended: at}
+	b := l.buckets[lc.step]
+	b.sent++
+	b.inFlight[lc] = struct{}{}
+	return context.WithValue(ctx, ladderCallKey{}, lc)
+}
+
+// firstContent records when the request's first content chunk came.
+func (lc *ladderCall) firstContent(at time.Time) {
+	lc.run.mu.Lock()
+	defer lc.run.mu.Unlock()
+	if lc.first.IsZero() {
+		lc.first = at
+	}
+}
+
+// end files the request's measured outcome in its step, or, when the run
+// cut it, counts it as slower than any success.
+func (lc *ladderCall) end(s *latency.Sample, cut bool) {
+	l := lc.run
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[lc.step]
+	if b == nil {
+		return
+	}
+	if _, ok := b.inFlight[lc]; !ok {
+		return
+	}
+	delete(b.inFlight, lc)
+	switch {
+	case cut:
+		b.cut++
+	case s.Err != "":
+		b.ended++
+		b.errors++
+	default:
+		b.ended++
+		// A success without the metric (a stream with no content) counts
+		// as neither.
+		if v, ok := s.Value(l.metric); ok {
+			b.dist.Add(v)
+			b.n++
+		}
+	}
+	if lc.step < len(l.steps) && len(b.inFlight) == 0 {
+		l.finalize(lc.step)
+	}
+}
+
+// step decides the current step at now, its end, and returns the next
+// step's rate.
+func (l *ladderRun) step(rate float64, now time.Time) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := len(l.steps)
+	b := l.buckets[i]
+	rd := b.read(now, l.metric)
+	s := LadderStep{Index: i, Start: Duration(l.next - l.cfg.Step.D()), Rate: rate, Read: rd}
+	// A step that sent nothing (a rate below one per step) read nothing:
+	// it holds.
+	s.Action, s.Next = Hold, rate
+	if b.sent > 0 {
+		s.Next, s.Action = l.cfg.NextRate(rate, rd.P95.D(), rd.Known)
+	}
+	l.steps = append(l.steps, s)
+	l.buckets[i+1] = newStepBucket()
+	if len(b.inFlight) == 0 {
+		l.finalize(i)
+	}
+	l.next += l.cfg.Step.D()
+	return s.Next
+}
+
+// finish closes the run once its calls are over: the step it stopped in,
+// when it sent any, becomes a partial last step of length length at rate,
+// and every step's figures are made final (a request never ended counts
+// as cut).
+func (l *ladderRun) finish(rate float64, length time.Duration) *LadderTrace {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := len(l.steps)
+	if b := l.buckets[i]; b.sent > 0 {
+		start := l.next - l.cfg.Step.D()
+		l.steps = append(l.steps, LadderStep{Index: i, Start: Duration(start), Rate: rate, Action: End,
+			Length: Duration(min(max(length, 0), l.cfg.Step.D()))})
+	}
+	for k, b := range l.buckets {
+		if k < len(l.steps) {
+			b.cut += len(b.inFlight)
+			clear(b.inFlight)
+			l.finalize(k)
+		}
+	}
+	return &LadderTrace{Config: l.cfg, Steps: l.steps}
+}
+
+// finalize writes step k's figures from its bucket, which it drops.
+// l.mu is held.
+func (l *ladderRun) finalize(k int) {
+	b := l.buckets[k]
+	s := &l.steps[k]
+	s.Sent, s.Completed, s.Errors, s.Cut = b.sent, b.ended, b.errors, b.cut
+	p95, known, failed := p95Of(&b.dist, b.n, b.errors+b.cut)
+	s.P95, s.P95Known, s.P95Failed = Duration(p95), known, failed
+	delete(l.buckets, k)
+}
+
+// read returns the step's p95 at now: its requests in flight count at
+// their age (for TTFT, at their TTFT once their first content came).
+func (b *stepBucket) read(now time.Time, m latency.Metric) LadderRead {
+	d, n := &b.dist, b.n
+	if len(b.inFlight) > 0 {
+		d = b.dist.Copy()
+		for lc := range b.inFlight {
+			v := now.Sub(lc.intended)
+			if m == latency.TTFTIntended && !lc.first.IsZero() {
+				v = lc.first.Sub(lc.intended)
+			}
+			d.Add(int64(v))
+		}
+		n += len(b.inFlight)
+	}
+	p95, known, failed := p95Of(d, n, b.errors)
+	return LadderRead{P95: Duration(p95), Known: known, Failed: failed, InFlight: len(b.inFlight)}
+}
+
+// p95Of returns the p95 of n successes, whose values d holds, and failures
+// that count as slower than any success: known is false when there is no
+// success or the failures fill the p95's rank (failed).
+func p95Of(d *latency.Dist, n, failures int) (p95 time.Duration, known, failed bool) {
+	counted := n + failures
+	if counted == 0 {
+		return 0, false, false
+	}
+	rank := int(math.Ceil(0.95 * float64(counted) * (1 - 1e-12)))
+	if rank > n {
+		return 0, false, true
+	}
+	return time.Duration(d.Quantile(float64(rank) / float64(n))), true, false
 }
