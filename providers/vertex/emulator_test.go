@@ -3,6 +3,7 @@ package vertex
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -176,8 +177,14 @@ func TestEmulatorColdStart(t *testing.T) {
 	assert.Equal(t, latency.ReasonServerReported, resp.Start.Reason)
 }
 
+// TestEmulatorFaults: the adapter's error for each emulator fault, as one
+// attempt meets it (the client's retry loop, and its wait for a model that
+// is not ready, stay out of it).
 func TestEmulatorFaults(t *testing.T) {
-	_, c := startEmulator(t, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+	srv, _ := startEmulator(t)
+	ad, err := New(context.Background(), Options{Project: "p", Location: "us-central1", Endpoint: srv.GRPCAddr(), Insecure: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ad.Close() })
 	tests := []struct {
 		fault  emulator.Fault
 		stream bool
@@ -216,19 +223,21 @@ func TestEmulatorFaults(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			req := emuGenerate("llama-3-8b")
 			req.Header.Set("X-Emulator-Inject", string(tt.fault))
-			var err error
+			p, err := ad.Encode(req, tt.stream)
+			require.NoError(t, err)
+			call := &cloudreq.Call{Request: req, Payload: p, Attempt: 1}
 			if tt.stream {
-				s, serr := c.Stream(context.Background(), req)
-				err = serr
-				if serr == nil {
-					for i := 0; s.Next(); i++ {
+				var cs cloudreq.ChunkStream
+				if cs, err = ad.Stream(context.Background(), call); err == nil {
+					for i := 0; err == nil; i++ {
 						require.Less(t, i, 100)
+						_, err = cs.Next()
 					}
-					err = s.Err()
-					s.Close()
+					_ = cs.Close()
+					require.NotErrorIs(t, err, io.EOF)
 				}
 			} else {
-				_, err = c.Invoke(context.Background(), req)
+				_, err = ad.Invoke(context.Background(), call)
 			}
 			require.Error(t, err)
 			assert.Equal(t, tt.want, errcodes.Of(err), "%v", err)
