@@ -102,6 +102,7 @@ func mapError(err error) error {
 	d := ae.Details()
 	reason := strings.ToUpper(ae.Reason())
 	terminal := false
+	var q quotaInfo // read for RESOURCE_EXHAUSTED
 	switch c {
 	case codes.InvalidArgument:
 		if strings.Contains(reason, "TOO_LARGE") {
@@ -119,7 +120,7 @@ func mapError(err error) error {
 			code = errcodes.ModelError
 		}
 	case codes.ResourceExhausted:
-		q := readQuota(d.QuotaFailure, d.ErrorInfo)
+		q = readQuota(d.QuotaFailure, d.ErrorInfo)
 		switch {
 		case q.period == periodLong:
 			// A per-day (or longer) quota is spent: a retry within the
@@ -183,9 +184,7 @@ func mapError(err error) error {
 			e.Details["domain"] = ei.GetDomain()
 		}
 	}
-	if c == codes.ResourceExhausted {
-		readQuota(d.QuotaFailure, d.ErrorInfo).keep(e)
-	}
+	q.keep(e)
 	if dl := retryDelay(d); dl > 0 {
 		e.RetryAfter = dl
 	}
