@@ -91,7 +91,7 @@ func (c *collector) setScheduled(r float64) { c.scheduled.Store(math.Float64bits
 
 // StartCall implements cloudreq.Observer.
 func (c *collector) StartCall(ctx context.Context, req *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
-	return ctx, &call{c: c, class: req.Class, tags: req.Tags, lc: ladderCallOf(ctx)}
+	return ctx, &call{c: c, class: req.Class, tags: req.Tags, fb: feedbackOf(ctx)}
 }
 
 // call is one call's observer.
@@ -99,11 +99,11 @@ type call struct {
 	c     *collector
 	class string
 	tags  map[string]string
-	lc    *ladderCall // a ladder step's request; nil for other loads
+	fb    Feedback // an Adaptive schedule's request's; nil for other loads
 }
 
 // EndAttempt implements cloudreq.CallObserver.
-func (*call) EndAttempt(latency.Attempt, *errcodes.Error) {}
+func (*call) EndAttempt(cloudreq.AttemptInfo) {}
 
 // EndCall implements cloudreq.CallObserver.
 func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *errcodes.Error) {
@@ -124,8 +124,8 @@ func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 		send = tl.Attempts[0].Send
 	}
 	cut := o.c.add(&s, o.tags, send)
-	if o.lc != nil {
-		o.lc.end(&s, cut)
+	if o.fb != nil {
+		o.fb.End(&s, cut)
 	}
 }
 

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -249,6 +248,48 @@ func fmtP95(p95 Duration, failed bool) string {
 	return p95.D().String()
 }
 
+// ladderPacer is the ladder as an Adaptive schedule: a uniform Pacer at
+// the current step's rate, decided step by step by a ladderRun from the
+// step's own requests. At each step's end (its horizon) the step's read
+// gives the next step's rate, from which the pacer goes on, carrying the
+// phase of its interval (see Pacer.Rebase).
+type ladderPacer struct {
+	*Pacer
+	run *ladderRun
+}
+
+var (
+	_ Adaptive = (*ladderPacer)(nil)
+	_ Feedback = (*ladderCall)(nil)
+)
+
+func newLadderPacer(cfg Ladder, seed uint64) *ladderPacer {
+	return &ladderPacer{Pacer: NewPacer(Uniform, cfg.Start, seed), run: newLadderRun(cfg)}
+}
+
+// Horizon implements Adaptive: the current step's end.
+func (lp *ladderPacer) Horizon() time.Duration { return lp.run.next }
+
+// Decide implements Adaptive: it decides the step that ends at the horizon
+// from its read at now, and schedules the next step at the rate decided.
+func (lp *ladderPacer) Decide(now time.Time) float64 {
+	end := lp.run.next
+	r := lp.run.step(lp.Rate(), now)
+	lp.Rebase(end, r)
+	return r
+}
+
+// Sent implements Adaptive: the request counts in the current step.
+func (lp *ladderPacer) Sent(intended time.Time) Feedback { return lp.run.send(intended) }
+
+// Finish implements Adaptive: the step the run stopped in, when it sent
+// any request, is a partial last step that ran until stop (at most a
+// step's length); every step's figures are made final.
+func (lp *ladderPacer) Finish(stop time.Duration) *LadderTrace {
+	start := lp.run.next - lp.run.cfg.Step.D()
+	return lp.run.finish(lp.Rate(), min(stop, lp.run.next)-start)
+}
+
 // ladderRun is a ladder run's state. The dispatcher owns next; the rest
 // is shared with the ends of the calls, under mu.
 type ladderRun struct {
@@ -285,7 +326,8 @@ type stepBucket struct {
 
 func newStepBucket() *stepBucket { return &stepBucket{inFlight: map[*ladderCall]struct{}{}} }
 
-// ladderCall is one request of a ladder step, from its send to its end.
+// ladderCall is one request of a ladder step, from its send to its end:
+// its Feedback.
 type ladderCall struct {
 	run      *ladderRun
 	step     int
@@ -293,28 +335,20 @@ type ladderCall struct {
 	first    time.Time // its first content chunk's arrival, once seen; under run.mu
 }
 
-type ladderCallKey struct{}
-
-// ladderCallOf returns the ladder request ctx carries, or nil.
-func ladderCallOf(ctx context.Context) *ladderCall {
-	lc, _ := ctx.Value(ladderCallKey{}).(*ladderCall)
-	return lc
-}
-
-// send files a request intended at at in the current step and returns ctx
-// carrying it, for the collector and the stream reader to find.
-func (l *ladderRun) send(ctx context.Context, at time.Time) context.Context {
+// send files a request intended at at in the current step.
+func (l *ladderRun) send(at time.Time) *ladderCall {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lc := &ladderCall{run: l, step: len(l.steps), intended: at}
 	b := l.buckets[lc.step]
 	b.sent++
 	b.inFlight[lc] = struct{}{}
-	return context.WithValue(ctx, ladderCallKey{}, lc)
+	return lc
 }
 
-// firstContent records when the request's first content chunk came.
-func (lc *ladderCall) firstContent(at time.Time) {
+// FirstContent implements Feedback: it records when the request's first
+// content chunk came, for the step's TTFT read.
+func (lc *ladderCall) FirstContent(at time.Time) {
 	lc.run.mu.Lock()
 	defer lc.run.mu.Unlock()
 	if lc.first.IsZero() {
@@ -322,9 +356,9 @@ func (lc *ladderCall) firstContent(at time.Time) {
 	}
 }
 
-// end files the request's measured outcome in its step, or, when the run
-// cut it, counts it as slower than any success.
-func (lc *ladderCall) end(s *latency.Sample, cut bool) {
+// End implements Feedback: it files the request's measured outcome in its
+// step, or, when the run cut it, counts it as slower than any success.
+func (lc *ladderCall) End(s *latency.Sample, cut bool) {
 	l := lc.run
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -158,8 +158,8 @@ func TestLadderStepWithNoSendsHolds(t *testing.T) {
 	l := newLadderRun(Ladder{}.WithDefaults())
 	t0 := time.Now()
 	assert.Equal(t, 10.0, l.step(10, t0.Add(10*time.Second)))
-	lc := ladderCallOf(l.send(context.Background(), t0.Add(10*time.Second)))
-	lc.end(&latency.Sample{}, false) // a success without the metric
+	lc := l.send(t0.Add(10 * time.Second))
+	lc.End(&latency.Sample{}, false) // a success without the metric
 	assert.Equal(t, 14.0, l.step(20, t0.Add(20*time.Second)), "backs off")
 	tr := l.finish(10, 0)
 	require.Len(t, tr.Steps, 2)

@@ -292,13 +292,14 @@ func (tg *target) do(ctx context.Context, req *cloudreq.CloudRequest, measured b
 		return
 	}
 	// A stream is bounded by the server's output and the call's context.
-	// A ladder request's first content chunk is noted as it comes: the
-	// ladder's TTFT read counts it while the stream goes on.
-	lc, first := ladderCallOf(ctx), false
+	// The first content chunk of an Adaptive schedule's request is told to
+	// its Feedback as it comes: the ladder's TTFT read counts it while the
+	// stream goes on.
+	fb, first := feedbackOf(ctx), false
 	for s.Next() {
-		if lc != nil && !first && s.Chunk().Content {
+		if fb != nil && !first && s.Chunk().Content {
 			first = true
-			lc.firstContent(s.Chunk().At)
+			fb.FirstContent(s.Chunk().At)
 		}
 	}
 	_ = s.Close()
@@ -339,25 +340,17 @@ func (tg *target) closed(ctx context.Context) {
 }
 
 // open runs an open loop: a dispatcher sleeps until each intended send
-// time of the schedule and hands the request to a goroutine, at most
-// MaxInFlight at a time. A send that finds no free slot waits for one: it
-// is late, and its lag is measured; it is never dropped, but a send not
-// made by the duration's end (plus LateAfter) is not made at all, and is
-// counted as unsent.
+// time of the load's Schedule and hands the request to a goroutine, at
+// most MaxInFlight at a time. A send that finds no free slot waits for
+// one: it is late, and its lag is measured; it is never dropped, but a
+// send not made by the duration's end (plus LateAfter) is not made at
+// all, and is counted as unsent. An Adaptive schedule is woken at its
+// horizon to decide what follows, and told of each request it sent.
 func (tg *target) open(ctx context.Context) {
 	p := tg.plan
 	ld := p.Load
-	rate, arrivals := ld.Rate, Uniform
-	if ld.Model == LoadPoisson {
-		arrivals = Poisson
-	}
-	var lad *ladderRun
-	if ld.Model == LoadLadder {
-		rate = ld.Ladder.Start
-		lad = newLadderRun(ld.Ladder)
-	}
-	pacer := NewPacer(arrivals, rate, p.Seed)
-	tg.col.setScheduled(rate)
+	sch := newSchedule(ld, p.Seed)
+	tg.col.setScheduled(sch.Rate())
 
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
@@ -378,19 +371,19 @@ func (tg *target) open(ctx context.Context) {
 	n := 0
 	stopped := time.Duration(-1) // when the schedule stopped, if by the duration
 	for sendCtx.Err() == nil {
-		off := pacer.Peek()
-		// A step ends before the next send, unless the duration ends
-		// first: then the step is partial, and the run ends with it.
-		if lad != nil && off >= lad.next && (limit == 0 || lad.next <= limit) {
-			if !sleep.until(ctx, start.Add(lad.next)) {
+		off := sch.Peek()
+		// The schedule is decided up to its horizon (a ladder step's end):
+		// a send at or past it waits for the decision there, unless the
+		// duration ends first (then the part decided is partial, and the
+		// run ends in it).
+		if h := sch.Horizon(); h < Never && off >= h && (limit == 0 || h <= limit) {
+			if !sleep.until(ctx, start.Add(h)) {
 				break
 			}
-			r := lad.step(pacer.Rate(), time.Now())
-			boundary := lad.next - lad.cfg.Step.D()
-			if limit > 0 && boundary >= limit {
+			r := sch.Decide(time.Now())
+			if limit > 0 && h >= limit {
 				break
 			}
-			pacer.Rebase(boundary, r)
 			tg.col.setScheduled(r)
 			continue
 		}
@@ -412,14 +405,11 @@ func (tg *target) open(ctx context.Context) {
 		if sendCtx.Err() != nil {
 			break
 		}
-		pacer.Next()
+		sch.Next()
 		n++
 		tg.sent.Add(1)
 		tg.col.sent.Add(1)
-		reqCtx := callCtx
-		if lad != nil {
-			reqCtx = lad.send(callCtx, at)
-		}
+		reqCtx := withFeedback(callCtx, sch.Sent(at))
 		req := tg.request(at)
 		wg.Go(func() {
 			defer func() { <-slots }()
@@ -429,36 +419,30 @@ func (tg *target) open(ctx context.Context) {
 	if stopped < 0 {
 		stopped = time.Since(start)
 	}
-	reached := pacer.Peek() // the first send not made
+	reached := sch.Peek() // the first send not made
 	var unsent int64
 	// An interrupted run leaves nothing unsent: the rest of its schedule
 	// was not due to run.
 	if ctx.Err() == nil && limit > 0 {
-		// The rest of the schedule due before the duration's end (for a
-		// ladder, before the current step's end: the steps after it were
-		// never decided), within the request limit; none when the loop
-		// ran to a limit, all it owed when it stopped at the send deadline
-		// (at a send, or between two).
-		end := limit
-		if lad != nil {
-			end = min(end, lad.next)
-		}
+		// The rest of the schedule due before the duration's end (and
+		// before its horizon, a ladder's current step's end: what lies
+		// past it was never decided), within the request limit; none when
+		// the loop ran to a limit, all it owed when it stopped at the send
+		// deadline (at a send, or between two).
+		end := min(limit, sch.Horizon())
 		most := -1
 		if p.Limits.Requests > 0 {
 			most = max(p.Limits.Requests-n, 0)
 		}
-		unsent = int64(pacer.SkipBefore(end, most))
+		unsent = int64(sch.SkipBefore(end, most))
 	}
 	tg.col.unsent.Store(unsent)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	tg.drain(ctx, done, cancel)
-	if lad != nil {
-		// A partial step ran until the run stopped or the schedule fell
-		// behind, whichever came first.
-		length := min(stopped, reached, lad.next) - (lad.next - lad.cfg.Step.D())
-		tg.col.ladderTrace = lad.finish(pacer.Rate(), length)
-	}
+	// The run stopped sending when it stopped, or when the schedule fell
+	// behind, whichever came first.
+	tg.col.ladderTrace = sch.Finish(min(stopped, reached))
 }
 
 // progress starts the progress updates and returns their stop.

@@ -589,19 +589,19 @@ func TestLadderStepP95Rank(t *testing.T) {
 		t0 := time.Now()
 		var calls []*ladderCall
 		for range 20 {
-			calls = append(calls, ladderCallOf(l.send(context.Background(), t0)))
+			calls = append(calls, l.send(t0))
 		}
 		l.step(10, t0.Add(time.Second))
 		for i, lc := range calls {
 			switch {
 			case i < tc.errors:
-				lc.end(&latency.Sample{Err: "ERR_THROTTLED"}, false)
+				lc.End(&latency.Sample{Err: "ERR_THROTTLED"}, false)
 			case i < tc.errors+tc.cut:
-				lc.end(&latency.Sample{Err: string(errcodes.Canceled)}, true)
+				lc.End(&latency.Sample{Err: string(errcodes.Canceled)}, true)
 			default:
 				s := latency.Sample{E2EIntended: time.Duration(i+1) * time.Millisecond}
 				s.Has = s.Has.With(latency.E2EIntended)
-				lc.end(&s, false)
+				lc.End(&s, false)
 			}
 		}
 		s := l.steps[0]
