@@ -20,6 +20,13 @@
 //     HighestHeld reads it. A run that stops inside a step reports it as a
 //     partial last step (action "end"), which HighestHeld leaves out.
 //
+// Rate control is one interface: the open loop's sender asks a Schedule
+// when each request is due, as an offset from the run's start. A Pacer
+// is the constant and the Poisson schedule; the ladder is an Adaptive
+// schedule, woken at each step's end to decide the next and fed each of
+// its requests' outcomes (Feedback). Another load model (a trace replay,
+// a ramp) is one new type that implements Schedule.
+//
 // A weighted request Mix picks each request's class and tags (region,
 // device, time of day…) in the given proportions; it can be built from a
 // traffic log. Results are collected through a cloudreq.Observer into

@@ -375,7 +375,8 @@ func (tg *target) open(ctx context.Context) {
 		// The schedule is decided up to its horizon (a ladder step's end):
 		// a send at or past it waits for the decision there, unless the
 		// duration ends first (then the part decided is partial, and the
-		// run ends in it).
+		// run ends in it). A part that ends with the duration is decided,
+		// and the run ends there.
 		if h := sch.Horizon(); h < Never && off >= h && (limit == 0 || h <= limit) {
 			if !sleep.until(ctx, start.Add(h)) {
 				break

@@ -19,8 +19,8 @@ import (
 //
 // A load model is a Schedule: Pacer is the constant-rate and the Poisson
 // one. Another open-loop model (a trace replay, gamma arrivals, a ramp)
-// is one new type with these four methods, which Run picks by the plan's
-// Load.Model. A model that reads how its own requests went, as the ladder
+// is one new type with these four methods, and the Load.Model value that
+// names it. A model that reads how its own requests went, as the ladder
 // does, is an Adaptive schedule.
 type Schedule interface {
 	// Peek returns the next intended send's offset without consuming it;
