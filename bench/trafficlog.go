@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
-	"github.com/cloudinfer/cloudinfer/hooks"
 )
 
 // LogRecord is one request of a traffic log.
@@ -262,10 +262,8 @@ func dropSecrets(h map[string]string) map[string]string {
 			delete(h, k)
 			continue
 		}
-		for _, s := range hooks.SensitiveHeaders {
-			if ck == http.CanonicalHeaderKey(s) {
-				delete(h, k)
-			}
+		if cloudreq.IsCredentialHeader(ck) {
+			delete(h, k)
 		}
 	}
 	if len(h) == 0 {

@@ -39,15 +39,17 @@ type Streamer interface {
 
 // CredentialSource is implemented by adapters that know the credentials
 // their requests carry. When an attempt fails, the client redacts each of
-// them from the error, since a server may quote a credential back. For an
-// adapter without it, the client records instead the credential headers
+// them from the error, since a server may quote a credential back, and
+// AttemptInfo.Scrub replaces them for observers. For an adapter without
+// it, the client records instead the credential headers
 // (CredentialHeaders) the HTTP transport writes, through httptrace: the
 // same protection, at the cost of a few allocations per request.
 type CredentialSource interface {
 	// Credentials returns the secret values the adapter's requests may
-	// carry: keys, tokens, session tokens. It is called only after a failed
-	// attempt, and must neither block nor make a request. Values shorter
-	// than eight bytes are not redacted.
+	// carry: keys, tokens, session tokens. It is called after a failed
+	// attempt and when an observer scrubs a value, and must neither block
+	// nor make a request. Values shorter than eight bytes are not
+	// redacted.
 	Credentials() []string
 }
 

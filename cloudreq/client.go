@@ -187,6 +187,9 @@ type call struct {
 	trace1 latency.AttemptTrace
 	call1  Call
 	sent   sentSecrets // the credentials the attempts sent
+	// attemptSent collects the credentials the latest attempt sent (sent,
+	// or a stream attempt's own), for its observers.
+	attemptSent *sentSecrets
 }
 
 // timing is a call's Timeline with room for its first attempt and chunk.
@@ -203,6 +206,7 @@ type timing struct {
 // a new one for a retry (a late callback of an abandoned attempt may still
 // reach the old one, which ignores it once finished).
 func (cl *call) newTrace(n int) *latency.AttemptTrace {
+	cl.startAttempt(n)
 	tr := &cl.trace1
 	if n > 1 {
 		tr = new(latency.AttemptTrace)
@@ -467,29 +471,20 @@ func amend(e *errcodes.Error) *errcodes.Error {
 // recording the credentials they send into sent unless the adapter names
 // its credentials itself.
 func (cl *call) withTrace(ctx context.Context, tr *latency.AttemptTrace, sent *sentSecrets) context.Context {
+	cl.attemptSent = sent
 	if cl.reg.creds == nil {
 		tr.SetHeaderObserver(sent)
 	}
 	return tr.Context(ctx)
 }
 
-// scrub redacts from an attempt's error the credentials it sent: those
-// the transport wrote (recorded in sent) or, for a CredentialSource, the
-// adapter's own and any in the request's credential headers.
+// scrub redacts from an attempt's error the credentials it sent (see
+// call.credentials).
 func (cl *call) scrub(sent *sentSecrets, e *errcodes.Error) *errcodes.Error {
 	if e == nil {
 		return nil
 	}
-	if cl.reg.creds != nil {
-		var vals []string
-		if safely(func() error { vals = cl.reg.creds.Credentials(); return nil }) == nil {
-			sent.add(vals)
-		}
-		for k, vs := range cl.req.Header {
-			sent.WroteHeaderField(k, vs)
-		}
-	}
-	return sent.scrub(e)
+	return scrubError(e, cl.credentials(sent))
 }
 
 // errAttemptTimeout marks an attempt's own deadline, as opposed to the call's.
@@ -598,8 +593,27 @@ func (cl *call) endAttempt(tr *latency.AttemptTrace, resp *CloudResponse, e *err
 	cl.tl.Attempts = append(cl.tl.Attempts, latency.Attempt{})
 	a := &cl.tl.Attempts[len(cl.tl.Attempts)-1]
 	tr.FinishInto(a, status, code)
+	if len(cl.obs) == 0 {
+		return
+	}
+	info := AttemptInfo{Attempt: *a, Request: cl.req, Err: e, cl: cl, sent: cl.attemptSent}
+	if e == nil {
+		info.Response = resp
+	}
 	for _, o := range cl.obs {
-		observe(func() { o.EndAttempt(*a, e) })
+		observe(func() { o.EndAttempt(info) })
+	}
+}
+
+// startAttempt tells the observers that are AttemptStarters that attempt
+// n starts.
+func (cl *call) startAttempt(n int) {
+	for _, o := range cl.obs {
+		if s, ok := o.(AttemptStarter); ok {
+			observe(func() {
+				s.StartAttempt(AttemptInfo{Attempt: latency.Attempt{Number: n, Backoff: cl.wait}, Request: cl.req, cl: cl})
+			})
+		}
 	}
 }
 

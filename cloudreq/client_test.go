@@ -171,9 +171,9 @@ type spy struct {
 func (s *spy) StartCall(ctx context.Context, _ *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
 	return ctx, s
 }
-func (s *spy) EndAttempt(a latency.Attempt, _ *errcodes.Error) {
+func (s *spy) EndAttempt(a cloudreq.AttemptInfo) {
 	s.mu.Lock()
-	s.attempts = append(s.attempts, a)
+	s.attempts = append(s.attempts, a.Attempt)
 	s.mu.Unlock()
 }
 func (s *spy) EndCall(resp *cloudreq.CloudResponse, _ *latency.Timeline, err *errcodes.Error) {

@@ -37,10 +37,18 @@
 // *T in the error interface) from a hook, adapter or stream is read as no
 // error.
 //
-// A credential a server quotes back in an error is redacted from it. An
-// adapter that knows its credentials says so (CredentialSource); for any
-// other, the client records the credential headers the HTTP transport
-// writes, which costs each request a few allocations.
+// A credential a server quotes back in an error is redacted from it: the
+// values of the request's credential headers (CredentialHeaders, the one
+// list of them), and those of the adapter. An adapter that knows its
+// credentials says so (CredentialSource); for any other, the client
+// records the credential headers the HTTP transport writes, which costs
+// each request a few allocations.
+//
+// Observers (Options.Observers) see each call start and end, and each
+// attempt's request and outcome (AttemptInfo, and AttemptStarter for its
+// start); AttemptInfo.Scrub replaces the same credentials in whatever an
+// observer copies out. Package telemetry's spans, metrics and logs are
+// observers.
 //
 // Options follow the aws-sdk-go-v2 shape: New(Options, ...func(*Options)),
 // and per-call ...func(*Options) applied to a copy.

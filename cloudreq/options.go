@@ -75,11 +75,45 @@ type Observer interface {
 	StartCall(ctx context.Context, req *CloudRequest, stream bool) (context.Context, CallObserver)
 }
 
-// CallObserver sees one call's attempts and its end.
+// CallObserver sees one call's attempts and its end. The client calls
+// its methods one at a time, in order: each attempt's EndAttempt, then
+// EndCall once.
 type CallObserver interface {
-	// EndAttempt is called after each attempt; err is nil on success.
-	EndAttempt(a latency.Attempt, err *errcodes.Error)
+	// EndAttempt is called after each attempt with what it sent and what
+	// it got (see AttemptInfo).
+	EndAttempt(a AttemptInfo)
 	// EndCall is called once when the call ends: resp is nil when it
 	// failed, and err nil when it succeeded. tl is always set.
 	EndCall(resp *CloudResponse, tl *latency.Timeline, err *errcodes.Error)
+}
+
+// AttemptStarter is implemented by a CallObserver that is told when each
+// attempt starts: a logger that records a request before it is sent.
+// StartAttempt is called before the attempt's send time is taken, after
+// the PreSerialize hooks ran; a.Attempt holds only Number and Backoff,
+// and a.Response and a.Err are nil.
+type AttemptStarter interface {
+	StartAttempt(a AttemptInfo)
+}
+
+// AttemptInfo is what an observer learns of one attempt. What it points
+// to belongs to the client: an observer reads it while it is called and
+// must not modify it, nor keep the pointers past the call's end.
+type AttemptInfo struct {
+	// Attempt is the attempt's timing, number, status and code, as the
+	// call's Timeline holds it.
+	Attempt latency.Attempt
+	// Request is the request the attempt sent: the client's working copy,
+	// after the PreSerialize hooks.
+	Request *CloudRequest
+	// Response is the attempt's response when it answered (for a Stream,
+	// what was known when it opened), after the PostDeserialize hooks; nil
+	// when Err is set.
+	Response *CloudResponse
+	// Err is the attempt's error, after the PostDeserialize hooks and with
+	// the credentials the attempt sent redacted; nil when it answered.
+	Err *errcodes.Error
+
+	cl   *call        // the call, for its adapter's and request's credentials
+	sent *sentSecrets // the credentials the transport wrote; nil at the start
 }

@@ -129,7 +129,7 @@ func (p panickyObserver) StartCall(context.Context, *cloudreq.CloudRequest, bool
 	}
 	panic("observer boom")
 }
-func (panickyObserver) EndAttempt(latency.Attempt, *errcodes.Error) { panic("observer boom") }
+func (panickyObserver) EndAttempt(cloudreq.AttemptInfo) { panic("observer boom") }
 func (panickyObserver) EndCall(*cloudreq.CloudResponse, *latency.Timeline, *errcodes.Error) {
 	panic("observer boom")
 }

@@ -8,18 +8,21 @@ import (
 	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
-// CredentialHeaders are the request headers whose values are credentials,
-// in every provider's protocol: the one list the client's and the hooks'
-// redaction share.
+// CredentialHeaders are the headers whose values are credentials, in every
+// provider's protocol, and cookies: the one list the client's redaction,
+// hooks.RedactHeaders and telemetry share. It is read once, when the
+// program starts.
 var CredentialHeaders = []string{
 	"Authorization", "Proxy-Authorization", "X-Amz-Security-Token",
 	"Api-Key", "X-Api-Key", "Ocp-Apim-Subscription-Key", "X-Goog-Api-Key",
+	"Cookie", "Set-Cookie",
 }
 
-// isCredentialHeader reports whether the header key carries a credential
-// (without allocating: it runs for every header of every request). Keys
-// are first told apart by length, which leaves at most one comparison.
-func isCredentialHeader(key string) bool {
+// IsCredentialHeader reports whether the header (or gRPC metadata) key is
+// one of CredentialHeaders, whatever its case. It does not allocate: it
+// runs for every header of every request. Keys are first told apart by
+// length, which leaves at most one comparison.
+func IsCredentialHeader(key string) bool {
 	if len(key) >= len(credentialByLen) {
 		return false
 	}
@@ -49,16 +52,14 @@ var credentialByLen = func() [][]string {
 // words.
 const minSecret = 8
 
-// redacted replaces a credential in an error.
-const redacted = "[REDACTED]"
+// Redacted is what replaces a credential in errors and in what observers
+// scrub (AttemptInfo.Scrub).
+const Redacted = "[REDACTED]"
 
-// sentSecrets collects the credentials one attempt sent, so that a server
-// quoting them back in an error — a message, a request id, an in-stream
-// error event — cannot carry them into the error, and so into logs. They
-// come from the adapter when it is a CredentialSource, else from the
-// credential headers as the transport wrote them (httptrace's
-// WroteHeaderField): adapters set credentials at the transport, where the
-// client does not see them otherwise. Safe for concurrent use.
+// sentSecrets collects the credential headers the transport wrote for an
+// attempt (httptrace's WroteHeaderField): adapters set credentials at the
+// transport, where the client does not see them otherwise. Safe for
+// concurrent use.
 type sentSecrets struct {
 	mu   sync.Mutex
 	vals []string
@@ -67,7 +68,7 @@ type sentSecrets struct {
 // WroteHeaderField implements latency.HeaderObserver: it keeps the values
 // of credential headers.
 func (s *sentSecrets) WroteHeaderField(key string, values []string) {
-	if !isCredentialHeader(key) {
+	if !IsCredentialHeader(key) {
 		return
 	}
 	s.mu.Lock()
@@ -77,11 +78,14 @@ func (s *sentSecrets) WroteHeaderField(key string, values []string) {
 	}
 }
 
-// add keeps credentials an adapter named (CredentialSource).
-func (s *sentSecrets) add(values []string) {
+// values returns the credentials collected so far.
+func (s *sentSecrets) values() []string {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.vals = append(s.vals, values...)
+	return s.vals[:len(s.vals):len(s.vals)]
 }
 
 // secretParts returns a credential header's value and, for a value with an
@@ -104,33 +108,77 @@ func secretParts(v string) []string {
 	return out
 }
 
+// credentials returns what an attempt sent as credentials: those the
+// transport wrote (sent, which may be nil), those the adapter names when
+// it is a CredentialSource, and those in the request's credential headers.
+func (cl *call) credentials(sent *sentSecrets) []string {
+	vals := sent.values()
+	if cl.reg != nil && cl.reg.creds != nil {
+		var named []string
+		if safely(func() error { named = cl.reg.creds.Credentials(); return nil }) == nil {
+			vals = append(vals, named...)
+		}
+	}
+	if cl.req != nil {
+		for k, vs := range cl.req.Header {
+			if IsCredentialHeader(k) {
+				for _, v := range vs {
+					vals = append(vals, secretParts(v)...)
+				}
+			}
+		}
+	}
+	return vals
+}
+
+// Scrub returns s with every credential the attempt sent replaced by
+// Redacted, and any quoted bearer token too: the exact values the
+// adapter named (CredentialSource), the request's credential headers
+// carried and the HTTP transport wrote (at the attempt's start, before
+// anything was written, the first two). Observers apply it to what they
+// copy from requests and responses (captured content, ids), which a
+// server may have filled with a credential quoted back.
+func (a *AttemptInfo) Scrub(s string) string {
+	if a.cl == nil || len(s) < minSecret {
+		return s
+	}
+	out, _ := scrubText(s, a.cl.credentials(a.sent))
+	return out
+}
+
 // bearerToken matches a bearer credential quoted in a message. It catches
 // what the transport trace cannot see: gRPC adds its per-RPC credentials
 // below any hook.
 var bearerToken = regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}`)
 
-// scrub returns e with every collected credential, and any quoted bearer
-// token, replaced in its text fields: e itself when none occurs, else an
-// amended copy (e may be shared).
-func (s *sentSecrets) scrub(e *errcodes.Error) *errcodes.Error {
-	if s == nil || e == nil {
-		return e
-	}
-	s.mu.Lock()
-	vals := s.vals
-	s.mu.Unlock()
+// scrubText returns x with each of vals, and any quoted bearer token,
+// replaced by Redacted, and whether it replaced any.
+func scrubText(x string, vals []string) (string, bool) {
 	found := false
-	clean := func(x string) string {
-		for _, v := range vals {
-			if len(v) >= minSecret && strings.Contains(x, v) {
-				x = strings.ReplaceAll(x, v, redacted)
-				found = true
-			}
-		}
-		if bearerToken.MatchString(x) {
-			x = bearerToken.ReplaceAllString(x, "${1} "+redacted)
+	for _, v := range vals {
+		if len(v) >= minSecret && strings.Contains(x, v) {
+			x = strings.ReplaceAll(x, v, Redacted)
 			found = true
 		}
+	}
+	if bearerToken.MatchString(x) {
+		x = bearerToken.ReplaceAllString(x, "${1} "+Redacted)
+		found = true
+	}
+	return x, found
+}
+
+// scrubError returns e with each of vals, and any quoted bearer token,
+// replaced in its text fields: e itself when none occurs, else an amended
+// copy (e may be shared).
+func scrubError(e *errcodes.Error, vals []string) *errcodes.Error {
+	if e == nil {
+		return nil
+	}
+	found := false
+	clean := func(x string) string {
+		x, f := scrubText(x, vals)
+		found = found || f
 		return x
 	}
 	msg, rid, pc := clean(e.Message), clean(e.RequestID), clean(e.ProviderCode)

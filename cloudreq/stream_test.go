@@ -224,10 +224,10 @@ func (o *order) StartCall(ctx context.Context, _ *cloudreq.CloudRequest, _ bool)
 	return ctx, o
 }
 
-func (o *order) EndAttempt(a latency.Attempt, _ *errcodes.Error) {
+func (o *order) EndAttempt(a cloudreq.AttemptInfo) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.events = append(o.events, fmt.Sprintf("attempt %d", a.Number))
+	o.events = append(o.events, fmt.Sprintf("attempt %d", a.Attempt.Number))
 }
 
 func (o *order) EndCall(_ *cloudreq.CloudResponse, tl *latency.Timeline, err *errcodes.Error) {

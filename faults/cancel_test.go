@@ -50,7 +50,7 @@ type attemptCounter struct{ n atomic.Int32 }
 func (c *attemptCounter) StartCall(ctx context.Context, _ *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
 	return ctx, c
 }
-func (c *attemptCounter) EndAttempt(latency.Attempt, *errcodes.Error) { c.n.Add(1) }
+func (c *attemptCounter) EndAttempt(cloudreq.AttemptInfo) { c.n.Add(1) }
 func (c *attemptCounter) EndCall(*cloudreq.CloudResponse, *latency.Timeline, *errcodes.Error) {
 }
 

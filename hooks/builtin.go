@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -166,65 +165,18 @@ func RequestID() PreSerializer {
 	})
 }
 
-// Redacted is what RedactHeaders and RedactURL put in place of a secret.
-const Redacted = "[REDACTED]"
-
-// SensitiveHeaders are the headers RedactHeaders hides: every credential
-// header the providers use (cloudreq.CredentialHeaders) and cookies.
-var SensitiveHeaders = append(slices.Clone(cloudreq.CredentialHeaders), "Cookie", "Set-Cookie")
-
-// sensitiveQuery are URL query parameters that carry credentials.
-var sensitiveQuery = []string{
-	"key", "api-key", "api_key", "apikey", "token", "access_token", "sig", "signature",
-	"x-amz-signature", "x-amz-credential", "x-amz-security-token", "code",
-}
-
-// RedactHeaders returns a copy of h with every sensitive header's values
-// replaced by Redacted (EAS signatures ride in Authorization and are covered).
-// Names are matched case-insensitively, so a key that was put in the map
-// without canonicalization ("api-key", gRPC's lower-case metadata) is
-// hidden too.
+// RedactHeaders returns a copy of h with the values of every credential
+// header (cloudreq.CredentialHeaders: Authorization, which carries EAS
+// signatures too, api keys, session tokens, cookies) replaced by
+// cloudreq.Redacted. Names are matched case-insensitively, so a key that
+// was put in the map without canonicalization ("api-key", gRPC's
+// lower-case metadata) is hidden too.
 func RedactHeaders(h http.Header) http.Header {
 	out := h.Clone()
 	for k := range out {
-		for _, s := range SensitiveHeaders {
-			if strings.EqualFold(k, s) {
-				out[k] = []string{Redacted}
-				break
-			}
+		if cloudreq.IsCredentialHeader(k) {
+			out[k] = []string{cloudreq.Redacted}
 		}
 	}
 	return out
-}
-
-// RedactURL returns u with user info and credential query parameters
-// replaced by Redacted. An unparsable URL is redacted whole, and so is an
-// unparsable query (a ';' separator, a bad escape): its parameters cannot
-// be told apart.
-func RedactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return Redacted
-	}
-	if p.User != nil {
-		p.User = url.User(Redacted)
-	}
-	q, err := url.ParseQuery(p.RawQuery)
-	if err != nil {
-		p.RawQuery = Redacted
-		return p.String()
-	}
-	changed := false
-	for k := range q {
-		for _, s := range sensitiveQuery {
-			if strings.EqualFold(k, s) {
-				q.Set(k, Redacted)
-				changed = true
-			}
-		}
-	}
-	if changed {
-		p.RawQuery = q.Encode()
-	}
-	return p.String()
 }

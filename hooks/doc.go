@@ -17,4 +17,10 @@
 // named entries in order — the first registered runs first — and supports
 // Add, InsertBefore, InsertAfter, Remove and Names. A Set holds one chain
 // per phase and is what cloudreq.Options.Hooks takes.
+//
+// Default returns the built-in checks and the request id hook. Logging is
+// not a hook: it is an observer (telemetry.WithLogging). RedactHeaders
+// copies a header with the values of the credential headers
+// (cloudreq.CredentialHeaders, the one list of them) hidden, for code that
+// keeps a request for diagnosis.
 package hooks

@@ -2,7 +2,8 @@
 // operator already runs: OpenTelemetry spans and metrics that follow the
 // GenAI semantic conventions (pinned to semconv v1.41.0 and its genaiconv
 // package), a Prometheus endpoint and OTLP export for them, and log/slog
-// logging with credentials redacted.
+// logging. All three are cloudreq observers that write a fixed set of
+// fields (see "What leaves the process").
 //
 // # Enabling it
 //
@@ -14,11 +15,13 @@
 //	client, err := cloudreq.New(opts, telemetry.WithObserver(obs),
 //		telemetry.WithLogging(slog.Default(), telemetry.LogOptions{}))
 //
+// WithLogging adds a LogObserver; it does not touch the hooks.
+//
 // ServePrometheus serves a MeterProvider's metrics at /metrics (what
 // "cloudinfer bench --metrics-addr :9464" uses); OTLP returns providers that
-// export over OTLP/HTTP (--otlp ENDPOINT). Prompts and completions are never
-// recorded unless Options.CaptureContent (spans) or LogOptions.CaptureContent
-// (logs) is set.
+// export over OTLP/HTTP (--otlp ENDPOINT). Prompts, completions and error
+// messages are never recorded unless Options.CaptureContent (spans) or
+// LogOptions.CaptureContent (logs) is set.
 //
 // # Names
 //
@@ -57,9 +60,9 @@
 //	gen_ai.request.max_tokens       generate, when set
 //	gen_ai.request.temperature      generate, when set
 //	gen_ai.request.top_p            generate, when set
-//	gen_ai.request.stop_sequences   generate, CaptureContent only
-//	gen_ai.input.messages           generate, CaptureContent only (JSON, the conventions' schema)
-//	gen_ai.output.messages          non-streaming generate, CaptureContent only
+//	gen_ai.request.stop_sequences   generate, CaptureContent only (scrubbed)
+//	gen_ai.input.messages           generate, CaptureContent only (JSON, the conventions' schema; scrubbed)
+//	gen_ai.output.messages          non-streaming generate, CaptureContent only (scrubbed)
 //	gen_ai.response.finish_reasons  when the response gave one
 //	gen_ai.usage.input_tokens       when known
 //	gen_ai.usage.output_tokens      when known: server usage, or counted from a stream's chunks (never a counted 0)
@@ -72,8 +75,8 @@
 //	cloudinfer.endpoint             the endpoint name, or its URL without user info, query and fragment
 //	cloudinfer.variant              Target.Variant, when set
 //	cloudinfer.request.class        CloudRequest.Class, when set
-//	cloudinfer.request.id           the client request id (after the PreSerialize hooks)
-//	cloudinfer.response.request_id  the provider's request id (redacted)
+//	cloudinfer.request.id           the client request id (after the PreSerialize hooks), when it is an id
+//	cloudinfer.response.request_id  the provider's request id (scrubbed), when it is an id
 //	cloudinfer.attempts             number of attempts made
 //	cloudinfer.e2e                  call duration, start to end (s)
 //	cloudinfer.phase.queue          call start → final attempt's send, backoff included (s)
@@ -86,18 +89,19 @@
 //	cloudinfer.sla_clock            streams: "send" or "model-ready"
 //	cloudinfer.tpot                 streams with ≥ 2 output tokens: (E2E − TTFT)/(N_out − 1) (s)
 //	cloudinfer.error.retryable      failed calls
-//	cloudinfer.error.provider_code  failed calls, the provider's native code (redacted)
+//	cloudinfer.error.provider_code  failed calls, the provider's native code, when it is a code
 //
-// A failed call's span has status Error with the description "CODE: message"
-// built from the error's portable fields, with credentials hidden as in the
-// logs (RedactAttr); the native error it wraps, which may quote what a
+// A failed call's span has status Error with its code as the description
+// ("ERR_THROTTLED"), and with CaptureContent its message too ("CODE:
+// message", scrubbed); the native error it wraps, which may quote what a
 // server or transport saw, is never recorded.
 //
 // Each attempt is a child span of kind INTERNAL named "cloudinfer.attempt"
 // (off with Options.NoAttemptSpans), timed from the attempt's send to its
 // end, with cloudinfer.attempt.number, cloudinfer.attempt.backoff (s),
 // cloudinfer.connection.reused, http.response.status_code, error.type and
-// cloudinfer.error.provider_code of a failed attempt, the phase durations
+// cloudinfer.error.provider_code of a failed attempt (when it is a code),
+// the phase durations
 // cloudinfer.phase.dns, .connect, .tls, .server_wait (request written → first
 // byte) and .time_to_first_byte (send → first byte), in seconds, and one
 // event per phase timestamp: dns.start, dns.done, connect.start,
@@ -154,28 +158,34 @@
 // cloudinfer_client_operation_retries_total and
 // cloudinfer_client_operation_throttles_total.
 //
-// # Logs and redaction
+// # Logs
 //
-// LogHook (or WithLogging) logs each request before it is serialized and
-// each attempt's outcome; see LogHook for what a record holds. Header values
-// go through hooks.RedactHeaders (Authorization — bearer tokens, keys and
-// EAS signatures —, x-api-key, api-key, X-Amz-Security-Token and the other
-// hooks.SensitiveHeaders), endpoint URLs and request paths through
-// hooks.RedactURL (credential query parameters such as key, sig, token and
-// code, and user info). RedactHandler and RedactAttr are a second line of
-// defence for any slog handler: they hide the values of credential-named
-// keys (SensitiveKey, which compares whole words whatever the spelling:
-// api_key, apiKey, clientSecret, admin_token, primaryKey, …; token counts
-// such as output_tokens and max_new_tokens stay visible, and so do names
-// such as secretary or cache_key), and in free text authorization schemes,
-// header lines "Name: value" with a credential's name (to the end of the
-// line), credential query parameters, key=value and "key: value" pairs,
-// and JSON members, escaped JSON members and Python dict members with a
-// credential's name. Maps, structs and other composite values are encoded
-// as JSON and redacted as a tree (a credential-named member's value
-// hidden, every string redacted as free text), or walked with reflect when
-// encoding/json cannot encode them, never printed with fmt; *errcodes.Error
-// values are written from their portable fields only; a nil pointer is
-// written "<nil>", and a String, Error or MarshalJSON method that panics
-// does not crash the program.
+// A LogObserver (WithLogging) logs each request before its first attempt
+// and each attempt's outcome when it ends; see LogObserver for the fields
+// of a record. The client's own retry records (Options.Logger) go to the
+// same logger.
+//
+// # What leaves the process
+//
+// Spans, metrics and logs hold a fixed, allow-listed set of fields, as
+// azcore's and openai-go's logging do, rather than arbitrary values searched
+// for secrets: codes, counts, sizes and timings; the names the program chose
+// (provider, service, action, model, variant, endpoint name, class); ids and
+// codes a server sent (request ids, provider codes) only when they are one
+// run of letters, digits and . _ : / - of at most 128 bytes; a URL as its
+// scheme, host and path, never its user info, query or fragment; a request
+// header's value only for the allow-listed headers (Accept, Content-Type,
+// Content-Length, Content-Encoding, User-Agent, the request-id and trace
+// headers of the providers — X-Request-Id, X-Client-Request-Id,
+// X-Ms-Client-Request-Id, X-Ms-Request-Id, Apim-Request-Id,
+// X-Amzn-Requestid, X-Amzn-Trace-Id, X-Amz-Request-Id, Traceparent —,
+// Retry-After, Retry-After-Ms, X-Ms-Retry-After-Ms, Api-Version, and
+// SageMaker's and Azure ML's routing headers), any other header by its name
+// alone. None of these can hold a credential the request carried. Content
+// (payloads, messages, generated text, error messages) is written only with
+// CaptureContent, and then with the credentials the attempt sent replaced
+// wherever they occur (cloudreq.AttemptInfo.Scrub: the values of the
+// request's credential headers, cloudreq.CredentialHeaders, those the
+// adapter names and those the HTTP transport wrote). A credential in a
+// URL is not among them: URLs are never written whole.
 package telemetry

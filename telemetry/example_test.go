@@ -65,11 +65,12 @@ func ExampleServePrometheus() {
 	// Output: true
 }
 
-// Logging requests and responses with credentials redacted.
+// Logging requests and responses: a fixed set of fields, the endpoint as
+// host and path, header values of allow-listed headers only.
 func ExampleWithLogging() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey || a.Key == "elapsed" {
+			if a.Key == slog.TimeKey || a.Key == "elapsed" || a.Key == "duration" {
 				return slog.Attr{} // keep the output stable
 			}
 			return a
@@ -83,7 +84,7 @@ func ExampleWithLogging() {
 	_, err = client.Invoke(context.Background(), &cloudreq.CloudRequest{
 		Provider: cloudreq.ProviderOpenAI, Service: cloudreq.ServiceOpenAICompatible, Action: cloudreq.ActionInvoke,
 		Target:    cloudreq.Target{Endpoint: "https://llm.example.com/v1?api-key=abc123", Model: "m"},
-		Header:    map[string][]string{"Authorization": {"Bearer abc123"}},
+		Header:    map[string][]string{"Authorization": {"Bearer abc123"}, "X-Request-Id": {"x-1"}},
 		RequestID: "r-1",
 		Payload:   cloudreq.Payload{Body: []byte(`{}`)},
 	})
@@ -91,8 +92,8 @@ func ExampleWithLogging() {
 		log.Fatal(err)
 	}
 	// Output:
-	// level=INFO msg="cloudinfer request" provider=openai service=openai-compatible action=invoke endpoint="https://llm.example.com/v1?api-key=%5BREDACTED%5D" model=m request_id=r-1 payload_bytes=2 header.Authorization=[REDACTED]
-	// level=INFO msg="cloudinfer response" provider=openai service=openai-compatible action=invoke endpoint="https://llm.example.com/v1?api-key=%5BREDACTED%5D" model=m request_id=r-1 attempt=1 status=200 body_bytes=2
+	// level=INFO msg="cloudinfer request" provider=openai service=openai-compatible action=invoke endpoint=https://llm.example.com/v1 model=m request_id=r-1 payload_bytes=2 header.Authorization=[REDACTED] header.X-Request-Id=x-1
+	// level=INFO msg="cloudinfer response" provider=openai service=openai-compatible action=invoke endpoint=https://llm.example.com/v1 model=m request_id=r-1 attempt=1 status=200 body_bytes=2
 }
 
 func ExampleProviderName() {

@@ -2,25 +2,17 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"net/url"
-	"runtime"
+	"slices"
 	"strings"
-	"sync"
 	"time"
-	"weak"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
-	"github.com/cloudinfer/cloudinfer/hooks"
-	"github.com/cloudinfer/cloudinfer/internal/nilerr"
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
-// LogHookName is the name the logging hook takes in hook chains.
-const LogHookName = "telemetry-log"
-
-// Messages of the logging hook's records.
+// Messages of the log observer's records.
 const (
 	LogMsgRequest  = "cloudinfer request"
 	LogMsgResponse = "cloudinfer response"
@@ -29,162 +21,190 @@ const (
 // maxLoggedContent bounds a payload or text logged with CaptureContent.
 const maxLoggedContent = 4096
 
-// LogOptions configures LogHook.
+// LogOptions configures a LogObserver.
 type LogOptions struct {
 	// Level is the level of request and successful response records
 	// (default Info). A failed attempt is logged one step higher (Info →
 	// Warn, Debug → Info).
 	Level slog.Level
-	// CaptureContent adds payloads, messages and generated text (the first
-	// 4 KiB) to the records. Off by default.
+	// CaptureContent adds payloads, messages, generated text and error
+	// messages (the first 4 KiB of each) to the records, with the
+	// credentials the attempt sent replaced. Off by default: content
+	// often holds personal data, and a server may quote anything in it.
 	CaptureContent bool
 }
 
-// LogHook logs, through log/slog, a summary of each request before it is
-// serialized (hooks.PreSerializer) and of each attempt's outcome
-// (hooks.PostDeserializer). Headers are logged with their values redacted
-// (hooks.RedactHeaders), endpoint URLs and request paths with
-// hooks.RedactURL, and errors from their portable fields only; bodies only
-// with CaptureContent. Its logger's handler is wrapped in RedactHandler as
-// a second line of defence.
+// LogObserver logs calls through log/slog. It is a cloudreq.Observer
+// (see WithLogging): it logs each request when its first attempt starts,
+// after the PreSerialize hooks (LogMsgRequest), and each attempt's outcome
+// when it ends, after the PostDeserialize hooks (LogMsgResponse; for a
+// Stream, when the stream ends). A record holds a fixed set of fields:
 //
-// Register it at the end of the PreSerialize and PostDeserialize chains
-// (Install does), so that it sees the request id and the final outcome, or
-// use WithLogging.
-type LogHook struct {
+//	both       provider, service, action, endpoint (a name, or a URL's
+//	           scheme, host and path), variant, model, path (without query
+//	           and fragment), request_id (when it is an id), class
+//	request    payload_bytes, header (every name; the values of
+//	           allow-listed headers only), messages, max_tokens;
+//	           body and input_messages with CaptureContent
+//	response   attempt, elapsed (since the call began), duration (the
+//	           attempt's); on success status, provider_request_id (when
+//	           it is an id), input_tokens, output_tokens, finish_reason,
+//	           body_bytes, and text with CaptureContent; on failure code,
+//	           retryable, provider_code and provider_request_id (when
+//	           they are ids), status, retry_after, and message with
+//	           CaptureContent
+//
+// No other value of a request, a response or an error is written, so
+// that a credential in one (a header, a URL's query or user info, a
+// server's message) has no way into the logs. It is safe for concurrent
+// use.
+type LogObserver struct {
 	log  *slog.Logger
 	opts LogOptions
-	// calls holds each call's start and attempt count, keyed by a weak
-	// pointer to the client's working copy of the request (the same
-	// pointer in both phases), and dropped when that copy is collected.
-	calls sync.Map // weak.Pointer[cloudreq.CloudRequest] → *callLog
 }
 
-type callLog struct {
-	start    time.Time
-	attempts int
-}
+var _ cloudreq.Observer = (*LogObserver)(nil)
 
-var (
-	_ hooks.PreSerializer    = (*LogHook)(nil)
-	_ hooks.PostDeserializer = (*LogHook)(nil)
-)
-
-// NewLogHook returns a LogHook writing to logger (slog.Default() if nil).
-func NewLogHook(logger *slog.Logger, opts LogOptions) *LogHook {
+// NewLogObserver returns a LogObserver writing to logger (slog.Default()
+// if nil).
+func NewLogObserver(logger *slog.Logger, opts LogOptions) *LogObserver {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &LogHook{log: slog.New(RedactHandler(logger.Handler())), opts: opts}
+	return &LogObserver{log: logger, opts: opts}
 }
 
-// Install appends h to s's PreSerialize and PostDeserialize chains under
-// LogHookName.
-func (h *LogHook) Install(s *hooks.Set) error {
-	if err := s.Serialize.Add(LogHookName, h); err != nil {
-		return err
+// WithLogging returns a cloudreq option function that logs every call
+// through logger: it adds a LogObserver to Options.Observers (once, for a
+// client or a single call) and sets Options.Logger, the client's retry
+// records, to logger. It leaves the hooks as they are.
+func WithLogging(logger *slog.Logger, opts LogOptions) func(*cloudreq.Options) {
+	l := NewLogObserver(logger, opts)
+	return func(o *cloudreq.Options) {
+		o.Logger = l.log
+		if !slices.Contains(o.Observers, cloudreq.Observer(l)) {
+			o.Observers = append(o.Observers, l)
+		}
 	}
-	if err := s.Deserialize.Add(LogHookName, h); err != nil {
-		s.Serialize.Remove(LogHookName)
-		return err
-	}
-	return nil
 }
 
-// PreSerialize logs the request: provider, service, action, target,
-// request id, header names with redacted values, payload size. It never
-// fails.
-func (h *LogHook) PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) error {
-	if req == nil {
-		return nil
+// StartCall implements cloudreq.Observer. A call whose records the
+// logger would drop gets no observer.
+func (l *LogObserver) StartCall(ctx context.Context, _ *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
+	if !l.log.Enabled(ctx, l.opts.Level) && !l.log.Enabled(ctx, stepUp(l.opts.Level)) {
+		return ctx, nil
 	}
-	wp := weak.Make(req)
-	if _, loaded := h.calls.LoadOrStore(wp, &callLog{start: time.Now()}); !loaded {
-		runtime.AddCleanup(req, func(k weak.Pointer[cloudreq.CloudRequest]) { h.calls.Delete(k) }, wp)
+	return ctx, &logCall{l: l, ctx: ctx, start: time.Now()}
+}
+
+// logCall logs one call.
+type logCall struct {
+	l     *LogObserver
+	ctx   context.Context // the call's, for the handler (a span's ids, say)
+	start time.Time
+}
+
+var _ cloudreq.AttemptStarter = (*logCall)(nil)
+
+// StartAttempt implements cloudreq.AttemptStarter: it logs the request
+// before its first attempt.
+func (c *logCall) StartAttempt(a cloudreq.AttemptInfo) {
+	req := a.Request
+	if a.Attempt.Number > 1 || req == nil || !c.l.log.Enabled(c.ctx, c.l.opts.Level) {
+		return
 	}
-	if !h.log.Enabled(ctx, h.opts.Level) {
-		return nil
-	}
-	attrs := h.requestAttrs(req)
+	capture := c.l.opts.CaptureContent
+	attrs := requestAttrs(req)
 	attrs = append(attrs, slog.Int("payload_bytes", len(req.Payload.Body)))
 	if len(req.Header) > 0 {
-		attrs = append(attrs, slog.Attr{Key: "header", Value: headerValue(req.Header)})
+		attrs = append(attrs, slog.Attr{Key: "header", Value: headerValue(req.Header, a.Scrub)})
 	}
 	if g := req.Generate; g != nil {
 		attrs = append(attrs, slog.Int("messages", len(g.Messages)))
 		if g.MaxTokens > 0 {
 			attrs = append(attrs, slog.Int("max_tokens", g.MaxTokens))
 		}
-		if h.opts.CaptureContent {
-			attrs = append(attrs, slog.String("input_messages", clip(inputMessages(g.Messages))))
+		if capture {
+			attrs = append(attrs, slog.String("input_messages", clip(inputMessages(g.Messages, a.Scrub))))
 		}
 	}
-	if h.opts.CaptureContent && len(req.Payload.Body) > 0 {
-		attrs = append(attrs, slog.String("body", clip(string(req.Payload.Body))))
+	if capture && len(req.Payload.Body) > 0 {
+		attrs = append(attrs, slog.String("body", clip(a.Scrub(string(req.Payload.Body)))))
 	}
-	h.log.LogAttrs(ctx, h.opts.Level, LogMsgRequest, attrs...)
-	return nil
+	c.l.log.LogAttrs(c.ctx, c.l.opts.Level, LogMsgRequest, attrs...)
 }
 
-// PostDeserialize logs an attempt's outcome: status, request ids, usage and
-// the time since the request was logged; for a failure, the code, the
-// provider's code, retryability and the message. It never changes the
+// EndAttempt implements cloudreq.CallObserver: it logs the attempt's
 // outcome.
-func (h *LogHook) PostDeserialize(ctx context.Context, req *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error {
-	if req == nil {
-		return nil
-	}
-	if nilerr.Is(err) {
-		err = nil // a typed nil error (a nil *T) is no error, as for the client
-	}
-	attempt, elapsed := 0, time.Duration(-1)
-	if v, ok := h.calls.Load(weak.Make(req)); ok {
-		cl := v.(*callLog)
-		cl.attempts++ // PostDeserialize runs once per attempt, in order
-		attempt, elapsed = cl.attempts, time.Since(cl.start)
-	}
-	level := h.opts.Level
-	if err != nil {
+func (c *logCall) EndAttempt(a cloudreq.AttemptInfo) {
+	level := c.l.opts.Level
+	if a.Err != nil {
 		level = stepUp(level)
 	}
-	if !h.log.Enabled(ctx, level) {
-		return nil
+	if a.Request == nil || !c.l.log.Enabled(c.ctx, level) {
+		return
 	}
-	attrs := h.requestAttrs(req)
-	if attempt > 0 {
-		attrs = append(attrs, slog.Int("attempt", attempt), slog.Duration("elapsed", elapsed))
+	capture := c.l.opts.CaptureContent
+	at := a.Attempt
+	end := at.End
+	if end.IsZero() {
+		end = time.Now()
 	}
-	if err != nil {
-		attrs = append(attrs, errorAttrs(err)...)
-	} else if resp != nil {
-		attrs = append(attrs, slog.Int("status", resp.StatusCode))
-		if resp.RequestID != "" {
-			attrs = append(attrs, slog.String("provider_request_id", resp.RequestID))
+	attrs := requestAttrs(a.Request)
+	attrs = append(attrs, slog.Int("attempt", at.Number), slog.Duration("elapsed", end.Sub(c.start)))
+	if !at.Send.IsZero() && !at.End.IsZero() {
+		attrs = append(attrs, slog.Duration("duration", at.End.Sub(at.Send)))
+	}
+	optID := func(k, v string) {
+		if id, ok := idValue(v); ok {
+			attrs = append(attrs, slog.String(k, id))
 		}
-		if u := resp.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
+	}
+	if e := a.Err; e != nil {
+		attrs = append(attrs, slog.String("code", e.ErrorType()), slog.Bool("retryable", e.Retryable))
+		optID("provider_code", e.ProviderCode)
+		if e.HTTPStatus != 0 {
+			attrs = append(attrs, slog.Int("status", e.HTTPStatus))
+		}
+		if e.RetryAfter > 0 {
+			attrs = append(attrs, slog.Duration("retry_after", e.RetryAfter))
+		}
+		optID("provider_request_id", e.RequestID)
+		if capture && e.Message != "" {
+			attrs = append(attrs, slog.String("message", clip(a.Scrub(e.Message))))
+		}
+	} else if r := a.Response; r != nil {
+		attrs = append(attrs, slog.Int("status", r.StatusCode))
+		optID("provider_request_id", a.Scrub(r.RequestID))
+		if u := r.Usage; u.InputTokens > 0 || u.OutputTokens > 0 {
 			attrs = append(attrs, slog.Int("input_tokens", u.InputTokens), slog.Int("output_tokens", u.OutputTokens))
 		}
-		if resp.FinishReason != "" {
-			attrs = append(attrs, slog.String("finish_reason", resp.FinishReason))
+		if r.FinishReason != "" {
+			attrs = append(attrs, slog.String("finish_reason", r.FinishReason))
 		}
-		if resp.Data != nil {
-			attrs = append(attrs, slog.Int("body_bytes", len(resp.Data)))
+		if r.Data != nil {
+			attrs = append(attrs, slog.Int("body_bytes", len(r.Data)))
 		}
-		if h.opts.CaptureContent && resp.Text != "" {
-			attrs = append(attrs, slog.String("text", clip(resp.Text)))
+		if capture && r.Text != "" {
+			attrs = append(attrs, slog.String("text", clip(a.Scrub(r.Text))))
 		}
 	}
-	h.log.LogAttrs(ctx, level, LogMsgResponse, attrs...)
-	return nil
+	c.l.log.LogAttrs(c.ctx, level, LogMsgResponse, attrs...)
 }
 
-func (h *LogHook) requestAttrs(req *cloudreq.CloudRequest) []slog.Attr {
-	attrs := []slog.Attr{
+// EndCall implements cloudreq.CallObserver; the attempts' records say
+// everything.
+func (*logCall) EndCall(*cloudreq.CloudResponse, *latency.Timeline, *errcodes.Error) {}
+
+// requestAttrs are the fields of a request that every record carries.
+func requestAttrs(req *cloudreq.CloudRequest) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 20)
+	attrs = append(attrs,
 		slog.String("provider", req.Provider),
 		slog.String("service", req.Service),
 		slog.String("action", req.Action),
-		slog.String("endpoint", logEndpoint(req.Target.Endpoint)),
-	}
+		slog.String("endpoint", serverOf(req.Target.Endpoint).endpoint),
+	)
 	opt := func(k, v string) {
 		if v != "" {
 			attrs = append(attrs, slog.String(k, v))
@@ -192,58 +212,12 @@ func (h *LogHook) requestAttrs(req *cloudreq.CloudRequest) []slog.Attr {
 	}
 	opt("variant", req.Target.Variant)
 	opt("model", req.Target.Model)
-	opt("path", logPath(req.Target.Path))
-	opt("request_id", req.RequestID)
+	opt("path", pathValue(req.Target.Path))
+	if id, ok := idValue(req.RequestID); ok {
+		attrs = append(attrs, slog.String("request_id", id))
+	}
 	opt("class", req.Class)
 	return attrs
-}
-
-func errorAttrs(err error) []slog.Attr {
-	var e *errcodes.Error
-	if !errors.As(err, &e) || e == nil {
-		return []slog.Attr{slog.String("code", string(errcodes.Of(err)))}
-	}
-	attrs := []slog.Attr{slog.String("code", e.ErrorType()), slog.Bool("retryable", e.Retryable)}
-	if e.ProviderCode != "" {
-		attrs = append(attrs, slog.String("provider_code", e.ProviderCode))
-	}
-	if e.HTTPStatus != 0 {
-		attrs = append(attrs, slog.Int("status", e.HTTPStatus))
-	}
-	if e.RetryAfter > 0 {
-		attrs = append(attrs, slog.Duration("retry_after", e.RetryAfter))
-	}
-	if e.RequestID != "" {
-		attrs = append(attrs, slog.String("provider_request_id", e.RequestID))
-	}
-	if e.Message != "" {
-		attrs = append(attrs, slog.String("message", e.Message))
-	}
-	return attrs
-}
-
-// logEndpoint returns an endpoint name as it is, and an endpoint URL
-// through hooks.RedactURL.
-func logEndpoint(ep string) string {
-	if strings.Contains(ep, "://") {
-		return hooks.RedactURL(ep)
-	}
-	return ep
-}
-
-// logPath returns a request path through hooks.RedactURL, which takes a
-// relative reference too: its query may carry credentials ("?sig=…",
-// "?code=…"). A path that does not parse as a URL reference (a bad
-// percent-escape, a control character) is redacted as free text instead,
-// rather than replaced whole. An empty path stays empty.
-func logPath(p string) string {
-	if p == "" {
-		return ""
-	}
-	if _, err := url.Parse(p); err != nil {
-		return redactString(p)
-	}
-	return hooks.RedactURL(p)
 }
 
 func stepUp(l slog.Level) slog.Level {
@@ -261,55 +235,4 @@ func clip(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:maxLoggedContent], "") + "…"
-}
-
-// WithLogging returns a cloudreq option function that logs every call
-// through logger: it sets Options.Logger (the client's retry records) to
-// logger behind RedactHandler, and wraps Options.Hooks so that a LogHook
-// runs after the configured PreSerialize and PostDeserialize hooks. It
-// does not modify the hooks it wraps, so it is safe per call too.
-func WithLogging(logger *slog.Logger, opts LogOptions) func(*cloudreq.Options) {
-	h := NewLogHook(logger, opts)
-	return func(o *cloudreq.Options) {
-		o.Logger = h.log
-		o.Hooks = &loggedHooks{inner: o.Hooks, log: h}
-	}
-}
-
-// loggedHooks runs the configured hooks, then the log hook.
-type loggedHooks struct {
-	inner cloudreq.Hooks // may be nil
-	log   *LogHook
-}
-
-func (l *loggedHooks) PreValidate(ctx context.Context, req *cloudreq.CloudRequest) error {
-	if l.inner == nil {
-		return nil
-	}
-	return l.inner.PreValidate(ctx, req)
-}
-
-func (l *loggedHooks) PreSerialize(ctx context.Context, req *cloudreq.CloudRequest) error {
-	if l.inner != nil {
-		if err := l.inner.PreSerialize(ctx, req); err != nil && !nilerr.Is(err) {
-			return err
-		}
-	}
-	return l.log.PreSerialize(ctx, req)
-}
-
-func (l *loggedHooks) PostDeserialize(ctx context.Context, req *cloudreq.CloudRequest, resp *cloudreq.CloudResponse, err error) error {
-	var veto error
-	if l.inner != nil {
-		veto = l.inner.PostDeserialize(ctx, req, resp, err)
-	}
-	if nilerr.Is(veto) {
-		veto = nil // a typed nil error is no veto (see cloudreq.Hooks)
-	}
-	outcome := err
-	if veto != nil {
-		outcome = veto
-	}
-	_ = l.log.PostDeserialize(ctx, req, resp, outcome)
-	return veto
 }

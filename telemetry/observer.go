@@ -29,9 +29,11 @@ type Options struct {
 	// MeterProvider makes the instruments; nil (a nil pointer too) uses
 	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
-	// CaptureContent records prompts (gen_ai.input.messages) and, for
-	// non-streaming generate calls, completions (gen_ai.output.messages)
-	// on spans. Off by default: content often holds personal data.
+	// CaptureContent records prompts (gen_ai.input.messages), for
+	// non-streaming generate calls completions (gen_ai.output.messages),
+	// and a failure's message in the span status, on spans, with the
+	// credentials the attempts sent replaced. Off by default: content
+	// often holds personal data, and a server may quote anything in it.
 	CaptureContent bool
 	// NoAttemptSpans turns off the child span per attempt; attempts are
 	// then only counted on the call's span.
@@ -158,6 +160,11 @@ type call struct {
 	srv      server
 	prevType string // error.type of the previous attempt
 	base     []attribute.KeyValue
+	// last is the latest attempt, whose Scrub hides the credentials it
+	// sent in what the call's end records; respID is the scrubbed request
+	// id of the latest attempt that answered.
+	last   cloudreq.AttemptInfo
+	respID string
 	// retargeted: the target was read again after the PreSerialize hooks
 	// (see retarget).
 	retargeted bool
@@ -248,13 +255,14 @@ func (c *call) retarget() {
 		c.span.SetAttributes(attrs...)
 	}
 	if g := c.req.Generate; g != nil {
-		c.span.SetAttributes(generateAttrs(g, c.o.opts.CaptureContent)...)
+		c.span.SetAttributes(generateAttrs(g, c.o.opts.CaptureContent, c.last.Scrub)...)
 	}
 }
 
 // generateAttrs returns the gen_ai.request.* attributes of a generate
-// request, and its input messages when content is captured.
-func generateAttrs(g *cloudreq.GenerateInput, capture bool) []attribute.KeyValue {
+// request, and its stop sequences and input messages, scrubbed, when
+// content is captured.
+func generateAttrs(g *cloudreq.GenerateInput, capture bool, scrub func(string) string) []attribute.KeyValue {
 	var attrs []attribute.KeyValue
 	if g.MaxTokens > 0 {
 		attrs = append(attrs, semconv.GenAIRequestMaxTokensKey.Int(g.MaxTokens))
@@ -267,15 +275,24 @@ func generateAttrs(g *cloudreq.GenerateInput, capture bool) []attribute.KeyValue
 	}
 	if capture {
 		if len(g.Stop) > 0 {
-			attrs = append(attrs, semconv.GenAIRequestStopSequencesKey.StringSlice(g.Stop))
+			stop := make([]string, len(g.Stop))
+			for i, s := range g.Stop {
+				stop[i] = scrub(s)
+			}
+			attrs = append(attrs, semconv.GenAIRequestStopSequencesKey.StringSlice(stop))
 		}
-		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(inputMessages(g.Messages)))
+		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(inputMessages(g.Messages, scrub)))
 	}
 	return attrs
 }
 
 // EndAttempt implements cloudreq.CallObserver.
-func (c *call) EndAttempt(a latency.Attempt, err *errcodes.Error) {
+func (c *call) EndAttempt(info cloudreq.AttemptInfo) {
+	a, err := info.Attempt, info.Err
+	c.last = info
+	if r := info.Response; r != nil {
+		c.respID = info.Scrub(r.RequestID)
+	}
 	c.retarget()
 	ctx := c.ctx
 	if a.Number > 1 {
@@ -314,8 +331,8 @@ func (c *call) EndAttempt(a latency.Attempt, err *errcodes.Error) {
 	if err != nil {
 		et := errorType(err)
 		s.SetAttributes(semconv.ErrorTypeKey.String(et))
-		if err.ProviderCode != "" {
-			s.SetAttributes(attribute.String(attrProviderCode, redactString(err.ProviderCode)))
+		if pc, ok := idValue(err.ProviderCode); ok {
+			s.SetAttributes(attribute.String(attrProviderCode, pc))
 		}
 		s.SetStatus(codes.Error, et)
 	}
@@ -339,8 +356,8 @@ func (c *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 		attempts = len(tl.Attempts)
 	}
 	span.SetAttributes(attribute.Int(attrAttempts, attempts))
-	if id := c.req.RequestID; id != "" {
-		span.SetAttributes(attribute.String(attrRequestID, redactString(id)))
+	if id, ok := idValue(c.req.RequestID); ok {
+		span.SetAttributes(attribute.String(attrRequestID, id))
 	}
 
 	var extra []attribute.KeyValue // metric attributes beyond the base
@@ -348,13 +365,20 @@ func (c *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 		et := errorType(err)
 		extra = append(extra, semconv.ErrorTypeKey.String(et))
 		span.SetAttributes(semconv.ErrorTypeKey.String(et), attribute.Bool(attrRetryable, err.Retryable))
-		if err.ProviderCode != "" {
-			span.SetAttributes(attribute.String(attrProviderCode, redactString(err.ProviderCode)))
+		if pc, ok := idValue(err.ProviderCode); ok {
+			span.SetAttributes(attribute.String(attrProviderCode, pc))
 		}
 		if err.HTTPStatus != 0 {
 			span.SetAttributes(semconv.HTTPResponseStatusCodeKey.Int(err.HTTPStatus))
 		}
-		span.SetStatus(codes.Error, statusDescription(err))
+		desc := err.ErrorType()
+		if _, ok := idValue(desc); !ok {
+			desc = errorType(err)
+		}
+		if c.o.opts.CaptureContent && err.Message != "" {
+			desc += ": " + c.last.Scrub(err.Message)
+		}
+		span.SetStatus(codes.Error, desc)
 	}
 	if resp != nil {
 		c.endResponse(span, resp)
@@ -382,8 +406,8 @@ func (c *call) endResponse(span trace.Span, resp *cloudreq.CloudResponse) {
 	if resp.FinishReason != "" {
 		span.SetAttributes(semconv.GenAIResponseFinishReasonsKey.StringSlice([]string{resp.FinishReason}))
 	}
-	if resp.RequestID != "" {
-		span.SetAttributes(attribute.String(attrResponseReqID, redactString(resp.RequestID)))
+	if id, ok := idValue(c.respID); ok {
+		span.SetAttributes(attribute.String(attrResponseReqID, id))
 	}
 	u := resp.Usage
 	if u.InputTokens > 0 {
@@ -406,7 +430,7 @@ func (c *call) endResponse(span trace.Span, resp *cloudreq.CloudResponse) {
 		span.SetAttributes(attribute.Float64(attrColdOverhead, st.Overhead.Seconds()))
 	}
 	if c.o.opts.CaptureContent && !c.stream && resp.Text != "" {
-		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(outputMessages(resp.Text, resp.FinishReason)))
+		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(outputMessages(c.last.Scrub(resp.Text), resp.FinishReason)))
 	}
 }
 
@@ -500,17 +524,6 @@ func errorType(e *errcodes.Error) string {
 	return string(genaiconv.ErrorTypeOther)
 }
 
-// statusDescription describes a failure for the span status from the
-// error's portable fields only, with any credential they quote hidden (as
-// the logs hide it). The wrapped native error is left out: it may quote
-// what the provider or transport saw, credentials included.
-func statusDescription(e *errcodes.Error) string {
-	if e.Message == "" {
-		return redactString(e.ErrorType())
-	}
-	return redactString(e.ErrorType() + ": " + e.Message)
-}
-
 type phaseEvent struct {
 	name string
 	at   time.Time
@@ -563,10 +576,12 @@ type chatMessage struct {
 	FinishReason string    `json:"finish_reason,omitempty"`
 }
 
-func inputMessages(ms []cloudreq.Message) string {
+// inputMessages encodes a request's messages, each content scrubbed
+// before it is encoded (which may escape a credential's characters).
+func inputMessages(ms []cloudreq.Message, scrub func(string) string) string {
 	out := make([]chatMessage, len(ms))
 	for i, m := range ms {
-		out[i] = chatMessage{Role: m.Role, Parts: []msgPart{{Type: "text", Content: m.Content}}}
+		out[i] = chatMessage{Role: m.Role, Parts: []msgPart{{Type: "text", Content: scrub(m.Content)}}}
 	}
 	b, _ := json.Marshal(out)
 	return string(b)

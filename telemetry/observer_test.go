@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -268,7 +269,7 @@ func TestFailedCall(t *testing.T) {
 	span := r.callSpan(t)
 	assert.Equal(t, "chat", span.Name())
 	assert.Equal(t, codes.Error, span.Status().Code)
-	assert.Equal(t, "ERR_NOT_FOUND: endpoint my-endpoint not found", span.Status().Description)
+	assert.Equal(t, "ERR_NOT_FOUND", span.Status().Description, "the message is content: not without CaptureContent")
 	a := attrMap(span.Attributes())
 	assert.Equal(t, attribute.StringValue("ERR_NOT_FOUND"), a["error.type"])
 	assert.Equal(t, attribute.StringValue("azure.ml"), a["gen_ai.provider.name"])
@@ -424,10 +425,13 @@ func TestStreamInterrupted(t *testing.T) {
 	assert.Equal(t, attribute.StringValue("ERR_STREAM_INTERRUPTED"), attrMap(atts[0].Attributes())["error.type"])
 }
 
-// TestSpanStatusRedacted: a failure's description, provider code and the
-// provider's request id are redacted on spans as they are in logs.
+// TestSpanStatusRedacted: a failure's status description is its code;
+// its message, content that may quote anything, only with
+// CaptureContent, and then with the credentials the request sent
+// scrubbed. A provider code or request id that is not an id is left out.
 func TestSpanStatusRedacted(t *testing.T) {
 	const secret = "SECRET123"
+	const tok = "tok0123456789abcdef"
 	withCode := func(code, msg string) *errcodes.Error {
 		e := errcodes.New(errcodes.Unauthenticated, msg)
 		e.ProviderCode = code
@@ -435,22 +439,24 @@ func TestSpanStatusRedacted(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
+		capture bool
 		outcome cloudreqtest.Outcome
 		status  string // the call span's status description, when it failed
 	}{
-		{"url-in-message", cloudreqtest.Outcome{Err: withCode("", "POST https://h.example/v1?key="+secret+" refused")},
-			"ERR_UNAUTHENTICATED: POST https://h.example/v1?key=%5BREDACTED%5D refused"},
-		{"bearer-in-message", cloudreqtest.Outcome{Err: withCode("", "sent Bearer "+secret+"abcdef")},
-			"ERR_UNAUTHENTICATED: sent Bearer [REDACTED]"},
-		{"kv-in-message", cloudreqtest.Outcome{Err: withCode("", "bad api_key="+secret)},
-			"ERR_UNAUTHENTICATED: bad api_key=[REDACTED]"},
-		{"provider-code", cloudreqtest.Outcome{Err: withCode("Denied token="+secret, "denied")},
-			"ERR_UNAUTHENTICATED: denied"},
-		{"response-request-id", cloudreqtest.Outcome{Response: &cloudreq.CloudResponse{StatusCode: 200, RequestID: "r-1 sig=" + secret}}, ""},
+		{"url-in-message", false, cloudreqtest.Outcome{Err: withCode("", "POST https://h.example/v1?key="+secret+" refused")},
+			"ERR_UNAUTHENTICATED"},
+		{"kv-in-message", false, cloudreqtest.Outcome{Err: withCode("", "bad api_key="+secret)}, "ERR_UNAUTHENTICATED"},
+		{"provider-code", false, cloudreqtest.Outcome{Err: withCode("Denied token="+secret, "denied")}, "ERR_UNAUTHENTICATED"},
+		{"response-request-id", false, cloudreqtest.Outcome{Response: &cloudreq.CloudResponse{StatusCode: 200, RequestID: "r-1 sig=" + secret}}, ""},
+		{"message-captured", true, cloudreqtest.Outcome{Err: withCode("", "you sent "+tok)}, "ERR_UNAUTHENTICATED: you sent [REDACTED]"},
+		{"request-id-echoed", true, cloudreqtest.Outcome{Response: &cloudreq.CloudResponse{StatusCode: 200, RequestID: tok}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, Options{}, &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{tc.outcome}})
-			_, _ = r.client.Invoke(context.Background(), generateReq())
+			r := newRig(t, Options{CaptureContent: tc.capture}, &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{tc.outcome}})
+			req := generateReq()
+			req.RequestID = "mine api_key=" + secret
+			req.Header = http.Header{"Authorization": {"Bearer " + tok}}
+			_, _ = r.client.Invoke(context.Background(), req)
 			span := r.callSpan(t)
 			if tc.status != "" {
 				assert.Equal(t, codes.Error, span.Status().Code)
@@ -458,6 +464,11 @@ func TestSpanStatusRedacted(t *testing.T) {
 			}
 			for _, s := range r.spans.Ended() {
 				assertNoToken(t, secret, "span "+s.Name(), spanStrings(s)...)
+				assertNoToken(t, tok, "span "+s.Name(), spanStrings(s)...)
+				a := attrMap(s.Attributes())
+				for _, k := range []string{attrProviderCode, attrRequestID, attrResponseReqID} {
+					assert.NotContains(t, a, k, "%s is not an id here: left out", k)
+				}
 			}
 		})
 	}
@@ -718,11 +729,12 @@ func TestErrorTypeBounded(t *testing.T) {
 		{"", "ERR_UNKNOWN", "ERR_UNKNOWN: "},
 		{"custom-7f3a9c", "_OTHER", "custom-7f3a9c: "},
 		{errcodes.Unavailable, "ERR_UNAVAILABLE", "ERR_UNAVAILABLE: "},
+		{"custom code=x", "_OTHER", "_OTHER: "}, // a code that is not a code is not written
 	} {
 		t.Run(string(tc.code), func(t *testing.T) {
 			fails := &errcodes.Error{Code: tc.code, Message: "refused", Retryable: true}
 			fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Err: fails}, {Err: fails}}}
-			r := newRig(t, Options{}, fake, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 2 })
+			r := newRig(t, Options{CaptureContent: true}, fake, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 2 })
 			_, err := r.client.Invoke(context.Background(), generateReq())
 			require.Error(t, err)
 

@@ -259,7 +259,7 @@ func (a *attemptCounter) StartCall(ctx context.Context, _ *cloudreq.CloudRequest
 	return ctx, a
 }
 
-func (a *attemptCounter) EndAttempt(latency.Attempt, *errcodes.Error) { a.n.Add(1) }
+func (a *attemptCounter) EndAttempt(cloudreq.AttemptInfo) { a.n.Add(1) }
 
 func (a *attemptCounter) EndCall(*cloudreq.CloudResponse, *latency.Timeline, *errcodes.Error) {}
 
