@@ -30,6 +30,8 @@ func FuzzParseLLMBody(f *testing.F) {
 		`{"prompt":"hi","use_stream_chat":"True","history":[]}`,
 		`{"input_data":{"input_string":[{"role":"user","content":"hi"}],"parameters":{"max_new_tokens":12}}}`,
 		`{"httpBody":{"contentType":"application/json","data":"eyJtZXNzYWdlcyI6W3sicm9sZSI6InVzZXIiLCJjb250ZW50IjoiaGkifV19"}}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":3,"logprobs":true,"top_logprobs":5}`,
+		`{"model":"m","prompt":"hi","n":2,"logprobs":3}`,
 		`{"max_tokens":-1}`, `[]`, `null`, `{"messages":null}`, ``,
 	} {
 		f.Add([]byte(s))
@@ -40,7 +42,8 @@ func FuzzParseLLMBody(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if g.dialect == 0 || g.promptTokens < 0 || g.maxTokens < 0 || g.instances < 0 {
+			if g.dialect == 0 || g.promptTokens < 0 || g.maxTokens < 0 || g.instances < 0 ||
+				g.choices < 0 || g.choices > maxChoices || g.topLogprobs < 0 || g.topLogprobs > maxLogprobs {
 				t.Fatalf("%s accepted %q with %+v", name, body, g)
 			}
 		}
