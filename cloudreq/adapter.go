@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
@@ -16,7 +17,7 @@ import (
 // own retries.
 //
 // Optional capabilities are separate one-method interfaces: Streamer,
-// Encoder, CredentialSource and io.Closer.
+// Encoder, Validator, CredentialSource and io.Closer.
 type Adapter interface {
 	// Describe names the adapter's provider, service and actions.
 	Describe() Description
@@ -35,6 +36,39 @@ type Streamer interface {
 	// reads the body, and must release the connection when closed. As with
 	// Invoke, ctx must not start requests once the attempt ended.
 	Stream(ctx context.Context, call *Call) (ChunkStream, error)
+}
+
+// Validator is implemented by adapters that know which request fields their
+// provider needs (SageMaker an endpoint name, say, where Target.Model alone
+// names none). The client runs Validate once per call, after routing the
+// request to the adapter and before its own checks and the PreValidate
+// hooks, so that a request the adapter cannot send fails before anything is
+// sent, with a message that names the field and the provider.
+//
+// An error is final: never retried, and ERR_INVALID_PARAM unless it is an
+// *errcodes.Error with another code. Validate must not modify req, nor
+// block or make a request.
+type Validator interface {
+	Validate(req *CloudRequest) error
+}
+
+// validateFor runs ad's Validate, if it is a Validator, and returns its
+// error as the call's final error: of provider, never retryable.
+func validateFor(ad Adapter, req *CloudRequest) *errcodes.Error {
+	v, ok := ad.(Validator)
+	if !ok {
+		return nil
+	}
+	err := safely(func() error { return v.Validate(req) })
+	if err == nil {
+		return nil
+	}
+	e := normalizeWith(err, errcodes.InvalidParam, req.Provider)
+	if e.Retryable {
+		e = amend(e)
+		e.Retryable = false
+	}
+	return e
 }
 
 // CredentialSource is implemented by adapters that know the credentials

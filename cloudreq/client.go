@@ -300,6 +300,9 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 		return cl, ctx, cancel, err
 	}
 	cl.reg = r
+	if err := validateFor(r.ad, cl.req); err != nil {
+		return cl, ctx, cancel, err
+	}
 	if err := validate(cl.req); err != nil {
 		return cl, ctx, cancel, err
 	}

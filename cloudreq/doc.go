@@ -4,6 +4,7 @@
 // Every call takes the same path:
 //
 //	Client.Invoke / Client.Stream
+//	  adapter Validate                 the provider's required fields (Validator); final
 //	  validation + PreValidate hooks   read-only; an error is final, never retried
 //	  PreSerialize hooks               may rewrite (a copy of) the request; runs once
 //	  adapter Encode                   the provider's LLM dialect, for ActionGenerate

@@ -16,20 +16,20 @@ import (
 
 // Names of the built-in hooks in the chains Default returns.
 const (
-	NameRequiredFields = "required-fields"
-	NamePayloadLimit   = "payload-limit"
-	NameRequestID      = "request-id"
+	NamePayloadLimit = "payload-limit"
+	NameRequestID    = "request-id"
 )
 
 // DefaultMaxPayload is the payload limit Default applies: 6 MB, SageMaker's
 // real-time invocation limit and the smallest of the providers'.
 const DefaultMaxPayload = 6 << 20
 
-// Default returns a Set with the built-ins: RequiredFields with
-// DefaultRequired, PayloadLimit(DefaultMaxPayload) and RequestID.
+// Default returns a Set with the built-ins: PayloadLimit(DefaultMaxPayload)
+// and RequestID. The fields each provider requires are not among them: the
+// adapters check those themselves (cloudreq.Validator), before these hooks
+// run. RequiredFields adds rules of one's own.
 func Default() *Set {
 	s := &Set{}
-	_ = s.Validate.Add(NameRequiredFields, RequiredFields(DefaultRequired))
 	_ = s.Validate.Add(NamePayloadLimit, PayloadLimit(DefaultMaxPayload))
 	_ = s.Serialize.Add(NameRequestID, RequestID())
 	return s
@@ -49,23 +49,18 @@ const (
 	FieldMaxTokens   Field = "Generate.MaxTokens"
 )
 
-// DefaultRequired lists required fields by "provider/service/action".
-var DefaultRequired = map[string][]Field{
-	"aws/sagemaker/invoke":              {FieldEndpoint, FieldBody},
-	"aws/sagemaker/generate":            {FieldEndpoint, FieldMessages},
-	"azure/azureml/invoke":              {FieldEndpoint, FieldBody},
-	"azure/azureml/generate":            {FieldEndpoint, FieldMessages},
-	"gcp/vertex/invoke":                 {FieldEndpoint, FieldBody},
-	"gcp/vertex/generate":               {FieldEndpoint, FieldMessages},
-	"alibaba/pai-eas/invoke":            {FieldEndpoint, FieldBody},
-	"alibaba/pai-eas/generate":          {FieldEndpoint, FieldMessages},
-	"openai/openai-compatible/invoke":   {FieldModel, FieldBody},
-	"openai/openai-compatible/generate": {FieldModel, FieldMessages},
-}
-
 // RequiredFields returns a PreValidator that refuses a request missing any
-// field the table lists for its provider/service/action. The table is read
-// once, here: later changes to it do not reach the returned hook.
+// field the table lists for its "provider/service/action" key, with
+// ERR_INVALID_PARAM; a request of a kind the table does not list passes.
+// It is for rules of one's own, beyond what the adapters require: a
+// deployment that must always name a variant, say,
+//
+//	set.Validate.Add("variant", hooks.RequiredFields(map[string][]hooks.Field{
+//		"aws/sagemaker/invoke": {hooks.FieldVariant},
+//	}))
+//
+// The table is read once, here: later changes to it do not reach the
+// returned hook.
 func RequiredFields(table map[string][]Field) PreValidator {
 	// The table is keyed by a struct here, so that looking a request up
 	// builds no string: this runs on every call. A key that is not three

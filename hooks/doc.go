@@ -18,7 +18,9 @@
 // Add, InsertBefore, InsertAfter, Remove and Names. A Set holds one chain
 // per phase and is what cloudreq.Options.Hooks takes.
 //
-// Default returns the built-in checks and the request id hook. Logging is
+// Default returns the payload limit and the request id hook. The fields a
+// provider requires are its adapter's to check (cloudreq.Validator), before
+// any hook runs; RequiredFields is for rules of one's own. Logging is
 // not a hook: it is an observer (telemetry.WithLogging). RedactHeaders
 // copies a header with the values of the credential headers
 // (cloudreq.CredentialHeaders, the one list of them) hidden, for code that

@@ -154,8 +154,25 @@ func TestPostDeserializeSeesNormalizedError(t *testing.T) {
 	assert.Equal(t, []errcodes.Code{errcodes.NotFound}, got)
 }
 
+// TestDefaultBuiltIns: Default holds the payload limit and the request id
+// hook, and no required-fields rule: those are the adapters' to check.
+func TestDefaultBuiltIns(t *testing.T) {
+	s := hooks.Default()
+	assert.Equal(t, []string{hooks.NamePayloadLimit}, s.Validate.Names())
+	assert.Equal(t, []string{hooks.NameRequestID}, s.Serialize.Names())
+	assert.Empty(t, s.Deserialize.Names())
+	// A request an adapter may accept without an endpoint (a Vertex
+	// publisher model) passes Default's checks.
+	req := &cloudreq.CloudRequest{Provider: "gcp", Service: "vertex", Action: "invoke",
+		Target: cloudreq.Target{Model: "publishers/google/models/gemini-2.0-flash"}, Payload: cloudreq.Payload{Body: []byte("{}")}}
+	assert.NoError(t, s.PreValidate(context.Background(), req))
+}
+
 func TestRequiredFields(t *testing.T) {
-	v := hooks.RequiredFields(hooks.DefaultRequired)
+	v := hooks.RequiredFields(map[string][]hooks.Field{
+		"aws/sagemaker/invoke":              {hooks.FieldEndpoint, hooks.FieldBody},
+		"openai/openai-compatible/generate": {hooks.FieldModel, hooks.FieldMessages},
+	})
 	req := &cloudreq.CloudRequest{Provider: "aws", Service: "sagemaker", Action: "invoke"}
 	err := v.PreValidate(context.Background(), req)
 	require.Error(t, err)
