@@ -182,6 +182,12 @@ func (s *Stream) Next() bool {
 		if s.idleTimer != nil {
 			s.idleTimer.Stop()
 		}
+		if err == nil && s.ctx.Err() != nil {
+			// The call ended (the caller canceled it, or its deadline
+			// passed): chunks the transport had buffered are not delivered,
+			// so a canceled stream ends canceled however fast it arrived.
+			err = context.Cause(s.ctx)
+		}
 		if err == nil && !s.delivered && s.actx.Err() != nil {
 			// The attempt ended (its FirstChunkTimeout, the call's end)
 			// before its first chunk reached the caller: a chunk the adapter

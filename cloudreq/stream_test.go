@@ -205,7 +205,10 @@ func TestStreamOpenFailureExhaustsRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := failing(errcodes.New(errcodes.ModelNotReady, "loading"))
 		sp := &spy{}
-		_, err := client(t, fake, func(o *cloudreq.Options) { o.Observers = []cloudreq.Observer{sp} }).Stream(context.Background(), req())
+		_, err := client(t, fake, func(o *cloudreq.Options) {
+			o.Observers = []cloudreq.Observer{sp}
+			o.Retry.ColdStartWait = -1 // not-ready answers count towards MaxAttempts
+		}).Stream(context.Background(), req())
 		assert.Equal(t, errcodes.ModelNotReady, errcodes.Of(err))
 		assert.Len(t, fake.Calls(), cloudreq.DefaultMaxAttempts)
 		assert.Len(t, sp.attempts, cloudreq.DefaultMaxAttempts)
@@ -461,4 +464,59 @@ func TestStreamResponseCompleteAfterCloseOrError(t *testing.T) {
 			assert.Equal(t, latency.Cold, next.Start.Kind, "the first served request")
 		})
 	})
+}
+
+// bufferedAdapter streams chunks it already holds, whatever the context
+// says, as a transport does with bytes it read ahead.
+type bufferedAdapter struct{ texts []string }
+
+func (bufferedAdapter) Describe() cloudreq.Description {
+	return cloudreq.Description{Provider: "fake", Service: "fake", Actions: []string{cloudreq.ActionInvoke}}
+}
+
+func (bufferedAdapter) Invoke(context.Context, *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	return &cloudreq.CloudResponse{StatusCode: 200}, nil
+}
+
+func (a bufferedAdapter) Stream(context.Context, *cloudreq.Call) (cloudreq.ChunkStream, error) {
+	return &bufferedStream{texts: a.texts}, nil
+}
+
+type bufferedStream struct{ texts []string }
+
+func (s *bufferedStream) Response() *cloudreq.CloudResponse { return &cloudreq.CloudResponse{StatusCode: 200} }
+
+func (s *bufferedStream) Next() (cloudreq.StreamChunk, error) {
+	if len(s.texts) == 0 {
+		return cloudreq.StreamChunk{FinishReason: "stop"}, io.EOF
+	}
+	t := s.texts[0]
+	s.texts = s.texts[1:]
+	return cloudreq.StreamChunk{Text: t, Tokens: 1}, nil
+}
+
+func (s *bufferedStream) Close() error { return nil }
+
+// A stream whose remaining chunks are already buffered when the caller
+// cancels ends canceled at the next Next, not as a success.
+func TestStreamCanceledWithChunksBuffered(t *testing.T) {
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{bufferedAdapter{[]string{"a", "b", "c", "d", "e"}}}})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := req()
+	r.Provider, r.Service, r.Action = "fake", "fake", cloudreq.ActionInvoke
+	s, err := c.Stream(ctx, r)
+	require.NoError(t, err)
+	defer s.Close()
+	got := 0
+	for s.Next() {
+		got++
+		if got == 2 {
+			cancel()
+		}
+	}
+	assert.Equal(t, 2, got, "no chunk is delivered after the cancel")
+	assert.Equal(t, errcodes.Canceled, errcodes.Of(s.Err()), "%v", s.Err())
 }
