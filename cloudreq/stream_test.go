@@ -484,7 +484,9 @@ func (a bufferedAdapter) Stream(context.Context, *cloudreq.Call) (cloudreq.Chunk
 
 type bufferedStream struct{ texts []string }
 
-func (s *bufferedStream) Response() *cloudreq.CloudResponse { return &cloudreq.CloudResponse{StatusCode: 200} }
+func (s *bufferedStream) Response() *cloudreq.CloudResponse {
+	return &cloudreq.CloudResponse{StatusCode: 200}
+}
 
 func (s *bufferedStream) Next() (cloudreq.StreamChunk, error) {
 	if len(s.texts) == 0 {
