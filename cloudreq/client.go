@@ -175,6 +175,12 @@ type call struct {
 	errs     []*errcodes.Error
 	spent    int // retry-budget tokens taken by this call
 	notReady bool
+	// The cold-start wait (RetryOptions.ColdStartWait): the not-ready
+	// attempts it retried or ended, counted apart from MaxAttempts; when
+	// the first not-ready answer came; the not-ready retries' backoff.
+	coldN     int
+	coldSince time.Time
+	coldBo    *fullJitter
 	// sendIsIntended: the request set no IntendedSend, so the first
 	// attempt's send time is the intended one (closed-loop load).
 	sendIsIntended bool
@@ -640,8 +646,9 @@ func (cl *call) backoff(ctx context.Context, n int, e *errcodes.Error) *errcodes
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		if b := cl.o.Retry.Budget; b != nil && !cl.o.Retry.NoBudget {
-			// The retry the budget paid for is never sent.
+		if b := cl.o.Retry.Budget; b != nil && !cl.o.Retry.NoBudget && !cl.o.Retry.waitsColdStart(e) {
+			// The retry the budget paid for is never sent (not-ready
+			// retries take nothing from it).
 			cost := retryCost(e)
 			b.give(cost)
 			cl.spent -= cost
@@ -658,11 +665,18 @@ func (cl *call) backoff(ctx context.Context, n int, e *errcodes.Error) *errcodes
 // false when the call must end with e.
 func (cl *call) retryDelay(ctx context.Context, n int, e *errcodes.Error) (time.Duration, bool) {
 	r := &cl.o.Retry
-	if !e.Retryable || n >= r.MaxAttempts {
+	cold := e.Retryable && r.waitsColdStart(e)
+	if cold {
+		cl.coldN++
+	}
+	if !e.Retryable || (!cold && n-cl.coldN >= r.MaxAttempts) {
 		return 0, false
 	}
 	if cl.payload.Body == nil && cl.payload.Reader != nil {
 		return 0, false // a one-shot body cannot be replayed
+	}
+	if cold {
+		return cl.coldDelay(ctx, e)
 	}
 	if cl.bo == nil {
 		cl.bo = r.newBackOff()
@@ -683,6 +697,37 @@ func (cl *call) retryDelay(ctx context.Context, n int, e *errcodes.Error) (time.
 			return 0, false
 		}
 		cl.spent += cost
+	}
+	return wait, true
+}
+
+// coldDelay returns how long to wait before retrying a not-ready answer
+// under the cold-start wait, or false when the wait is over: the server's
+// delay when it ends within the wait (never shorter than the backoff),
+// else the not-ready backoff, cut so that the last retry is made when the
+// wait ends. These retries take no budget tokens.
+func (cl *call) coldDelay(ctx context.Context, e *errcodes.Error) (time.Duration, bool) {
+	r := &cl.o.Retry
+	now := time.Now()
+	if cl.coldSince.IsZero() {
+		cl.coldSince = now
+	}
+	left := cl.coldSince.Add(r.ColdStartWait).Sub(now)
+	if left <= 0 {
+		return 0, false
+	}
+	if cl.coldBo == nil {
+		cl.coldBo = r.newColdBackOff()
+	}
+	wait := min(cl.coldBo.NextBackOff(), left)
+	if e.RetryAfter > 0 {
+		if e.RetryAfter > left {
+			return 0, false // the server expects the model later than the wait allows
+		}
+		wait = max(wait, e.RetryAfter)
+	}
+	if dl, ok := ctx.Deadline(); ok && !now.Add(wait).Before(dl) {
+		return 0, false // never sleep past the call's deadline
 	}
 	return wait, true
 }

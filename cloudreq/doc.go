@@ -8,7 +8,8 @@
 //	  validation + PreValidate hooks   read-only; an error is final, never retried
 //	  PreSerialize hooks               may rewrite (a copy of) the request; runs once
 //	  adapter Encode                   the provider's LLM dialect, for ActionGenerate
-//	  retry loop                       backoff with full jitter, Retry-After, budget, deadlines
+//	  retry loop                       backoff with full jitter, Retry-After, budget, deadlines,
+//	                                   cold-start wait for not-ready answers
 //	    adapter Invoke / Stream        one attempt, timed through httptrace
 //	    PostDeserialize hooks          see the normalized outcome; may enrich or veto
 //	  CloudResponse                    Data, Usage, Timing (latency.Timeline), Start (cold|warm)
@@ -32,6 +33,20 @@
 // deadline), and a client-wide 500-token retry budget. A Stream is retried
 // only until its first chunk reached the caller. Cancellation during a
 // backoff returns at once with ERR_CANCELED.
+//
+// Answers that say the model is not ready (ERR_MODEL_NOT_READY: an
+// endpoint scaling from zero, a model loading) are retried apart, so that
+// a cold start is waited out rather than turned into an error: for up to
+// RetryOptions.ColdStartWait (5 min by default) from the first such
+// answer, at the server's Retry-After or with full-jitter backoff capped
+// at ColdStartMaxDelay (5 s), taking neither attempts from MaxAttempts
+// nor tokens from the budget, within the call's Timeout and context. The
+// call that then succeeds is cold (latency.ReasonNotReadyThenReady): its
+// model-ready time, where its SLA clock starts, is the send that found the
+// model up, and its cold-start overhead the time from its first send to
+// it. When the wait is spent the call fails with ERR_MODEL_NOT_READY. A
+// negative ColdStartWait retries not-ready answers like any other
+// retryable error.
 //
 // No panic crosses the API: one in a hook or adapter fails the call with
 // ERR_INTERNAL, one in an Observer is dropped. A typed nil error (a nil

@@ -23,6 +23,14 @@ const (
 	DefaultMaxDelay      = 20 * time.Second
 	DefaultMaxRetryAfter = 20 * time.Second
 	DefaultBudgetTokens  = 500
+	// DefaultColdStartWait is how long a call waits out not-ready answers
+	// by default: long enough for an endpoint to scale from zero and load
+	// a model of tens of gigabytes.
+	DefaultColdStartWait = 5 * time.Minute
+	// DefaultColdStartMaxDelay caps the backoff between not-ready retries
+	// by default; it bounds how late after the model is up the call sees
+	// it, when the server does not say when to retry.
+	DefaultColdStartMaxDelay = 5 * time.Second
 	// RetryCost is what one retry takes from the budget; TimeoutRetryCost
 	// is what a retry after a timeout takes. A successful call gives back
 	// what its retries took, or one token when it needed none.
@@ -33,7 +41,9 @@ const (
 // RetryOptions configures the retry loop.
 type RetryOptions struct {
 	// MaxAttempts is the most attempts per call, first included (default 3;
-	// 1 disables retries).
+	// 1 disables retries). Attempts refused as not ready while ColdStartWait
+	// is on are counted apart and take none of them: a call may make
+	// MaxAttempts attempts that end otherwise besides its not-ready ones.
 	MaxAttempts int
 	// BaseDelay and MaxDelay shape the exponential backoff: before retry n
 	// the client waits a uniformly random time in [0, min(MaxDelay,
@@ -44,12 +54,35 @@ type RetryOptions struct {
 	// MaxRetryAfter is the longest server-requested delay (Retry-After and
 	// its variants) the client will wait. A longer request ends the retries
 	// and the error keeps the RetryAfter the server asked for. Default 20 s.
+	// Not-ready answers under ColdStartWait are bound by that wait instead.
 	MaxRetryAfter time.Duration
 	// Budget is the client-wide retry budget. New creates one with
 	// DefaultBudgetTokens when nil, and a call whose options leave it nil
 	// uses the client's; set NoBudget to retry without one.
 	Budget   *RetryBudget
 	NoBudget bool
+	// ColdStartWait is how long a call keeps retrying answers that say the
+	// model is not ready (ERR_MODEL_NOT_READY: an endpoint scaling from
+	// zero, a model still loading), counted from the first such answer, so
+	// that a cold start is waited out and measured instead of failing the
+	// call. These retries follow their own schedule: the server's delay
+	// (Retry-After and its variants) when it gives one that ends within
+	// ColdStartWait — MaxRetryAfter does not bound it —, else full-jitter
+	// backoff from BaseDelay capped at ColdStartMaxDelay; the last one is
+	// made when ColdStartWait ends. They take no retry-budget tokens (an
+	// endpoint coming up must not drain the budget of the calls waiting
+	// for it) and do not count towards MaxAttempts. The call's Timeout and
+	// context still bound the wait: a retry that could not be made before
+	// the call's deadline ends the call with the not-ready error. Once
+	// ColdStartWait is spent, the call ends with ERR_MODEL_NOT_READY.
+	// Default 5 min (0 means the default); negative turns it off, and
+	// not-ready answers are then retried like any retryable error, within
+	// MaxAttempts.
+	ColdStartWait time.Duration
+	// ColdStartMaxDelay caps the backoff between not-ready retries
+	// (default 5 s). A cold call's measured overhead is late by at most
+	// this much when the server gives no retry delay.
+	ColdStartMaxDelay time.Duration
 }
 
 func (o *RetryOptions) setDefaults() {
@@ -67,15 +100,37 @@ func (o *RetryOptions) setDefaults() {
 	if o.MaxRetryAfter <= 0 {
 		o.MaxRetryAfter = DefaultMaxRetryAfter
 	}
+	if o.ColdStartWait == 0 {
+		o.ColdStartWait = DefaultColdStartWait
+	}
+	if o.ColdStartMaxDelay <= 0 {
+		o.ColdStartMaxDelay = DefaultColdStartMaxDelay
+	}
+}
+
+// waitsColdStart reports whether e is a not-ready answer that the
+// cold-start wait, rather than MaxAttempts, governs.
+func (o *RetryOptions) waitsColdStart(e *errcodes.Error) bool {
+	return e.Code == errcodes.ModelNotReady && o.ColdStartWait > 0
 }
 
 // newBackOff returns the backoff policy of one call: backoff/v4's
-// exponential schedule (no randomization, no elapsed-time limit) as the
-// ceiling, with full jitter applied on top.
-func (o *RetryOptions) newBackOff() *fullJitter {
+// exponential schedule (no randomization, no elapsed-time limit) from
+// BaseDelay to MaxDelay as the ceiling, with full jitter applied on top.
+func (o *RetryOptions) newBackOff() *fullJitter { return newFullJitter(o.BaseDelay, o.MaxDelay) }
+
+// newColdBackOff returns the backoff policy of a call's not-ready retries:
+// as newBackOff's, capped at ColdStartMaxDelay.
+func (o *RetryOptions) newColdBackOff() *fullJitter {
+	return newFullJitter(min(o.BaseDelay, o.ColdStartMaxDelay), o.ColdStartMaxDelay)
+}
+
+// newFullJitter returns full-jitter backoff whose ceiling doubles from
+// base up to limit.
+func newFullJitter(base, limit time.Duration) *fullJitter {
 	exp := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(o.BaseDelay),
-		backoff.WithMaxInterval(o.MaxDelay),
+		backoff.WithInitialInterval(base),
+		backoff.WithMaxInterval(limit),
 		backoff.WithMultiplier(2),
 		backoff.WithRandomizationFactor(0),
 		backoff.WithMaxElapsedTime(0),

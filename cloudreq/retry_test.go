@@ -41,14 +41,11 @@ func TestAttemptsPerCode(t *testing.T) {
 		t.Run(string(code), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fake := failing(errcodes.New(code, "boom"))
+				start := time.Now()
 				_, err := client(t, fake).Invoke(context.Background(), req())
 				require.Error(t, err)
 				assert.Equal(t, code, errcodes.Of(err))
-				want := 1
-				if code.Retryable() {
-					want = cloudreq.DefaultMaxAttempts
-				}
-				assert.Len(t, fake.Calls(), want)
+				assertAttempts(t, code, len(fake.Calls()), time.Since(start))
 			})
 		})
 	}
@@ -62,16 +59,30 @@ func TestBareCodeFromAdapter(t *testing.T) {
 		t.Run(string(code), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Err: fmt.Errorf("adapter: %w", code)}}}
+				start := time.Now()
 				_, err := client(t, fake).Invoke(context.Background(), req())
 				require.Error(t, err)
 				assert.Equal(t, code, errcodes.Of(err))
-				want := 1
-				if code.Retryable() {
-					want = cloudreq.DefaultMaxAttempts
-				}
-				assert.Len(t, fake.Calls(), want)
+				assertAttempts(t, code, len(fake.Calls()), time.Since(start))
 			})
 		})
+	}
+}
+
+// assertAttempts checks the attempts a call that always failed with code
+// made under the default retry options, and how long it took: one for a
+// final code, MaxAttempts for a retryable one, and, for ERR_MODEL_NOT_READY,
+// as many as the cold-start wait allowed, over exactly that wait.
+func assertAttempts(t *testing.T, code errcodes.Code, attempts int, took time.Duration) {
+	t.Helper()
+	switch {
+	case code == errcodes.ModelNotReady:
+		assert.Greater(t, attempts, cloudreq.DefaultMaxAttempts)
+		assert.Equal(t, cloudreq.DefaultColdStartWait, took)
+	case code.Retryable():
+		assert.Equal(t, cloudreq.DefaultMaxAttempts, attempts)
+	default:
+		assert.Equal(t, 1, attempts)
 	}
 }
 

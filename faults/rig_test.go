@@ -199,11 +199,12 @@ func withClient(f func(*cloudreq.Options)) func(*rigOption) {
 }
 
 // fastRetries are the client options every rig starts from: three attempts,
-// millisecond backoff.
+// not-ready ones included (no cold-start wait), millisecond backoff.
 func fastRetries(o *cloudreq.Options) {
 	o.Retry.MaxAttempts = 3
 	o.Retry.BaseDelay = time.Millisecond
 	o.Retry.MaxDelay = 4 * time.Millisecond
+	o.Retry.ColdStartWait = -1
 }
 
 func newRig(t testing.TB, b backend, answers []answer, opts ...func(*rigOption)) *rig {

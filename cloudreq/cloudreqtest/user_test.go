@@ -95,7 +95,7 @@ func TestEveryCodeComesBackNormalized(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Err: c.err}}}
-			cl := newClient(t, fake, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+			cl := newClient(t, fake, func(o *cloudreq.Options) { o.Retry.MaxAttempts, o.Retry.ColdStartWait = 1, -1 })
 			_, err := cl.Invoke(context.Background(), invokeReq("q"))
 			var e *errcodes.Error
 			require.ErrorAs(t, err, &e)

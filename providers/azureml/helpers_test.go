@@ -28,7 +28,7 @@ func server(t *testing.T, h http.HandlerFunc, optFns ...func(*Options)) (*Adapte
 func client(t *testing.T, a *Adapter) *cloudreq.Client {
 	t.Helper()
 	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}},
-		func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+		func(o *cloudreq.Options) { o.Retry.MaxAttempts, o.Retry.ColdStartWait = 1, -1 })
 	require.NoError(t, err)
 	return c
 }

@@ -120,7 +120,7 @@ func RunConformance(t *testing.T, h Harness) {
 	t.Cleanup(func() { _ = srv.Close() })
 	ad := h.NewAdapter(t, srv)
 	client, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}},
-		func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+		func(o *cloudreq.Options) { o.Retry.MaxAttempts, o.Retry.ColdStartWait = 1, -1 }) // one attempt, not-ready ones too
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	e := &env{h: h, srv: srv, client: client}
