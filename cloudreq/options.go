@@ -61,7 +61,12 @@ type Hooks interface {
 	PreSerialize(ctx context.Context, req *CloudRequest) error
 	// PostDeserialize runs after each attempt with the normalized response
 	// or error. It may enrich resp; a non-nil return replaces the outcome
-	// with that error (retried if it is retryable).
+	// with that error (retried if it is retryable). For a Stream it runs
+	// when an attempt opens, on the response known then (status, Header,
+	// request id; usage and finish reason come with the chunks): that
+	// response is the one Stream.Response returns at the end. It runs
+	// before the call's start is classified, so a ServerStart it sets is
+	// the verdict's evidence.
 	PostDeserialize(ctx context.Context, req *CloudRequest, resp *CloudResponse, err error) error
 }
 

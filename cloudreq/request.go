@@ -184,14 +184,29 @@ type CloudResponse struct {
 	Metadata map[string]string
 	// RequestID is the provider's request id.
 	RequestID string
+	// Header holds the response's headers as received: the HTTP response
+	// headers, or for a gRPC call its header metadata (keys canonicalised
+	// as HTTP header names) followed by a unary call's trailer metadata, so
+	// that Get finds a header's value before a trailer's. Adapters fill it
+	// for every response, a stream's when it opens; PostDeserialize hooks
+	// read it to extract what a server reports beyond the provider's
+	// contract (see ServerStart). It may hold anything the server sent:
+	// cloudinfer never logs it (telemetry logs allow-listed headers only).
+	// It may be shared with the transport's response: treat it as
+	// read-only.
+	Header http.Header
 	// Usage is the token usage, when known.
 	Usage Usage
 	// Timing is the call's latency timeline.
 	Timing *latency.Timeline
 	// Start is the cold/warm verdict.
 	Start latency.Start
-	// ServerStart is set by adapters when the server reported whether it
-	// cold-started (the strongest evidence); nil when it said nothing.
+	// ServerStart is the server's own report of whether it cold-started
+	// (the strongest evidence of the start verdict); nil when it said
+	// nothing. No provider's contract carries such a report, so adapters
+	// leave it nil: a PostDeserialize hook that knows a server's report
+	// sets it from Header (package emulator's StartReport does for the
+	// cloudinfer emulator), before the client classifies the start.
 	ServerStart *ServerStart
 }
 

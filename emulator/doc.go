@@ -105,6 +105,15 @@
 //	X-Emulator-Time-Scale        the time scale in force
 //	X-Emulator-Fault             the injected fault, if any
 //
+// No real cloud sends these headers, and cloudinfer's adapters do not read
+// them: a client of emulator targets installs StartReport, a
+// PostDeserialize hook (cloudreq.New(opts, emulator.WithStartReport())),
+// which turns X-Emulator-Cold-Start and X-Emulator-Cold-Start-Ms into
+// CloudResponse.ServerStart, so that starts are classified on the
+// emulator's word, and keeps every X-Emulator-* header in
+// CloudResponse.Metadata (X-Emulator-Request-Id is the key of the
+// request's Record).
+//
 // Throttled, queue-full and not-ready answers carry the retry delay each
 // provider documents, and no other: Azure ML retry-after-ms and
 // x-ms-retry-after-ms (ms, rounded up) and Retry-After (seconds, rounded

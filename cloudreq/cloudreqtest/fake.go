@@ -189,6 +189,7 @@ func response(r *cloudreq.CloudResponse) *cloudreq.CloudResponse {
 	c.Data = slices.Clone(r.Data)
 	c.Errors = slices.Clone(r.Errors)
 	c.Metadata = maps.Clone(r.Metadata)
+	c.Header = r.Header.Clone()
 	if r.ServerStart != nil {
 		ss := *r.ServerStart
 		c.ServerStart = &ss
