@@ -124,39 +124,8 @@ func clip(s string) string {
 	return s[:i] + "…"
 }
 
-// Headers of the cloudinfer emulator's cold-start report (a real cloud sends
-// none of them; adapters read them wherever they appear).
-const (
-	HeaderColdStart   = "X-Emulator-Cold-Start"
-	HeaderColdStartMs = "X-Emulator-Cold-Start-Ms"
-)
-
-// ServerStart reads the server's cold-start report: X-Emulator-Cold-Start
-// ("true" or "false") with X-Emulator-Cold-Start-Ms (the setup time, in
-// milliseconds, fractional). It returns nil when the server said nothing.
-func ServerStart(h http.Header) *cloudreq.ServerStart {
-	v := strings.TrimSpace(h.Get(HeaderColdStart))
-	if v == "" {
-		return nil
-	}
-	cold, err := strconv.ParseBool(v)
-	if err != nil {
-		return nil
-	}
-	ss := &cloudreq.ServerStart{Cold: cold}
-	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get(HeaderColdStartMs)), 64); err == nil && ms > 0 && ms < 1e12 {
-		ss.Setup = time.Duration(ms * float64(time.Millisecond))
-	}
-	return ss
-}
-
-// emulatorPrefix marks the emulator's ground-truth headers, all kept in
-// Metadata.
-const emulatorPrefix = "X-Emulator-"
-
-// Metadata returns the response headers worth keeping: those named in keep
-// and every X-Emulator-* header, keyed by canonical name. It returns nil
-// when there are none.
+// Metadata returns the response headers worth keeping: those named in
+// keep, keyed by canonical name. It returns nil when there are none.
 func Metadata(h http.Header, keep ...string) map[string]string {
 	var m map[string]string
 	put := func(k, v string) {
@@ -168,11 +137,6 @@ func Metadata(h http.Header, keep ...string) map[string]string {
 	for _, k := range keep {
 		if v := h.Get(k); v != "" {
 			put(http.CanonicalHeaderKey(k), v)
-		}
-	}
-	for k, vs := range h {
-		if strings.HasPrefix(k, emulatorPrefix) && len(vs) > 0 {
-			put(k, vs[0])
 		}
 	}
 	return m
@@ -190,14 +154,14 @@ func FirstHeader(h http.Header, names ...string) string {
 
 // Head returns the CloudResponse known from a response's status and
 // headers: status, content type, metadata, request id (the first of
-// idHeaders present) and the server's cold-start report.
+// idHeaders present) and the headers themselves.
 func Head(resp *http.Response, keep, idHeaders []string) *cloudreq.CloudResponse {
 	return &cloudreq.CloudResponse{
 		StatusCode:  resp.StatusCode,
 		ContentType: resp.Header.Get("Content-Type"),
 		Metadata:    Metadata(resp.Header, keep...),
 		RequestID:   FirstHeader(resp.Header, idHeaders...),
-		ServerStart: ServerStart(resp.Header),
+		Header:      resp.Header,
 	}
 }
 

@@ -49,19 +49,6 @@ func TestErrorText(t *testing.T) {
 	assert.True(t, strings.HasSuffix(long, "…"))
 }
 
-func TestServerStart(t *testing.T) {
-	assert.Nil(t, ServerStart(http.Header{}))
-	assert.Nil(t, ServerStart(http.Header{"X-Emulator-Cold-Start": {"maybe"}}))
-	ss := ServerStart(http.Header{"X-Emulator-Cold-Start": {"true"}, "X-Emulator-Cold-Start-Ms": {"1500.25"}})
-	require.NotNil(t, ss)
-	assert.True(t, ss.Cold)
-	assert.Equal(t, 1500250*time.Microsecond, ss.Setup)
-	ss = ServerStart(http.Header{"X-Emulator-Cold-Start": {"false"}, "X-Emulator-Cold-Start-Ms": {"-3"}})
-	require.NotNil(t, ss)
-	assert.False(t, ss.Cold)
-	assert.Zero(t, ss.Setup)
-}
-
 func TestMetadataAndHead(t *testing.T) {
 	h := http.Header{}
 	h.Set("X-Request-Id", "r1")
@@ -69,11 +56,13 @@ func TestMetadataAndHead(t *testing.T) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Authorization", "secret")
 	m := Metadata(h, "x-request-id", "absent")
-	assert.Equal(t, map[string]string{"X-Request-Id": "r1", "X-Emulator-Ttft-Ms": "3"}, m)
+	assert.Equal(t, map[string]string{"X-Request-Id": "r1"}, m, "the named headers only")
 	assert.Nil(t, Metadata(http.Header{}))
 	head := Head(&http.Response{StatusCode: 200, Header: h}, nil, []string{"absent", "X-Request-Id"})
 	assert.Equal(t, "r1", head.RequestID)
 	assert.Equal(t, "application/json", head.ContentType)
+	assert.Equal(t, h, head.Header, "the headers as received")
+	assert.Nil(t, head.ServerStart, "no provider reports its starts")
 }
 
 func TestContentTypes(t *testing.T) {

@@ -461,7 +461,7 @@ func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*ht
 
 var (
 	keepHeaders = []string{HeaderDeployment, HeaderRequestID, HeaderMSRequestID}
-	idHeaders   = []string{HeaderRequestID, HeaderMSRequestID, "X-Emulator-Request-Id"}
+	idHeaders   = []string{HeaderRequestID, HeaderMSRequestID}
 )
 
 // Invoke implements cloudreq.Adapter.

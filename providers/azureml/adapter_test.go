@@ -66,8 +66,8 @@ func TestScoreGenerateMessages(t *testing.T) {
 	assert.Equal(t, 2, resp.Usage.OutputTokens)
 	assert.Equal(t, "srv-req", resp.RequestID)
 	assert.Equal(t, "blue", resp.Metadata["Azureml-Model-Deployment"])
-	require.NotNil(t, resp.ServerStart)
-	assert.False(t, resp.ServerStart.Cold)
+	assert.Equal(t, "false", resp.Header.Get("X-Emulator-Cold-Start"), "the response's headers as received")
+	assert.Nil(t, resp.ServerStart, "the adapter reads no server's start report")
 }
 
 func TestScoreGenerateInputData(t *testing.T) {

@@ -137,9 +137,8 @@
 //
 // Retry-After, retry-after-ms and x-ms-retry-after-ms fill RetryAfter. The
 // request id is x-request-id (else x-ms-request-id); the deployment that
-// served is kept in Metadata["Azureml-Model-Deployment"]. The cloudinfer
-// emulator's X-Emulator-Cold-Start and X-Emulator-Cold-Start-Ms headers fill
-// CloudResponse.ServerStart. Keys and tokens never appear in errors.
+// served is kept in Metadata["Azureml-Model-Deployment"]; the response
+// headers are CloudResponse.Header. Keys and tokens never appear in errors.
 //
 // # Connections
 //

@@ -36,7 +36,8 @@ func newClient(t *testing.T, srv *emulator.Server, optFns ...func(*azureml.Optio
 	t.Helper()
 	a, err := azureml.New(azureml.Options{EndpointURL: srv.URL() + "/azureml/{endpoint}", Key: secret, AllowInsecureHTTP: true}, optFns...)
 	require.NoError(t, err)
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}}, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}}, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 },
+		emulator.WithStartReport())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c

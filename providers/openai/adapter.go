@@ -270,7 +270,7 @@ func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*ht
 
 var (
 	keepHeaders = []string{HeaderRequestID, HeaderProcessingMs}
-	idHeaders   = []string{HeaderRequestID, "X-Emulator-Request-Id"}
+	idHeaders   = []string{HeaderRequestID}
 )
 
 // Invoke implements cloudreq.Adapter. For a JSON completion the response's

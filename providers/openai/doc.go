@@ -88,10 +88,8 @@
 //	TLS certificate failure                          ERR_UNAUTHENTICATED    no
 //
 // Retry-After, retry-after-ms and x-ms-retry-after-ms fill RetryAfter. The
-// request id comes from X-Request-Id. The cloudinfer emulator's
-// X-Emulator-Cold-Start and X-Emulator-Cold-Start-Ms headers fill
-// CloudResponse.ServerStart, and every X-Emulator-* header is kept in
-// Metadata.
+// request id comes from X-Request-Id; the response headers are
+// CloudResponse.Header.
 //
 // Credentials: New refuses an API key over plain http unless
 // Options.AllowInsecureHTTP is set (for the local emulator only). Keys never

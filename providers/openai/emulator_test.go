@@ -24,7 +24,8 @@ func emulatorClient(t *testing.T) *cloudreq.Client {
 	t.Cleanup(func() { _ = srv.Close() })
 	a, err := openai.New(openai.Options{BaseURL: srv.URL() + "/v1", APIKey: "k", AllowInsecureHTTP: true})
 	require.NoError(t, err)
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}}, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}}, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 },
+		emulator.WithStartReport())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c

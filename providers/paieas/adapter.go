@@ -406,7 +406,7 @@ func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*ht
 
 var (
 	keepHeaders = []string{HeaderRequestID}
-	idHeaders   = []string{HeaderRequestID, "X-Emulator-Request-Id"}
+	idHeaders   = []string{HeaderRequestID}
 )
 
 // Invoke implements cloudreq.Adapter. Text, FinishReason and Usage are

@@ -89,8 +89,7 @@
 // A first chunk or record that does not parse is ERR_MODEL_ERROR, one after
 // content ERR_STREAM_INTERRUPTED. Transport failures map with
 // errcodes.FromTransport. Retry-After headers fill RetryAfter; X-Request-Id
-// is the request id; the cloudinfer emulator's X-Emulator-Cold-Start and
-// X-Emulator-Cold-Start-Ms fill CloudResponse.ServerStart.
+// is the request id; the response headers are CloudResponse.Header.
 //
 // New refuses to send a token over plain http unless
 // Options.AllowInsecureHTTP (for the local emulator only). Tokens and

@@ -35,7 +35,8 @@ func emulatorWithKey(t *testing.T) *emulator.Server {
 
 func newClient(t *testing.T, a *paieas.Adapter) *cloudreq.Client {
 	t.Helper()
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}}, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}}, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 },
+		emulator.WithStartReport())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c

@@ -120,7 +120,8 @@ func RunConformance(t *testing.T, h Harness) {
 	t.Cleanup(func() { _ = srv.Close() })
 	ad := h.NewAdapter(t, srv)
 	client, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}},
-		func(o *cloudreq.Options) { o.Retry.MaxAttempts, o.Retry.ColdStartWait = 1, -1 }) // one attempt, not-ready ones too
+		func(o *cloudreq.Options) { o.Retry.MaxAttempts, o.Retry.ColdStartWait = 1, -1 }, // one attempt, not-ready ones too
+		emulator.WithStartReport())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	e := &env{h: h, srv: srv, client: client}
@@ -347,11 +348,15 @@ func (e *env) cancelMidStream(t *testing.T) {
 	assert.GreaterOrEqual(t, got, 2)
 }
 
+// coldStart checks that the adapter hands on the response's headers
+// (CloudResponse.Header, a stream's at open) and that the emulator's
+// report in them, read by its StartReport hook, decides the start.
 func (e *env) coldStart(t *testing.T) {
 	r := e.request(cloudreq.ActionGenerate)
 	r.Header.Set(emulator.HeaderCold, "1")
 	resp, err := e.client.Invoke(ctx(t), r)
 	require.NoError(t, err)
+	assert.Equal(t, "true", resp.Header.Get(emulator.HeaderColdStart), "the response's headers")
 	assert.Equal(t, latency.Cold, resp.Start.Kind)
 	assert.Equal(t, latency.ReasonServerReported, resp.Start.Reason)
 	assert.Positive(t, resp.Start.Overhead)
@@ -359,6 +364,17 @@ func (e *env) coldStart(t *testing.T) {
 	resp, err = e.client.Invoke(ctx(t), e.request(cloudreq.ActionGenerate))
 	require.NoError(t, err)
 	assert.Equal(t, latency.Warm, resp.Start.Kind)
+
+	s, err := e.client.Stream(ctx(t), e.request(cloudreq.ActionGenerate))
+	require.NoError(t, err)
+	defer s.Close()
+	for s.Next() {
+	}
+	require.NoError(t, s.Err())
+	resp = s.Response()
+	assert.Equal(t, "false", resp.Header.Get(emulator.HeaderColdStart), "the stream's headers")
+	assert.Equal(t, latency.Warm, resp.Start.Kind)
+	assert.Equal(t, latency.ReasonServerReported, resp.Start.Reason, "a stream's start is the server's word too")
 }
 
 func (e *env) unsupported(t *testing.T) {

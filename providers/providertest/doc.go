@@ -13,7 +13,10 @@
 //
 // It checks invoke, generate, streaming, each error class the emulator
 // injects (X-Emulator-Inject) against the expected portable code,
-// cancellation mid-stream, usage, timing, and a server-reported cold start.
+// cancellation mid-stream, usage, timing, and a server-reported cold start:
+// that the adapter hands on each response's headers (CloudResponse.Header,
+// a stream's at open), from which the client's emulator.StartReport hook
+// reads the emulator's report.
 //
 // RunPool checks an HTTP adapter's connections on an httptest server:
 // that concurrent calls reuse them, and that the adapter's Close closes the
