@@ -28,18 +28,12 @@ import (
 	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 )
 
-// Response headers kept in cloudreq.CloudResponse.Metadata, and the
-// emulator's cold-start report.
+// Response headers kept in cloudreq.CloudResponse.Metadata.
 const (
 	HeaderInvokedVariant   = "X-Amzn-Invoked-Production-Variant"
 	HeaderNewSessionID     = "X-Amzn-SageMaker-New-Session-Id"
 	HeaderClosedSessionID  = "X-Amzn-SageMaker-Closed-Session-Id"
 	HeaderCustomAttributes = "X-Amzn-SageMaker-Custom-Attributes"
-	// HeaderColdStart ("true" or "false") and HeaderColdStartMs (the model
-	// setup time in milliseconds) are the cloudinfer emulator's report of a
-	// cold start; real SageMaker endpoints do not send them.
-	HeaderColdStart   = "X-Emulator-Cold-Start"
-	HeaderColdStartMs = "X-Emulator-Cold-Start-Ms"
 )
 
 // ExtraDialect is the cloudreq.Attributes.Extra key that chooses the
@@ -492,7 +486,7 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 		ContentType: aws.ToString(out.ContentType),
 		Metadata:    metadata(out.InvokedProductionVariant, out.NewSessionId, out.ClosedSessionId, out.CustomAttributes),
 		RequestID:   requestID(out.ResultMetadata),
-		ServerStart: serverStart(raw),
+		Header:      headerOf(raw),
 	}
 	if req.Action != cloudreq.ActionGenerate {
 		// A raw invoke's body is the caller's: Text, FinishReason and
@@ -556,7 +550,7 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 		ContentType: aws.ToString(out.ContentType),
 		Metadata:    metadata(out.InvokedProductionVariant, nil, nil, out.CustomAttributes),
 		RequestID:   requestID(out.ResultMetadata),
-		ServerStart: serverStart(raw),
+		Header:      headerOf(raw),
 	}
 	return newChunkStream(ctx, out.GetStream(), watch, head, req.Action == cloudreq.ActionGenerate), nil
 }
@@ -716,22 +710,10 @@ func metadata(variant, newSession, closedSession, custom *string) map[string]str
 	return m
 }
 
-// serverStart reads the emulator's cold-start report, nil when absent.
-func serverStart(r *smithyhttp.Response) *cloudreq.ServerStart {
+// headerOf returns the raw response's headers, nil when there is none.
+func headerOf(r *smithyhttp.Response) http.Header {
 	if r == nil || r.Response == nil {
 		return nil
 	}
-	v := strings.TrimSpace(r.Header.Get(HeaderColdStart))
-	if v == "" {
-		return nil
-	}
-	cold, err := strconv.ParseBool(v)
-	if err != nil {
-		return nil
-	}
-	ss := &cloudreq.ServerStart{Cold: cold}
-	if ms, err := strconv.ParseFloat(strings.TrimSpace(r.Header.Get(HeaderColdStartMs)), 64); err == nil && ms > 0 && ms < 1e12 {
-		ss.Setup = time.Duration(ms * float64(time.Millisecond))
-	}
-	return ss
+	return r.Header
 }

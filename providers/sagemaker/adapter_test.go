@@ -34,8 +34,7 @@ func TestInvokeSendsTargetAndAttributes(t *testing.T) {
 		w.Header().Set("X-Amzn-SageMaker-New-Session-Id", "sess-new; Expires=2030-01-01T00:00:00Z")
 		w.Header().Set("X-Amzn-SageMaker-Custom-Attributes", "trace=abc")
 		w.Header().Set("X-Amzn-RequestId", "req-123")
-		w.Header().Set(HeaderColdStart, "true")
-		w.Header().Set(HeaderColdStartMs, "1500.5")
+		w.Header().Set("X-Emulator-Cold-Start", "true")
 		_, _ = w.Write([]byte(`{"out":1}`))
 	}))
 	client := testClient(t, ad)
@@ -82,11 +81,10 @@ func TestInvokeSendsTargetAndAttributes(t *testing.T) {
 		HeaderNewSessionID:     "sess-new; Expires=2030-01-01T00:00:00Z",
 		HeaderCustomAttributes: "trace=abc",
 	}, resp.Metadata)
-	require.NotNil(t, resp.ServerStart)
-	assert.True(t, resp.ServerStart.Cold)
-	assert.Equal(t, 1500500*time.Microsecond, resp.ServerStart.Setup)
-	assert.Equal(t, latency.Cold, resp.Start.Kind)
-	assert.Equal(t, latency.ReasonServerReported, resp.Start.Reason)
+	assert.Equal(t, "true", resp.Header.Get("X-Emulator-Cold-Start"), "the response's headers as received")
+	assert.Equal(t, "req-123", resp.Header.Get("X-Amzn-RequestId"))
+	assert.Nil(t, resp.ServerStart, "the adapter reads no server's start report")
+	assert.NotEqual(t, latency.ReasonServerReported, resp.Start.Reason)
 	require.Len(t, resp.Timing.Attempts, 1)
 	assert.False(t, resp.Timing.Attempts[0].FirstByte.IsZero(), "httptrace must reach the SDK's transport")
 }

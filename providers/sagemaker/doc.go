@@ -26,8 +26,7 @@
 // space — since SageMaker refuses the call otherwise) and
 // TargetContainerHostname become the matching SageMaker headers.
 // CloudRequest.Header entries are sent as extra HTTP headers (SageMaker drops
-// the ones it does not know; the cloudinfer emulator reads its X-Emulator-*
-// controls from them).
+// the ones it does not know).
 //
 // "invoke" sends Payload as it is, with its ContentType (default
 // application/json) and Accept. "generate" writes Generate in the endpoint's
@@ -47,9 +46,8 @@
 // (another model's answer, an error object, CSV) is left to the caller in
 // Data, with Text empty and no error. Metadata holds X-Amzn-Invoked-Production-Variant,
 // X-Amzn-SageMaker-New-Session-Id, X-Amzn-SageMaker-Closed-Session-Id and
-// X-Amzn-SageMaker-Custom-Attributes; RequestID is x-amzn-RequestId. A
-// response carrying the emulator's X-Emulator-Cold-Start header sets
-// ServerStart.
+// X-Amzn-SageMaker-Custom-Attributes; RequestID is x-amzn-RequestId;
+// Header is the HTTP response's headers (a stream's when it opens).
 //
 // Streams yield, for "invoke", each PayloadPart's bytes; for "generate", one
 // chunk per event of the model's stream (lines end with LF, CRLF or CR),

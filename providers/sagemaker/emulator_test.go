@@ -116,7 +116,7 @@ func TestEmulatorStreamFaults(t *testing.T) {
 
 func TestEmulatorColdStartAndErrors(t *testing.T) {
 	srv := startEmulator(t)
-	client := testClient(t, emulatorAdapter(t, srv.URL()))
+	client := testClient(t, emulatorAdapter(t, srv.URL()), emulator.WithStartReport())
 
 	req := genRequest(DialectMessages, 4)
 	req.Header.Set(emulator.HeaderCold, "1")

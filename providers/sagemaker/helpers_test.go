@@ -36,12 +36,13 @@ func testAdapter(t testing.TB, h http.Handler, optFns ...func(*Options)) (*Adapt
 	return ad, srv
 }
 
-// testClient wraps ad in a cloudreq.Client without retries.
-func testClient(t testing.TB, ad *Adapter) *cloudreq.Client {
+// testClient wraps ad in a cloudreq.Client without retries, with optFns
+// applied after.
+func testClient(t testing.TB, ad *Adapter, optFns ...func(*cloudreq.Options)) *cloudreq.Client {
 	t.Helper()
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}}, func(o *cloudreq.Options) {
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}}, append([]func(*cloudreq.Options){func(o *cloudreq.Options) {
 		o.Retry.MaxAttempts = 1
-	})
+	}}, optFns...)...)
 	require.NoError(t, err)
 	return c
 }

@@ -144,7 +144,7 @@ func TestStreamGenerateThroughClient(t *testing.T) {
 		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"
 	ad, _ := testAdapter(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		writeStreamHead(w, http.Header{HeaderColdStart: {"false"}})
+		writeStreamHead(w, http.Header{"X-Emulator-Cold-Start": {"false"}})
 		_, _ = w.Write(encodeFrames(t, splitEvery(sse, 10)...))
 	}))
 	s, err := testClient(t, ad).Stream(context.Background(), &cloudreq.CloudRequest{
@@ -162,8 +162,8 @@ func TestStreamGenerateThroughClient(t *testing.T) {
 	assert.Equal(t, "ab", text.String())
 	assert.Equal(t, "length", resp.FinishReason)
 	assert.Equal(t, cloudreq.Usage{InputTokens: 1, OutputTokens: 2, Source: "server"}, resp.Usage)
-	require.NotNil(t, resp.ServerStart)
-	assert.False(t, resp.ServerStart.Cold)
+	assert.Equal(t, "false", resp.Header.Get("X-Emulator-Cold-Start"), "the stream's headers, as it opened")
+	assert.Nil(t, resp.ServerStart, "the adapter reads no server's start report")
 	assert.Equal(t, "req-stream-1", resp.RequestID)
 }
 
