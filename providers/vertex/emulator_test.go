@@ -165,7 +165,7 @@ func TestEmulatorStreamRaw(t *testing.T) {
 }
 
 func TestEmulatorColdStart(t *testing.T) {
-	_, c := startEmulator(t)
+	_, c := startEmulator(t, emulator.WithStartReport())
 	req := emuGenerate("llama-3-8b")
 	req.Header.Set("X-Emulator-Cold", "1")
 	resp, err := c.Invoke(context.Background(), req)

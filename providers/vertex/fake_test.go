@@ -39,6 +39,7 @@ type fakeServer struct {
 	calls     []fakeCall
 	errs      []error
 	header    metadata.MD
+	trailer   metadata.MD
 	genChunks []*aiplatformpb.GenerateContentResponse
 	rawChunks [][]byte
 	streamEnd error
@@ -127,6 +128,11 @@ func (f *fakeServer) record(ctx context.Context, method, name string, req proto.
 	f.calls = append(f.calls, fakeCall{Method: method, Name: name, MD: md, Req: proto.Clone(req)})
 	if f.header != nil {
 		if err := grpc.SetHeader(ctx, f.header); err != nil {
+			return err
+		}
+	}
+	if f.trailer != nil {
+		if err := grpc.SetTrailer(ctx, f.trailer); err != nil {
 			return err
 		}
 	}

@@ -1,7 +1,6 @@
 package vertex
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 
@@ -80,20 +79,6 @@ func FuzzInvokeMethod(f *testing.F) {
 			}
 		default:
 			t.Fatalf("unknown method %q", m)
-		}
-	})
-}
-
-func FuzzServerStart(f *testing.F) {
-	f.Add("true", "12.5")
-	f.Add("false", "")
-	f.Fuzz(func(t *testing.T, flag, ms string) {
-		ss := serverStart(flag, ms)
-		if ss != nil && ss.Setup < 0 {
-			t.Fatalf("negative setup %v", ss.Setup)
-		}
-		if _, err := strconv.ParseBool(strings.TrimSpace(flag)); (err == nil) != (ss != nil) {
-			t.Fatalf("flag %q gave %+v", flag, ss)
 		}
 	})
 }

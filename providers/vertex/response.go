@@ -1,11 +1,8 @@
 package vertex
 
 import (
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"cloud.google.com/go/aiplatform/apiv1/aiplatformpb"
 	"google.golang.org/grpc/metadata"
@@ -30,17 +27,15 @@ const (
 
 // Header metadata names the adapter reads (gRPC metadata keys are lower-case).
 const (
-	mdColdStart   = "x-emulator-cold-start"
-	mdColdStartMS = "x-emulator-cold-start-ms"
-	mdDeployedID  = "x-vertex-ai-deployed-model-id"
-	mdVertexPfx   = "x-vertex-ai-"
+	mdDeployedID = "x-vertex-ai-deployed-model-id"
+	mdVertexPfx  = "x-vertex-ai-"
 )
 
 // newResponse starts a response from the RPC's header and trailer
-// metadata: kept Vertex headers, the deployed model id and the server's
-// cold-start report.
+// metadata: kept Vertex headers, the deployed model id, and the metadata
+// itself as Header.
 func newResponse(hdr, trl metadata.MD) *cloudreq.CloudResponse {
-	resp := &cloudreq.CloudResponse{StatusCode: http.StatusOK}
+	resp := &cloudreq.CloudResponse{StatusCode: http.StatusOK, Header: header(hdr, trl)}
 	for _, md := range []metadata.MD{hdr, trl} {
 		for k, vs := range md {
 			if len(vs) > 0 && strings.HasPrefix(k, mdVertexPfx) {
@@ -51,8 +46,24 @@ func newResponse(hdr, trl metadata.MD) *cloudreq.CloudResponse {
 	if v := first(hdr, trl, mdDeployedID); v != "" {
 		setMeta(resp, MetaDeployedModelID, v)
 	}
-	resp.ServerStart = serverStart(first(hdr, trl, mdColdStart), first(hdr, trl, mdColdStartMS))
 	return resp
+}
+
+// header returns the header metadata, then the trailer metadata, as an
+// http.Header with canonical keys (binary "-bin" values as gRPC decoded
+// them); nil when both are empty.
+func header(hdr, trl metadata.MD) http.Header {
+	if len(hdr)+len(trl) == 0 {
+		return nil
+	}
+	h := make(http.Header, len(hdr)+len(trl))
+	for _, md := range []metadata.MD{hdr, trl} {
+		for k, vs := range md {
+			ck := http.CanonicalHeaderKey(k)
+			h[ck] = append(h[ck], vs...)
+		}
+	}
+	return h
 }
 
 // first returns the first value of key in hdr, else in trl.
@@ -64,22 +75,6 @@ func first(hdr, trl metadata.MD, key string) string {
 		return vs[0]
 	}
 	return ""
-}
-
-// serverStart parses the emulator's cold-start headers: "true"/"false" and
-// the setup time in (possibly fractional) milliseconds. It returns nil when
-// the flag is absent or unreadable.
-func serverStart(flag, ms string) *cloudreq.ServerStart {
-	cold, err := strconv.ParseBool(strings.TrimSpace(flag))
-	if err != nil {
-		return nil
-	}
-	ss := &cloudreq.ServerStart{Cold: cold}
-	if f, err := strconv.ParseFloat(strings.TrimSpace(ms), 64); err == nil && f > 0 && !math.IsInf(f, 0) &&
-		f < float64(math.MaxInt64/int64(time.Millisecond)) {
-		ss.Setup = time.Duration(f * float64(time.Millisecond))
-	}
-	return ss
 }
 
 func setMeta(resp *cloudreq.CloudResponse, k, v string) {

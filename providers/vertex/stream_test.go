@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
@@ -44,7 +45,7 @@ func TestStreamGenerate(t *testing.T) {
 			genMsg(" there", aiplatformpb.Candidate_MAX_TOKENS, 5, 3),
 		}
 	})
-	c, _ := newFakeClient(t, addr)
+	c, _ := newFakeClient(t, addr, emulator.WithStartReport())
 	s, err := c.Stream(context.Background(), genReq())
 	require.NoError(t, err)
 	defer s.Close()
@@ -54,6 +55,7 @@ func TestStreamGenerate(t *testing.T) {
 	require.NotNil(t, resp)
 	assert.Equal(t, "length", resp.FinishReason)
 	assert.Equal(t, cloudreq.Usage{InputTokens: 5, OutputTokens: 3, Source: "server"}, resp.Usage)
+	assert.Equal(t, "40", resp.Header.Get(emulator.HeaderColdStartMs), "the header metadata, as the stream opened")
 	assert.Equal(t, latency.Cold, resp.Start.Kind)
 	assert.Equal(t, 40*time.Millisecond, resp.Start.Overhead)
 	calls := f.Calls()

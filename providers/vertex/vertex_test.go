@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
@@ -256,13 +257,27 @@ func TestHeadersSentAsMetadata(t *testing.T) {
 	assert.Equal(t, []string{"a", "b"}, md.Get("x-two"))
 }
 
-func TestServerStart(t *testing.T) {
+// TestResponseHeader checks that the RPC's header metadata, then its
+// trailer metadata, become CloudResponse.Header with canonical keys, from
+// which the emulator's StartReport hook reads a server's start report; the
+// adapter reads none itself.
+func TestResponseHeader(t *testing.T) {
 	f, addr := startFake(t)
 	f.set(func(f *fakeServer) {
-		f.header = metadata.Pairs("x-emulator-cold-start", "true", "x-emulator-cold-start-ms", "12.5")
+		f.header = metadata.Pairs("x-emulator-cold-start", "true", "x-emulator-cold-start-ms", "12.5", "x-two", "a", "x-two", "b")
+		f.trailer = metadata.Pairs("x-two", "c", "x-only-trailer", "t")
 	})
-	c, _ := newFakeClient(t, addr)
-	resp, err := c.Invoke(context.Background(), genReq())
+	plain, _ := newFakeClient(t, addr)
+	resp, err := plain.Invoke(context.Background(), genReq())
+	require.NoError(t, err)
+	assert.Equal(t, "true", resp.Header.Get("X-Emulator-Cold-Start"))
+	assert.Equal(t, []string{"a", "b", "c"}, resp.Header["X-Two"], "header values before trailer values")
+	assert.Equal(t, "t", resp.Header.Get("X-Only-Trailer"))
+	assert.Nil(t, resp.ServerStart, "the adapter reads no server's start report")
+
+	f.set(func(f *fakeServer) { f.trailer = nil })
+	c, _ := newFakeClient(t, addr, emulator.WithStartReport())
+	resp, err = c.Invoke(context.Background(), genReq())
 	require.NoError(t, err)
 	require.NotNil(t, resp.ServerStart)
 	assert.Equal(t, cloudreq.ServerStart{Cold: true, Setup: 12500 * time.Microsecond}, *resp.ServerStart)
@@ -275,25 +290,11 @@ func TestServerStart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, &cloudreq.ServerStart{Cold: false}, resp.ServerStart)
 	assert.Equal(t, latency.Warm, resp.Start.Kind)
-}
 
-func TestServerStartParse(t *testing.T) {
-	tests := []struct {
-		flag, ms string
-		want     *cloudreq.ServerStart
-	}{
-		{"", "", nil},
-		{"maybe", "1", nil},
-		{"true", "", &cloudreq.ServerStart{Cold: true}},
-		{"true", "250", &cloudreq.ServerStart{Cold: true, Setup: 250 * time.Millisecond}},
-		{" TRUE ", "0.001", &cloudreq.ServerStart{Cold: true, Setup: time.Microsecond}},
-		{"false", "-3", &cloudreq.ServerStart{}},
-		{"true", "NaN", &cloudreq.ServerStart{Cold: true}},
-		{"true", "1e300", &cloudreq.ServerStart{Cold: true}},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, serverStart(tt.flag, tt.ms), "%q %q", tt.flag, tt.ms)
-	}
+	f.set(func(f *fakeServer) { f.header, f.trailer = nil, metadata.Pairs("x-emulator-cold-start", "true") })
+	resp, err = c.Invoke(context.Background(), genReq())
+	require.NoError(t, err)
+	assert.Equal(t, &cloudreq.ServerStart{Cold: true}, resp.ServerStart, "a unary call's trailer metadata counts too")
 }
 
 // TestTiming checks that the stats handler fills the attempt's phases, in
