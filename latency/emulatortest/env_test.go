@@ -76,7 +76,7 @@ func newEnv(t testing.TB, scale float64, endpoints []emulator.Endpoint, rw *rewr
 	for _, f := range clientOpts {
 		f(&opts)
 	}
-	c, err := cloudreq.New(opts)
+	c, err := cloudreq.New(opts, emulator.WithStartReport())
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = c.Close()
@@ -158,11 +158,11 @@ func (e *env) record(t testing.TB, resp *cloudreq.CloudResponse) emulator.Record
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		if r, ok := e.srv.Record(resp.RequestID); ok {
+		if r, ok := e.srv.Record(resp.Metadata[emulator.HeaderRequestID]); ok {
 			return r
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("no emulator record for request %q", resp.RequestID)
+			t.Errorf("no emulator record for request %q", resp.Metadata[emulator.HeaderRequestID])
 			return emulator.Record{}
 		}
 		time.Sleep(time.Millisecond)
