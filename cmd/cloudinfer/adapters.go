@@ -25,7 +25,8 @@ import (
 )
 
 // connect builds the client of one target: its provider's adapter, the
-// default hooks, no retries unless asked, the per-request timeout.
+// default hooks (and, for an emulator target, the emulator's start report),
+// no retries unless asked, the per-request timeout.
 func (e *environment) connect(ctx context.Context, t *bench.Target) (*cloudreq.Client, error) {
 	ad, err := e.adapter(ctx, t)
 	if err != nil {
@@ -38,11 +39,28 @@ func (e *environment) connect(ctx context.Context, t *bench.Target) (*cloudreq.C
 		Timeout:           e.cmd.Timeout,
 		ScaleToZeroWindow: t.ScaleToZero.D(),
 	}
+	if e.emulatorTarget(t) {
+		return cloudreq.New(opts, emulator.WithStartReport())
+	}
 	return cloudreq.New(opts)
 }
 
 // emulated reports whether t goes to the embedded emulator.
 func (e *environment) emulated(t *bench.Target) bool { return e.emu != nil && toEmulator(t) }
+
+// emulatorTarget reports whether t may be served by a cloudinfer emulator:
+// the embedded one, or a server on this machine over plain http or gRPC
+// (a cloudinfer emulate running apart, as for credentials). Its client
+// reads the emulator's start report; a real cloud sends none.
+func (e *environment) emulatorTarget(t *bench.Target) bool {
+	if e.emulated(t) {
+		return true
+	}
+	if t.Provider == cloudreq.ProviderGCP {
+		return loopbackAddr(t.GRPCAddr)
+	}
+	return loopbackHTTP(serverURL(t))
+}
 
 // adapterFactories build a provider's adapter for a target; emu is the
 // embedded emulator when the target goes to it.

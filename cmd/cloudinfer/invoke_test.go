@@ -82,6 +82,7 @@ func TestInvokeStandaloneEmulator(t *testing.T) {
 			s := out.String()
 			assert.NotContains(t, s, "embedded emulator", "the standalone one answered")
 			assert.Contains(t, s, "status 200")
+			assert.Contains(t, s, "(server-reported)", "the client read the standalone emulator's start report")
 		})
 	}
 	assert.NotEmpty(t, emu.Records(), "the requests reached the standalone emulator")
