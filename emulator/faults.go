@@ -126,17 +126,27 @@ func abortConn(w http.ResponseWriter, reset bool) {
 	_ = conn.Close()
 }
 
-// retryAfterHeaders sets Retry-After (whole seconds, rounded up, at least
-// 1) and the millisecond forms retry-after-ms, x-ms-retry-after-ms and
-// x-amz-retry-after.
-func retryAfterHeaders(h http.Header, d time.Duration) {
+// retryAfterHeaders sets the retry-delay headers provider p documents on
+// its throttled, queue-full and not-ready answers, for a delay d:
+//
+//	Azure ML    retry-after-ms and x-ms-retry-after-ms (milliseconds, rounded
+//	            up), Retry-After (whole seconds, rounded up, at least 1)
+//	OpenAI      Retry-After (whole seconds, rounded up, at least 1)
+//	SageMaker   none
+//	PAI-EAS     none
+//	Vertex      none (gRPC answers carry a RetryInfo detail instead)
+func retryAfterHeaders(h http.Header, p Provider, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	secs := int64((d + time.Second - 1) / time.Second)
-	h.Set("Retry-After", itoa(secs))
-	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
-	h.Set("retry-after-ms", itoa(ms))
-	h.Set("x-ms-retry-after-ms", itoa(ms))
-	h.Set("x-amz-retry-after", itoa(ms))
+	secs := itoa(int64((d + time.Second - 1) / time.Second))
+	ms := itoa(int64((d + time.Millisecond - 1) / time.Millisecond))
+	switch p {
+	case AzureML:
+		h.Set("retry-after-ms", ms)
+		h.Set("x-ms-retry-after-ms", ms)
+		h.Set("Retry-After", secs)
+	case OpenAI:
+		h.Set("Retry-After", secs)
+	}
 }

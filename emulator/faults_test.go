@@ -169,7 +169,7 @@ func TestColdStart(t *testing.T) {
 	resp = chat("reject", nil)
 	assert.Equal(t, 503, resp.StatusCode)
 	assert.Equal(t, string(FaultModelNotReady), resp.Header.Get(HeaderFault))
-	assert.NotEmpty(t, resp.Header.Get("retry-after-ms"))
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"), "OpenAI's retry delay")
 	time.Sleep(time.Duration(2800*scale*float64(time.Millisecond)) + 2*time.Millisecond)
 	resp = chat("reject", nil)
 	assert.Equal(t, 200, resp.StatusCode)
@@ -189,6 +189,9 @@ func TestColdStart(t *testing.T) {
 	require.True(t, errors.As(err, &mnr), "%T %v", err, err)
 }
 
+// TestThrottleTokenBucket: a token bucket refuses the request beyond its
+// burst, the retry delay telling when its next token is due (read here
+// from Azure ML's millisecond headers).
 func TestThrottleTokenBucket(t *testing.T) {
 	p := Profile{Name: "tiny", TTFTMs: Dist{1, 0}, TPOTMs: Dist{1, 0}, OutputTokens: Dist{1, 0}, Throttle: &TokenBucket{RatePerSec: 1, Burst: 2}}
 	s := start(t, Options{TimeScale: 1, Seed: 1, Endpoints: []Endpoint{{Name: "tiny", Profile: p}}})
@@ -197,11 +200,12 @@ func TestThrottleTokenBucket(t *testing.T) {
 	var codes []int
 	first := time.Now()
 	for range 3 {
-		resp, err := do(ctx, t, s.URL()+"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}]}`, nil)
+		resp, err := do(ctx, t, s.URL()+"/azureml/tiny/chat/completions?api-version=2024-05-01-preview", `{"messages":[{"role":"user","content":"hi"}]}`, nil)
 		require.NoError(t, err)
 		codes = append(codes, resp.StatusCode)
 		if resp.StatusCode == 429 {
 			assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+			assert.Equal(t, resp.Header.Get("retry-after-ms"), resp.Header.Get("x-ms-retry-after-ms"))
 			ms, err := strconv.Atoi(resp.Header.Get("retry-after-ms"))
 			require.NoError(t, err)
 			// The next token is due a second after the bucket was last
@@ -379,5 +383,56 @@ func TestRequestTimeoutCoversWaits(t *testing.T) {
 			assert.Equal(t, 408, resp.StatusCode)
 			assert.Equal(t, string(FaultTimeout), resp.Header.Get(HeaderFault))
 		})
+	}
+}
+
+// retryAfterNames are the retry-delay headers a client may read.
+var retryAfterNames = []string{"Retry-After", "retry-after-ms", "x-ms-retry-after-ms", "x-amz-retry-after"}
+
+// TestRetryAfterHeadersPerProvider: a throttled, queue-full or not-ready
+// answer carries the retry-delay headers its provider documents, and no
+// other: Azure ML retry-after-ms, x-ms-retry-after-ms and Retry-After;
+// OpenAI Retry-After (whole seconds); SageMaker, PAI-EAS and Vertex REST
+// none (Vertex gRPC carries a RetryInfo detail instead).
+func TestRetryAfterHeadersPerProvider(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.5, Seed: 3})
+	vertex := `{"contents":[{"role":"user","parts":[{"text":"Hello"}]}],"generationConfig":{"maxOutputTokens":6}}`
+	routes := []struct {
+		name, path, body string
+		want             map[string]string // the 1 s (emulated) delay, 500 ms real
+	}{
+		{"sagemaker", "/endpoints/llama-3-8b/invocations", tgiSample, nil},
+		{"azureml score", "/azureml/llama-3-8b/score", amlBodySample,
+			map[string]string{"Retry-After": "1", "retry-after-ms": "500", "x-ms-retry-after-ms": "500"}},
+		{"azureml chat", "/azureml/llama-3-8b/chat/completions?api-version=2024-05-01-preview", chatStream,
+			map[string]string{"Retry-After": "1", "retry-after-ms": "500", "x-ms-retry-after-ms": "500"}},
+		{"openai", "/v1/chat/completions", chatStream, map[string]string{"Retry-After": "1"}},
+		{"pai-eas", "/api/predict/llama-3-8b", `{"prompt":"hi"}`, nil},
+		{"pai-eas chat", "/api/predict/llama-3-8b/v1/chat/completions", chatStream, nil},
+		{"vertex", "/v1/" + vertexEndpoint + ":generateContent", vertex, nil},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, r := range routes {
+		for _, f := range []Fault{FaultThrottle, FaultQueueFull, FaultModelNotReady} {
+			t.Run(r.name+"/"+string(f), func(t *testing.T) {
+				resp, err := do(ctx, t, s.URL()+r.path, r.body, map[string]string{HeaderInject: string(f)})
+				require.NoError(t, err)
+				_, _ = io.Copy(io.Discard, resp.Body)
+				require.NoError(t, resp.Body.Close())
+				require.GreaterOrEqual(t, resp.StatusCode, 400)
+				got := map[string]string{}
+				for _, k := range retryAfterNames {
+					if v := resp.Header.Get(k); v != "" {
+						got[k] = v
+					}
+				}
+				want := r.want
+				if want == nil {
+					want = map[string]string{}
+				}
+				assert.Equal(t, want, got)
+			})
+		}
 	}
 }

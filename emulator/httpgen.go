@@ -82,7 +82,7 @@ func (s *Server) serveGen(w http.ResponseWriter, r *http.Request, c *call, wr wi
 		}
 		outcome = "error"
 		c.setTruth(w.Header())
-		retryAfterHeaders(w.Header(), c.retryIn)
+		retryAfterHeaders(w.Header(), c.rec.Provider, c.retryIn)
 		sw := &statusWriter{ResponseWriter: w}
 		wr.writeError(sw, c, f)
 		status = sw.status
@@ -254,7 +254,7 @@ func (s *Server) serveWhole(ctx context.Context, w http.ResponseWriter, c *call,
 func throttleInstead(w http.ResponseWriter, c *call, wr wire) int {
 	c.setFault(FaultThrottle)
 	c.setTruth(w.Header())
-	retryAfterHeaders(w.Header(), c.ep.scaled(1000))
+	retryAfterHeaders(w.Header(), c.rec.Provider, c.ep.scaled(1000))
 	sw := &statusWriter{ResponseWriter: w}
 	wr.writeError(sw, c, FaultThrottle)
 	return sw.status

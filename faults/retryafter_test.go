@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
@@ -193,4 +194,54 @@ func TestRetryInfoVertex(t *testing.T) {
 		assert.Equal(t, 1, r.rec.count())
 		assert.Less(t, time.Since(start), 10*time.Second, "the delay was not waited")
 	})
+}
+
+// TestEmulatorRetryDelayPerProvider: against the emulator, a throttled
+// call is retried as it would be in production, each adapter reading the
+// retry delay its provider sends. An endpoint whose token bucket refills
+// every 500 ms (real) throttles the call after a first one: Azure ML's
+// retry-after-ms and Vertex's RetryInfo are waited exactly, so the first
+// retry gets the next token; OpenAI's Retry-After is whole seconds, so
+// the client waits a full second; SageMaker and PAI-EAS send no delay, so
+// the client backs off on its own (here at most 4 ms) and its three
+// attempts are all throttled.
+func TestEmulatorRetryDelayPerProvider(t *testing.T) {
+	const scale = 0.05
+	for p, name := range emulatorProviders {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			phi, ok := emulator.BuiltinProfile("phi-3-mini")
+			require.True(t, ok)
+			phi.Throttle = &emulator.TokenBucket{RatePerSec: 0.1, Burst: 1} // a token every 10 s emulated, 500 ms real
+			srv, err := emulator.New(emulator.Options{TimeScale: scale, Seed: 9, Endpoints: []emulator.Endpoint{{Name: "phi-3-mini", Profile: phi}}})
+			require.NoError(t, err)
+			require.NoError(t, srv.Start("127.0.0.1:0", "127.0.0.1:0"))
+			t.Cleanup(func() { _ = srv.Close() })
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			c := emulatorClient(t, srv, &http.Client{Transport: tr})
+
+			_, err = c.Invoke(context.Background(), emulatorRequest(p, ""))
+			require.NoError(t, err, "the bucket's one token")
+			resp, err := c.Invoke(context.Background(), emulatorRequest(p, ""))
+			switch name {
+			case "sagemaker", "paieas":
+				assert.Equal(t, errcodes.Throttled, errcodes.Of(err), "no delay to wait: the fast backoff is throttled throughout")
+				var e *errcodes.Error
+				require.ErrorAs(t, err, &e)
+				assert.Zero(t, e.RetryAfter, "the provider sent no delay")
+				assert.Equal(t, 1+3, waitRecords(srv, 4))
+			default:
+				require.NoError(t, err, "the delay was waited: the first retry got the next token")
+				require.Len(t, resp.Timing.Attempts, 2)
+				assert.Equal(t, string(errcodes.Throttled), resp.Timing.Attempts[0].Code)
+				wait := resp.Timing.Attempts[1].Backoff
+				if name == "openai" {
+					assert.Equal(t, time.Second, wait, "Retry-After in whole seconds")
+				} else {
+					assert.LessOrEqual(t, wait, 500*time.Millisecond+time.Millisecond, "the time to the next token, to the millisecond")
+				}
+			}
+		})
+	}
 }
