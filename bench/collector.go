@@ -11,6 +11,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // Collection bounds: a result's size does not grow with the run's length.
@@ -27,7 +28,7 @@ const (
 
 // collector is a target run's cloudreq.Observer: it measures every
 // finished call once (latency.Measure) and files the sample in the
-// target's latency.Recorder, by tag, by time bucket and in the chart
+// target's stats.Recorder, by tag, by time bucket and in the chart
 // reservoir.
 type collector struct {
 	plan  *Plan
@@ -50,7 +51,7 @@ type collector struct {
 
 	ladderTrace *LadderTrace
 
-	rec *latency.Recorder
+	rec *stats.Recorder
 
 	mu       sync.Mutex
 	tags     map[string]map[string]*TagStats
@@ -59,17 +60,17 @@ type collector struct {
 	points   []Point
 	seen     int64
 	rng      *rand.Rand
-	e2e      latency.Dist // progress p95
-	first    time.Time    // first send
-	last     time.Time    // last send
-	end      time.Time    // last end
+	e2e      stats.Dist // progress p95
+	first    time.Time  // first send
+	last     time.Time  // last send
+	end      time.Time  // last end
 	prevSnap Snapshot
 	prevAt   time.Time
 	rate     float64
 }
 
 func newCollector(p *Plan, t *Target) (*collector, error) {
-	rec, err := latency.NewRecorder(latency.RecorderOptions{SLAs: p.slas()})
+	rec, err := stats.NewRecorder(stats.RecorderOptions{SLAs: p.slas()})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // Comparison is two results side by side: per target, each headline
@@ -44,7 +45,7 @@ type Comparison struct {
 //     without any assumption on the distribution, by the order statistics
 //     at the ranks that the binomial(n, q) distribution gives a coverage of
 //     at least 97.5%, read off the side's sketch and widened by its relative
-//     accuracy (latency.RelativeAccuracy). The interval for Δ is then
+//     accuracy (stats.RelativeAccuracy). The interval for Δ is then
 //     [lo_B − hi_A, hi_B − lo_A]. It is conservative: it misses the true
 //     difference only when one of the two sides' intervals misses its
 //     percentile, so its coverage is at least 95% whatever the
@@ -176,7 +177,7 @@ func targetSLAs(t *TargetResult) []string {
 		}
 		s.Endpoint = ""
 		if s.Starts == "" {
-			s.Starts = latency.StartsAll
+			s.Starts = stats.StartsAll
 		}
 		out = append(out, s.String())
 	}
@@ -192,7 +193,7 @@ type figure struct {
 	// dist, for the latency rows that have a confidence interval, is the
 	// distribution (in ns) the figure was read from: its mean when q is 0,
 	// its q-quantile otherwise.
-	dist *latency.Dist
+	dist *stats.Dist
 	q    float64
 }
 
@@ -234,7 +235,7 @@ const confidence = 0.95
 // deltaCI returns the confidence interval, in ms, for the difference
 // between b's and a's mean (q = 0) or q-quantile, and false when there is
 // none (see CompareRow).
-func deltaCI(a, b *latency.Dist, q float64) (lo, hi float64, ok bool) {
+func deltaCI(a, b *stats.Dist, q float64) (lo, hi float64, ok bool) {
 	if q == 0 {
 		lo, hi, ok = welchCI(a, b, confidence)
 	} else {
@@ -265,7 +266,7 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // with s the sample standard deviations and ν the Welch–Satterthwaite
 // degrees of freedom. It is false with fewer than two values on a side or
 // with no spread on either (ν is undefined then).
-func welchCI(a, b *latency.Dist, level float64) (lo, hi float64, ok bool) {
+func welchCI(a, b *stats.Dist, level float64) (lo, hi float64, ok bool) {
 	if a.Count() < 2 || b.Count() < 2 {
 		return 0, 0, false
 	}
@@ -296,7 +297,7 @@ func welchCI(a, b *latency.Dist, level float64) (lo, hi float64, ok bool) {
 // returns, for a value x of that rank, some v with |v − x| ≤ α·x, so x
 // lies in [v/(1+α), v/(1−α)] (for v ≥ 0). Every order statistic lies in
 // d's exact [Min, Max], which bounds the widening.
-func quantileCI(d *latency.Dist, q, miss float64) (lo, hi float64, ok bool) {
+func quantileCI(d *stats.Dist, q, miss float64) (lo, hi float64, ok bool) {
 	n := d.Count()
 	l, u, ok := orderRanks(n, q, miss)
 	if !ok {
@@ -304,7 +305,7 @@ func quantileCI(d *latency.Dist, q, miss float64) (lo, hi float64, ok bool) {
 	}
 	// Quantile is nearest-rank: quantile k/n is the value of rank k.
 	at := func(k uint64) float64 { return d.Quantile(float64(k) / float64(n)) }
-	const acc = latency.RelativeAccuracy
+	const acc = stats.RelativeAccuracy
 	lo, hi = at(l), at(u)
 	if lo >= 0 {
 		lo /= 1 + acc

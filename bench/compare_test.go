@@ -16,15 +16,16 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // withSLAs returns synthetic's result with its recorder counting goodput
 // against the given SLAs instead of the default ttft p95 150ms.
-func withSLAs(t *testing.T, name string, base int, slas ...latency.SLA) *Result {
+func withSLAs(t *testing.T, name string, base int, slas ...stats.SLA) *Result {
 	t.Helper()
 	r := synthetic(t, name, base, 0, 100, 0)
 	tr := r.Targets[0]
-	rec, err := latency.NewRecorder(latency.RecorderOptions{SLAs: slas})
+	rec, err := stats.NewRecorder(stats.RecorderOptions{SLAs: slas})
 	require.NoError(t, err)
 	// Re-record the same requests against the new SLAs.
 	for i := range 100 {
@@ -56,7 +57,7 @@ func row(t *testing.T, c *Comparison, fig string) CompareRow {
 // were counted against the same SLAs. Against different ones the rows
 // show both values but no delta.
 func TestCompareGoodputOnlyAgainstTheSameSLAs(t *testing.T) {
-	strict := latency.SLA{Metric: latency.TTFT, Percentile: 95, Threshold: int64(150 * time.Millisecond), Starts: latency.StartsAll}
+	strict := stats.SLA{Metric: latency.TTFT, Percentile: 95, Threshold: int64(150 * time.Millisecond), Starts: stats.StartsAll}
 	loose := strict
 	loose.Threshold = int64(time.Second)
 	// The same requests: TTFT 100..199 ms.
@@ -347,8 +348,8 @@ func TestPercentileCICoverage(t *testing.T) {
 	// Standard normal quantiles at 0.5, 0.95 and 0.99.
 	z := map[float64]float64{0.5: 0, 0.95: 1.6448536269514722, 0.99: 2.3263478740408408}
 	rng := rand.New(rand.NewPCG(5, 6))
-	draw := func(scale float64) *latency.Dist {
-		d := &latency.Dist{}
+	draw := func(scale float64) *stats.Dist {
+		d := &stats.Dist{}
 		for range n {
 			d.Add(int64(scale * math.Exp(mu+sigma*rng.NormFloat64()) * 1e6))
 		}

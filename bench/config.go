@@ -20,7 +20,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/impair"
-	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // Plan is a whole benchmark: targets, load model, limits, request mix and
@@ -36,9 +36,9 @@ type Plan struct {
 	// Mix, when set, picks each request's class and tags.
 	Mix *Mix `json:"mix,omitempty" yaml:"mix,omitempty"`
 	// SLAs apply to every target (with a class, to that class only; with
-	// an endpoint, to the target of that name only), in latency.SLA's text
+	// an endpoint, to the target of that name only), in stats.SLA's text
 	// form: "ttft p95 150ms starts=warm".
-	SLAs []latency.SLA `json:"slas,omitempty" yaml:"slas,omitempty"`
+	SLAs []stats.SLA `json:"slas,omitempty" yaml:"slas,omitempty"`
 	// Seed makes Poisson arrivals and the mix repeatable (default 1).
 	Seed uint64 `json:"seed,omitempty" yaml:"seed,omitempty"`
 	// Parallel runs the targets at the same time instead of one after
@@ -412,7 +412,7 @@ func (p *Plan) Prepare() error {
 }
 
 // slas returns every SLA of the plan: its own and its classes'.
-func (p *Plan) slas() []latency.SLA {
+func (p *Plan) slas() []stats.SLA {
 	out := slices.Clone(p.SLAs)
 	if p.Mix != nil {
 		for i := range p.Mix.Classes {

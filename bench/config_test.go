@@ -13,6 +13,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 func TestLoadPlanYAML(t *testing.T) {
@@ -38,7 +39,7 @@ func TestLoadPlanYAML(t *testing.T) {
 	require.NotNil(t, p.Mix)
 	assert.Equal(t, 0.45, p.Mix.Classes[1].Weight)
 	assert.Equal(t, int64(300*time.Millisecond), p.Mix.Classes[0].SLAs[0].Threshold)
-	assert.Equal(t, latency.StartsWarm, p.SLAs[0].Starts)
+	assert.Equal(t, stats.StartsWarm, p.SLAs[0].Starts)
 	slas := p.slas()
 	require.Len(t, slas, 2)
 	assert.Equal(t, "/api/order/create", slas[1].Class, "a class's SLA covers its class")
@@ -107,7 +108,7 @@ func TestPrepareRejects(t *testing.T) {
 		{"bad action", func(p *Plan) { p.Targets[0].Action = "train" }, "action"},
 		{"invoke without body", func(p *Plan) { p.Targets[0].Action = "invoke" }, "payload"},
 		{"missing payload file", func(p *Plan) { p.Targets[0].Payload.File = "testdata/nope" }, "payload file"},
-		{"bad sla", func(p *Plan) { p.SLAs = []latency.SLA{{Metric: latency.TTFT, Percentile: 95}} }, "threshold"},
+		{"bad sla", func(p *Plan) { p.SLAs = []stats.SLA{{Metric: latency.TTFT, Percentile: 95}} }, "threshold"},
 		{"negative limit", func(p *Plan) { p.Limits.Warmup = -1 }, "negative"},
 		{"bad network", func(p *Plan) { p.Targets[0].Network = "delay=20" }, `target "m": network: impair: delay "20" is not a duration`},
 		{"negative late after", func(p *Plan) { p.Load.LateAfter = Duration(-5 * time.Millisecond) }, "late after"},

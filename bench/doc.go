@@ -30,9 +30,11 @@
 // A weighted request Mix picks each request's class and tags (region,
 // device, time of day…) in the given proportions; it can be built from a
 // traffic log. Results are collected through a cloudreq.Observer into
-// latency Recorders split by target, class and start kind; a Result is
-// JSON, mergeable across machines, and renders as a table, CSV, Markdown
-// or a self-contained HTML report with charts.
+// stats.Recorders (package latency/stats) split by target, class and start
+// kind; a Result is JSON, mergeable across machines, and renders as a
+// table, CSV, Markdown or a self-contained HTML report with charts. All
+// rendering is here: RenderReport writes a recorder's stats.Report alone,
+// as text, Markdown, CSV or JSON.
 //
 // A target's throughputs are over its wall time (TargetResult.Wall, from
 // the start of its run to its last response): throughput is requests (or

@@ -14,6 +14,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 	"github.com/cloudinfer/cloudinfer/providers/openai"
 )
 
@@ -178,7 +179,7 @@ func TestEmulatorMixWeights(t *testing.T) {
 	require.Zero(t, tr.Counts().Failed)
 	assert.Len(t, srv.Records(), 5000)
 	for _, c := range mix.Classes {
-		n := tr.Recorder.Counts(latency.Filter{Class: c.Path}).Requests
+		n := tr.Recorder.Counts(stats.Filter{Class: c.Path}).Requests
 		assert.InEpsilon(t, c.Weight, float64(n)/5000, 0.02, "%s: %d of 5000", c.Path, n)
 	}
 	for _, v := range mix.Dimensions[0].Values {

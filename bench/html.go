@@ -10,6 +10,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // RenderHTML writes a self-contained HTML report: the summary tables and
@@ -255,14 +256,14 @@ func (r *Result) coldWarmChart() *chart {
 	var cats []string
 	kinds := []struct {
 		name  string
-		st    latency.Starts
+		st    stats.Starts
 		m     latency.Metric
 		color string
 	}{
-		{"warm total", latency.StartsWarm, latency.E2E, color(0)},
-		{"cold total", latency.StartsCold, latency.E2E, color(3)},
-		{"warm TTFT", latency.StartsWarm, latency.TTFT, color(5)},
-		{"cold TTFT", latency.StartsCold, latency.TTFT, color(1)},
+		{"warm total", stats.StartsWarm, latency.E2E, color(0)},
+		{"cold total", stats.StartsCold, latency.E2E, color(3)},
+		{"warm TTFT", stats.StartsWarm, latency.TTFT, color(5)},
+		{"cold TTFT", stats.StartsCold, latency.TTFT, color(1)},
 	}
 	ss := make([]series, len(kinds))
 	for i, k := range kinds {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // Ladder is the dynamic QPS ladder. At the end of every
@@ -315,8 +316,8 @@ func newLadderRun(cfg Ladder) *ladderRun {
 
 // stepBucket collects one step's requests.
 type stepBucket struct {
-	dist     latency.Dist // the metric's values of the successes
-	n        int          // the values in dist
+	dist     stats.Dist // the metric's values of the successes
+	n        int        // the values in dist
 	sent     int
 	ended    int
 	errors   int
@@ -470,7 +471,7 @@ func (b *stepBucket) read(now time.Time, m latency.Metric) LadderRead {
 // p95Of returns the p95 of n successes, whose values d holds, and failures
 // that count as slower than any success: known is false when there is no
 // success or the failures fill the p95's rank (failed).
-func p95Of(d *latency.Dist, n, failures int) (p95 time.Duration, known, failed bool) {
+func p95Of(d *stats.Dist, n, failures int) (p95 time.Duration, known, failed bool) {
 	counted := n + failures
 	if counted == 0 {
 		return 0, false, false

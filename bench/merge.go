@@ -9,7 +9,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/impair"
-	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // Merge combines results of the same plan run on several machines into
@@ -79,7 +79,7 @@ func emptyLike(t *TargetResult) *TargetResult {
 	return &TargetResult{
 		Name: t.Name, Provider: t.Provider, Service: t.Service, Endpoint: t.Endpoint, Model: t.Model,
 		Action: t.Action, Stream: t.Stream, Load: t.Load, Network: t.Network, Begin: t.Begin, CPU: -1, MachineCPU: -1,
-		Recorder: &latency.Recorder{}, Series: &Series{Width: Duration(firstBucket)},
+		Recorder: &stats.Recorder{}, Series: &Series{Width: Duration(firstBucket)},
 	}
 }
 

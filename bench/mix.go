@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
-	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // Mix is a weighted request mix: classes picked in proportion to their
@@ -36,8 +36,8 @@ type Class struct {
 	// Payload overrides the target's payload for this class.
 	Payload *Payload `json:"payload,omitempty" yaml:"payload,omitempty"`
 	// SLAs are the class's own SLAs (their class is set to the class's
-	// label), in latency.SLA's text form.
-	SLAs []latency.SLA `json:"slas,omitempty" yaml:"slas,omitempty"`
+	// label), in stats.SLA's text form.
+	SLAs []stats.SLA `json:"slas,omitempty" yaml:"slas,omitempty"`
 	// Observed is what a traffic log recorded for the class, if it was
 	// built from one.
 	Observed *Observed `json:"observed,omitempty" yaml:"observed,omitempty"`

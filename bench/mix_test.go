@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 func seedMix() *Mix {
@@ -99,8 +100,8 @@ func TestMixValidate(t *testing.T) {
 		{Classes: []Class{{Name: "a", Weight: 1}, {Name: "a", Weight: 1}}},
 		{Classes: []Class{{Weight: 1}}},
 		{Classes: []Class{{Name: "a", Weight: 1}}, Dimensions: []Dimension{{Name: "region"}}},
-		{Classes: []Class{{Name: "a", Weight: 1, SLAs: []latency.SLA{{Metric: latency.TTFT, Percentile: 150, Threshold: 1}}}}},
-		{Classes: []Class{{Name: "a b", Weight: 1, SLAs: []latency.SLA{{Metric: latency.TTFT, Percentile: 95, Threshold: 1}}}}},
+		{Classes: []Class{{Name: "a", Weight: 1, SLAs: []stats.SLA{{Metric: latency.TTFT, Percentile: 150, Threshold: 1}}}}},
+		{Classes: []Class{{Name: "a b", Weight: 1, SLAs: []stats.SLA{{Metric: latency.TTFT, Percentile: 95, Threshold: 1}}}}},
 		// Two dimensions of one name: each request would carry only the
 		// second's tag, and the first's shares would be lost.
 		{Classes: []Class{{Name: "a", Weight: 1}}, Dimensions: []Dimension{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // Format is a rendering of a Result.
@@ -30,8 +32,9 @@ const (
 	// FormatMarkdown is the same summary as Markdown tables, followed by
 	// the full per-group latency report.
 	FormatMarkdown Format = "markdown"
-	// FormatCSV is latency's tidy CSV (one value per row), plus rows for
-	// the load (table "load") and the ladder (table "ladder").
+	// FormatCSV is the latency report's tidy CSV (one value per row, see
+	// RenderReport), plus rows for the load (table "load") and the ladder
+	// (table "ladder").
 	FormatCSV Format = "csv"
 	// FormatJSON is the full, mergeable Result.
 	FormatJSON Format = "json"
@@ -44,7 +47,7 @@ var Formats = []Format{FormatText, FormatMarkdown, FormatCSV, FormatJSON, Format
 
 // RenderOptions tunes a rendering.
 type RenderOptions struct {
-	// Detail adds latency's full per-group report (every metric, the
+	// Detail adds the full per-group latency report (every metric, the
 	// LogNormal fits) to the text summary.
 	Detail bool
 }
@@ -69,8 +72,8 @@ func (r *Result) Render(w io.Writer, f Format, opts RenderOptions) error {
 
 // Recorder returns one recorder holding every target's requests (each
 // under its target's name).
-func (r *Result) Recorder() (*latency.Recorder, error) {
-	all := &latency.Recorder{}
+func (r *Result) Recorder() (*stats.Recorder, error) {
+	all := &stats.Recorder{}
 	for _, t := range r.Targets {
 		if err := all.Merge(t.Recorder); err != nil {
 			return nil, err
@@ -81,8 +84,8 @@ func (r *Result) Recorder() (*latency.Recorder, error) {
 
 // SLAs returns the plan's SLAs, each one that names no endpoint repeated
 // for every target, so that each target is checked on its own.
-func (r *Result) SLAs() []latency.SLA {
-	var out []latency.SLA
+func (r *Result) SLAs() []stats.SLA {
+	var out []stats.SLA
 	if r.Plan == nil {
 		return nil
 	}
@@ -99,26 +102,26 @@ func (r *Result) SLAs() []latency.SLA {
 	return out
 }
 
-// Report returns latency's report of every target, with the SLAs checked
-// per target.
-func (r *Result) Report() (*latency.Report, error) {
+// Report returns the latency report of every target, with the SLAs
+// checked per target.
+func (r *Result) Report() (*stats.Report, error) {
 	rec, err := r.Recorder()
 	if err != nil {
 		return nil, err
 	}
 	slas := r.SLAs()
 	if slas == nil {
-		slas = []latency.SLA{}
+		slas = []stats.SLA{}
 	}
-	rep := rec.Report(latency.ReportOptions{SLAs: slas})
+	rep := rec.Report(stats.ReportOptions{SLAs: slas})
 	// Each target's rates are over its own window: targets run one after
 	// another would otherwise be divided by the span of them all.
-	own := map[latency.GroupKey]latency.GroupReport{}
+	own := map[stats.GroupKey]stats.GroupReport{}
 	for _, tr := range r.Targets {
 		if tr.Recorder == nil {
 			continue
 		}
-		for _, g := range tr.Recorder.Report(latency.ReportOptions{SLAs: []latency.SLA{}, Metrics: []latency.Metric{}}).Groups {
+		for _, g := range tr.Recorder.Report(stats.ReportOptions{SLAs: []stats.SLA{}, Metrics: []latency.Metric{}}).Groups {
 			own[g.GroupKey] = g
 		}
 	}
@@ -162,29 +165,40 @@ func (t *table) flush() {
 
 func ms(v float64) string { return fmtNum(v / 1e6) }
 
-// fmtNum prints in the reference style: 428, 28.4, 0.85, 0.032.
-func fmtNum(v float64) string {
-	a := max(v, -v)
+// decimals returns how many decimals the reference style prints v with:
+// 428, 28.4, 0.85, 0.032.
+func decimals(v float64) int {
+	a := math.Abs(v)
 	switch {
 	case a >= 100 || a == 0:
-		return strconv.FormatFloat(v, 'f', 0, 64)
+		return 0
 	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 1, 64)
+		return 1
 	case a >= 0.1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
+		return 2
 	default:
-		return strconv.FormatFloat(v, 'f', 3, 64)
+		return 3
 	}
 }
 
-func meanSD(d *latency.Dist) string {
+// fmtNum prints in the reference style: 428, 28.4, 0.85, 0.032.
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', decimals(v), 64) }
+
+// fmtMeanSD formats mean ± sd with the mean's precision: "428 ± 31",
+// "28.4 ± 2.1".
+func fmtMeanSD(mean, sd float64) string {
+	d := decimals(mean)
+	return strconv.FormatFloat(mean, 'f', d, 64) + " ± " + strconv.FormatFloat(sd, 'f', d, 64)
+}
+
+func meanSD(d *stats.Dist) string {
 	if d.Count() == 0 {
 		return "-"
 	}
-	return latency.MeanSD(d.Mean()/1e6, d.SD()/1e6)
+	return fmtMeanSD(d.Mean()/1e6, d.SD()/1e6)
 }
 
-func pcts(d *latency.Dist) string {
+func pcts(d *stats.Dist) string {
 	if d.Count() == 0 {
 		return "-"
 	}
@@ -207,7 +221,7 @@ func (r *Result) referenceRows() [][]string {
 		c := tr.Counts()
 		ttft, tpot, e2e := tr.Dist(latency.TTFT, "", ""), tr.Dist(latency.TPOT, "", ""), tr.Dist(latency.E2E, "", "")
 		if !tr.Stream {
-			ttft = &latency.Dist{} // a whole body has no first token
+			ttft = &stats.Dist{} // a whole body has no first token
 		}
 		rows = append(rows, []string{tr.Name, strconv.FormatInt(c.Requests-c.Failed, 10), strconv.FormatInt(c.Failed, 10),
 			meanSD(ttft), meanSD(tpot), meanSD(e2e), pcts(ttft), pcts(tpot), pcts(e2e), cmp.Or(c.TokenSource(), "-")})
@@ -222,7 +236,7 @@ type section struct {
 }
 
 // sections returns the summary's tables after the reference table.
-func (r *Result) sections(rep *latency.Report) []section {
+func (r *Result) sections(rep *stats.Report) []section {
 	var out []section
 	add := func(title string, rows [][]string) {
 		if len(rows) > 1 {
@@ -302,7 +316,7 @@ func ladderRows(l *LadderTrace) [][]string {
 	return rows
 }
 
-func slaRows(rep *latency.Report) [][]string {
+func slaRows(rep *stats.Report) [][]string {
 	rows := [][]string{{"target", "sla", "n", "measured", "threshold", "deviation", "result", "without cold", "cold share"}}
 	for i := range rep.SLAs {
 		rows = append(rows, slaRow(&rep.SLAs[i]))
@@ -322,7 +336,7 @@ func (r *Result) intendedRows() [][]string {
 			continue
 		}
 		if !tr.Stream {
-			ttft = &latency.Dist{} // a whole body has no first token
+			ttft = &stats.Dist{} // a whole body has no first token
 		}
 		lag := tr.Dist(latency.ScheduleLag, "", "")
 		lagS := "-"
@@ -416,12 +430,12 @@ func (r *Result) renderSummary(w io.Writer, md, detail bool) error {
 	}
 	if detail {
 		fmt.Fprintln(ew)
-		f := latency.FormatText
+		f := FormatText
 		if md {
-			f = latency.FormatMarkdown
+			f = FormatMarkdown
 		}
 		rep.SLAs = nil // shown above
-		if err := rep.Render(ew, f); err != nil {
+		if err := RenderReport(ew, rep, f); err != nil {
 			return err
 		}
 	}
@@ -623,12 +637,12 @@ func (r *Result) classRows() [][]string {
 			if c == "" {
 				continue
 			}
-			cc := tr.Recorder.Counts(latency.Filter{Endpoint: tr.Name, Class: c})
+			cc := tr.Recorder.Counts(stats.Filter{Endpoint: tr.Name, Class: c})
 			share := "-"
 			if total > 0 {
 				share = fmt.Sprintf("%.1f%%", 100*float64(cc.Requests)/float64(total))
 			}
-			ttft := &latency.Dist{}
+			ttft := &stats.Dist{}
 			if tr.Stream {
 				ttft = tr.Dist(latency.TTFT, c, "")
 			}
@@ -661,13 +675,13 @@ func (r *Result) errorRows() [][]string {
 func (r *Result) coldRows() [][]string {
 	rows := [][]string{{"target", "start", "requests", "TTFT ms", "total ms", "total p95 ms", "cold-start overhead ms"}}
 	for _, tr := range r.Targets {
-		cold := tr.Recorder.Counts(latency.Filter{Endpoint: tr.Name, Starts: latency.StartsCold})
+		cold := tr.Recorder.Counts(stats.Filter{Endpoint: tr.Name, Starts: stats.StartsCold})
 		if cold.Requests == 0 {
 			continue
 		}
-		for _, st := range []latency.Starts{latency.StartsWarm, latency.StartsCold} {
-			c := tr.Recorder.Counts(latency.Filter{Endpoint: tr.Name, Starts: st})
-			ttft := &latency.Dist{}
+		for _, st := range []stats.Starts{stats.StartsWarm, stats.StartsCold} {
+			c := tr.Recorder.Counts(stats.Filter{Endpoint: tr.Name, Starts: st})
+			ttft := &stats.Dist{}
 			if tr.Stream {
 				ttft = tr.Dist(latency.TTFT, "", st)
 			}
@@ -677,7 +691,7 @@ func (r *Result) coldRows() [][]string {
 				p95 = ms(e2e.Quantile(0.95))
 			}
 			over := "-"
-			if st == latency.StartsCold {
+			if st == stats.StartsCold {
 				over = meanSD(tr.Dist(latency.ColdStart, "", st))
 			}
 			rows = append(rows, []string{tr.Name, string(st), strconv.FormatInt(c.Requests, 10), meanSD(ttft), meanSD(e2e), p95, over})
@@ -686,7 +700,7 @@ func (r *Result) coldRows() [][]string {
 	return rows
 }
 
-func slaRow(s *latency.SLAResult) []string {
+func slaRow(s *stats.SLAResult) []string {
 	div := 1.0
 	if s.SLA.Metric.Info().Unit == latency.Nanoseconds {
 		div = 1e6
@@ -741,14 +755,14 @@ func (r *Result) tagRows() [][]string {
 	return rows
 }
 
-// renderCSV writes latency's tidy CSV, then load and ladder rows in the
-// same columns.
+// renderCSV writes the latency report's tidy CSV, then load and ladder
+// rows in the same columns.
 func (r *Result) renderCSV(w io.Writer) error {
 	rep, err := r.Report()
 	if err != nil {
 		return err
 	}
-	if err := rep.Render(w, latency.FormatCSV); err != nil {
+	if err := RenderReport(w, rep, FormatCSV); err != nil {
 		return err
 	}
 	cw := csv.NewWriter(w)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // synthetic returns a result of one streamed target whose requests have
@@ -30,7 +31,7 @@ func synthetic(t *testing.T, name string, base, from, to, failed int) *Result {
 func syntheticFrom(t *testing.T, name string, base, from, to, failed int, begin time.Duration) *Result {
 	t.Helper()
 	p := &Plan{Targets: []Target{{Name: name, Provider: "openai", Model: name, Stream: true}}, Limits: Limits{Requests: to - from},
-		SLAs: []latency.SLA{{Metric: latency.TTFT, Percentile: 95, Threshold: int64(150 * time.Millisecond)}}}
+		SLAs: []stats.SLA{{Metric: latency.TTFT, Percentile: 95, Threshold: int64(150 * time.Millisecond)}}}
 	require.NoError(t, p.Prepare())
 	col, err := newCollector(p, &p.Targets[0])
 	require.NoError(t, err)
@@ -297,7 +298,7 @@ func TestReportRatesPerTarget(t *testing.T) {
 	require.NoError(t, err)
 	seen := 0
 	for _, g := range rep.Groups {
-		if g.Start != latency.AllStarts {
+		if g.Start != stats.AllStarts {
 			continue
 		}
 		seen++
@@ -351,7 +352,7 @@ func TestTargetRatesAgree(t *testing.T) {
 		c := tr.Counts()
 		rep, err := r.Report()
 		require.NoError(t, err)
-		g := rep.Group(latency.GroupKey{Endpoint: tr.Name, Start: latency.Warm})
+		g := rep.Group(stats.GroupKey{Endpoint: tr.Name, Start: latency.Warm})
 		require.NotNil(t, g)
 		assert.InDelta(t, float64(g.Counts.Requests-g.Counts.Failed)/wall, g.RequestRate, 1e-9)
 		assert.InDelta(t, float64(g.Counts.OutputTokens)/wall, g.TokenRate, 1e-9)

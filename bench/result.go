@@ -13,6 +13,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // ResultVersion is the version of the Result JSON format.
@@ -87,7 +88,7 @@ type TargetResult struct {
 	// Recorder holds every measured request's metrics, split by class and
 	// start kind, with the target's name as endpoint; its counts hold the
 	// errors by code.
-	Recorder *latency.Recorder `json:"recorder"`
+	Recorder *stats.Recorder `json:"recorder"`
 	// Tags holds per tag dimension and value the count and E2E.
 	Tags map[string]map[string]*TagStats `json:"tags,omitempty"`
 	// ErrorExamples holds the first message seen of each error code.
@@ -107,9 +108,9 @@ type TargetResult struct {
 
 // TagStats is the requests with one value of a tag dimension.
 type TagStats struct {
-	Count  int64         `json:"count"`
-	Errors int64         `json:"errors"`
-	E2E    *latency.Dist `json:"e2e,omitempty"`
+	Count  int64       `json:"count"`
+	Errors int64       `json:"errors"`
+	E2E    *stats.Dist `json:"e2e,omitempty"`
 }
 
 func (t *TagStats) add(s *latency.Sample) {
@@ -120,7 +121,7 @@ func (t *TagStats) add(s *latency.Sample) {
 	}
 	if v, ok := s.Value(latency.E2E); ok {
 		if t.E2E == nil {
-			t.E2E = &latency.Dist{}
+			t.E2E = &stats.Dist{}
 		}
 		t.E2E.Add(v)
 	}
@@ -135,11 +136,11 @@ type Series struct {
 
 // Bucket is one time bucket of a Series.
 type Bucket struct {
-	Count  int64         `json:"count"`
-	Errors int64         `json:"errors"`
-	Cold   int64         `json:"cold"`
-	E2E    *latency.Dist `json:"e2e,omitempty"`
-	TTFT   *latency.Dist `json:"ttft,omitempty"`
+	Count  int64       `json:"count"`
+	Errors int64       `json:"errors"`
+	Cold   int64       `json:"cold"`
+	E2E    *stats.Dist `json:"e2e,omitempty"`
+	TTFT   *stats.Dist `json:"ttft,omitempty"`
 }
 
 func (s *Series) add(off time.Duration, smp *latency.Sample) {
@@ -163,13 +164,13 @@ func (s *Series) add(off time.Duration, smp *latency.Sample) {
 	}
 	if v, ok := smp.Value(latency.E2E); ok {
 		if b.E2E == nil {
-			b.E2E = &latency.Dist{}
+			b.E2E = &stats.Dist{}
 		}
 		b.E2E.Add(v)
 	}
 	if v, ok := smp.Value(latency.TTFT); ok && smp.Streamed {
 		if b.TTFT == nil {
-			b.TTFT = &latency.Dist{}
+			b.TTFT = &stats.Dist{}
 		}
 		b.TTFT.Add(v)
 	}
@@ -189,7 +190,7 @@ func (s *Series) coarsen() {
 	s.Buckets = out
 }
 
-func mergeDist(a **latency.Dist, b *latency.Dist) {
+func mergeDist(a **stats.Dist, b *stats.Dist) {
 	if b == nil {
 		return
 	}
@@ -408,14 +409,14 @@ func (tr *TargetResult) warnings(p *Plan) {
 }
 
 // Counts returns the target's request counters (all classes and starts).
-func (tr *TargetResult) Counts() latency.Counts {
-	return tr.Recorder.Counts(latency.Filter{Endpoint: tr.Name})
+func (tr *TargetResult) Counts() stats.Counts {
+	return tr.Recorder.Counts(stats.Filter{Endpoint: tr.Name})
 }
 
 // Dist returns the target's distribution of m over a class ("" for all)
 // and a start scope ("" for all).
-func (tr *TargetResult) Dist(m latency.Metric, class string, starts latency.Starts) *latency.Dist {
-	return tr.Recorder.Dist(m, latency.Filter{Endpoint: tr.Name, Class: class, Starts: starts})
+func (tr *TargetResult) Dist(m latency.Metric, class string, starts stats.Starts) *stats.Dist {
+	return tr.Recorder.Dist(m, stats.Filter{Endpoint: tr.Name, Class: class, Starts: starts})
 }
 
 // Classes lists the target's request classes, in the recorder's order.
@@ -478,7 +479,7 @@ func ParseResult(b []byte) (*Result, error) {
 			t.Series = &Series{Width: Duration(firstBucket)}
 		}
 		if t.Recorder == nil {
-			t.Recorder = &latency.Recorder{}
+			t.Recorder = &stats.Recorder{}
 		}
 		for _, b := range t.Series.Buckets {
 			if b == nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -208,7 +209,7 @@ func TestMixWeightsOver5000Requests(t *testing.T) {
 	for _, c := range m.Classes {
 		got := float64(fake.classes[c.Label()]) / 5000
 		assert.InEpsilon(t, c.Weight, got, 0.02, "%s: %.4f of requests, weight %.2f", c.Label(), got, c.Weight)
-		assert.Equal(t, int64(fake.classes[c.Label()]), tr.Recorder.Counts(latency.Filter{Class: c.Label()}).Requests)
+		assert.Equal(t, int64(fake.classes[c.Label()]), tr.Recorder.Counts(stats.Filter{Class: c.Label()}).Requests)
 	}
 	for v, w := range map[string]float64{"mobile": 0.7, "desktop": 0.2, "tablet": 0.1} {
 		assert.InEpsilon(t, w, float64(fake.tags["device="+v])/5000, 0.02, v)
@@ -420,11 +421,11 @@ func TestParallelProgressIsOneBar(t *testing.T) {
 // latency; an E2E SLA still measures it.
 func TestTTFTSLAOnWholeBodiesHasNoData(t *testing.T) {
 	fake := &loadAdapter{base: 2 * time.Millisecond}
-	ttft, err := latency.ParseSLA("ttft p95 1ms")
+	ttft, err := stats.ParseSLA("ttft p95 1ms")
 	require.NoError(t, err)
-	e2e, err := latency.ParseSLA("e2e p95 1ms")
+	e2e, err := stats.ParseSLA("e2e p95 1ms")
 	require.NoError(t, err)
-	p := &Plan{Targets: []Target{fakeTarget()}, Limits: Limits{Requests: 5}, SLAs: []latency.SLA{ttft, e2e}}
+	p := &Plan{Targets: []Target{fakeTarget()}, Limits: Limits{Requests: 5}, SLAs: []stats.SLA{ttft, e2e}}
 	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
 	require.NoError(t, err)
 	rep, err := res.Report()
@@ -536,7 +537,7 @@ func TestWarmupDoesNotSkewTheMix(t *testing.T) {
 	require.NoError(t, err)
 	tr := res.Targets[0]
 	for _, c := range []string{"a", "b"} {
-		assert.Equal(t, int64(5), tr.Recorder.Counts(latency.Filter{Class: c}).Requests, "class %s: measured shares are exact", c)
+		assert.Equal(t, int64(5), tr.Recorder.Counts(stats.Filter{Class: c}).Requests, "class %s: measured shares are exact", c)
 	}
 	assert.Equal(t, int64(14), fake.n.Load())
 }

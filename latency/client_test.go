@@ -13,6 +13,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq/cloudreqtest"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 func generate() *cloudreq.CloudRequest {
@@ -102,11 +103,11 @@ func TestMeasureThroughClient(t *testing.T) {
 			assert.Equal(t, 3, s.OutputTokens)
 			assert.Equal(t, latency.TokensCounted, s.TokenSource)
 
-			rec, err := latency.NewRecorder(latency.RecorderOptions{})
+			rec, err := stats.NewRecorder(stats.RecorderOptions{})
 			require.NoError(t, err)
 			rec.Add(&s)
-			assert.Equal(t, int64(1), rec.Counts(latency.Filter{}).Failed)
-			assert.Equal(t, uint64(0), rec.Dist(latency.TTFT, latency.Filter{}).Count())
+			assert.Equal(t, int64(1), rec.Counts(stats.Filter{}).Failed)
+			assert.Equal(t, uint64(0), rec.Dist(latency.TTFT, stats.Filter{}).Count())
 		})
 	})
 }

@@ -1,10 +1,13 @@
-// Package latency is cloudinfer's measurement model: the per-call Timeline
-// (filled from net/http/httptrace, gRPC stats and the stream reader, never
-// guessed), the per-request metrics computed from it, the cold/warm start
-// classification, mergeable aggregation, SLA checks with cold-start
-// attribution, LogNormal fits of token gaps, and reports. The definitions
-// are those of vLLM's bench serve, SGLang and inference-perf, given below,
-// and each formula lives in one place: Measure.
+// Package latency is cloudinfer's per-call measurement model: the
+// Timeline the client fills for every call (from net/http/httptrace, gRPC
+// stats and the stream reader, never guessed), the per-request metrics
+// computed from it (Measure), and the cold/warm start classification
+// (Classifier). The definitions are those of vLLM's bench serve, SGLang
+// and inference-perf, given below, and each formula lives in one place:
+// Measure. It holds what the client needs and no more: aggregation
+// (Recorder, Dist, SLAs, reports) is package latency/stats, the gRPC
+// stats handler is package latency/grpctrace, and rendering is package
+// bench.
 //
 // # Timeline
 //
@@ -14,8 +17,8 @@
 // TLS, request-written and first-byte times and its outcome, each chunk's
 // arrival, token count and whether it carries content, the end, and for
 // cold starts the time the model became ready. All times come from Go's
-// monotonic clock. gRPC transports fill attempts through
-// NewGRPCStatsHandler and ContextWithTrace.
+// monotonic clock. gRPC transports fill attempts through ContextWithTrace
+// and the stats handler of package latency/grpctrace.
 //
 // # Per-request metrics (Measure)
 //
@@ -57,16 +60,10 @@
 //     every attempt's own split, its queue measured from the previous
 //     attempt's end.
 //
-// Goodput is the successful requests that met every per-request SLA
-// covering them (TTFT, TPOT, E2E, …; pooled ITL SLAs do not gate it, as in
-// vLLM's benchmark), per second of the run; throughput is output tokens,
-// and requests, per second. A failed call is measured as far as its
-// timeline goes (a stream cut mid-way keeps its TTFT), but a Recorder
-// counts it as an error by code and keeps it out of the distributions.
-// Reports group requests by endpoint, class and start kind. Failed
-// requests have no start kind: a group without one shows as start=failed
-// when all of it failed, and as start=unclassified when it also holds
-// successes recorded without a verdict (a Sample built by hand, say).
+// A failed call is measured as far as its timeline goes (a stream cut
+// mid-way keeps its TTFT); package latency/stats counts it as an error by
+// code and keeps it out of the distributions, and defines what is
+// computed over many requests: goodput, throughput and percentiles.
 //
 // # Cold and warm starts (Classifier)
 //
@@ -77,41 +74,4 @@
 // ReasonIdleGap); a time to first byte beyond k × the endpoint's warm p50
 // (ReasonSlowFirstByte, reported as SuspectedCold and never mixed with
 // Cold). A new connection is reported apart, as Start.ConnectionCold.
-//
-// # Aggregation (Recorder, Dist)
-//
-// A Recorder, safe for concurrent use, splits requests by endpoint, class
-// and start kind. Each metric's Dist is a DataDog DDSketch of relative
-// accuracy 1% for the quantiles plus exact count, sum, sum of squares, min
-// and max (and the moments of ln(value) for the LogNormal fit), kept as
-// 128-bit integers: count, mean ± sample sd, min, p50, p90, p95, p99,
-// p99.9 and max. Quantile q is the nearest-rank value, of rank ⌈q·n⌉
-// (1-based), within 1%, 0 and 1 being the exact min and max: over a few
-// requests (cold starts, a short ladder step) a high percentile is the
-// worst of them, never a lower one. Recorders merge exactly,
-// in memory (Merge) and across machines through their JSON encoding.
-//
-// # SLAs
-//
-// An SLA is a metric, a percentile, a threshold, the starts it covers
-// (warm — suspected-cold included —, cold or all) and optionally a class
-// or endpoint, written for instance "ttft p95 150ms starts=warm". CheckSLA
-// gives the measured value, the deviation (measured − threshold) /
-// threshold and pass/fail; for an all-starts SLA it also gives the value
-// without the cold requests and the share of the deviation they explain.
-// A Recorder counts, per group, the values at most each of its SLAs'
-// thresholds, so pass/fail on those thresholds is exact (as goodput's
-// per-request check is), not subject to the sketch's 1%.
-//
-// # Token gaps (LogNormal)
-//
-// Dist.FitLogNormal fits μ and σ by maximum likelihood on ln(value). Reports
-// fit the prefill gap (TTFT) and the decode gaps (per-token ITL) and show
-// the fitted p99 beside the observed one.
-//
-// # Reports
-//
-// Recorder.Report summarizes everything; Report.Render writes it as a text
-// table in the reference style ("428 ± 31", milliseconds), Markdown, a tidy
-// CSV or JSON.
 package latency

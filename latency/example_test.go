@@ -1,12 +1,8 @@
 package latency_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/cloudinfer/cloudinfer/latency"
 )
@@ -37,65 +33,4 @@ func ExampleMeasure() {
 	// Output:
 	// TTFT 100ms E2E 184ms TPOT 28ms
 	// N_out 4 counted ITL [28ms 28ms 28ms]
-}
-
-func ExampleRecorder_CheckSLA() {
-	rec, _ := latency.NewRecorder(latency.RecorderOptions{})
-	add := func(kind latency.StartKind, ttftMs int) {
-		s := latency.Measure(streamed(ttftMs, ttftMs+20), latency.Outcome{Start: latency.Start{Kind: kind}})
-		rec.Add(&s)
-	}
-	for range 18 {
-		add(latency.Warm, 120)
-	}
-	add(latency.Cold, 3000) // a first request: no ready time known
-	add(latency.Cold, 3100)
-
-	// Quantiles come from the sketch: within 1% of 3000 ms.
-	sla, _ := latency.ParseSLA("ttft p95 150ms")
-	r := rec.CheckSLA(sla)
-	fmt.Printf("%s: measured %.0f ms, %+.0f%%, pass %v\n", r.SLA, r.Measured/1e6, r.Deviation*100, r.Pass)
-	fmt.Printf("without the %d cold requests %.0f ms; they explain %.0f%% of the deviation\n",
-		r.Attribution.ColdCount, r.Attribution.WithoutCold/1e6, r.Attribution.ColdShare*100)
-	// Output:
-	// ttft p95 150ms: measured 3027 ms, +1918%, pass false
-	// without the 2 cold requests 120 ms; they explain 100% of the deviation
-}
-
-func ExampleRecorder_Merge() {
-	// Two machines record, then ship their recorders as JSON.
-	a, _ := latency.NewRecorder(latency.RecorderOptions{})
-	b, _ := latency.NewRecorder(latency.RecorderOptions{})
-	for i, r := range []*latency.Recorder{a, a, b} {
-		s := latency.Measure(streamed(100+i*10), latency.Outcome{Start: latency.Start{Kind: latency.Warm}})
-		r.Add(&s)
-	}
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-
-	var all latency.Recorder
-	for _, j := range [][]byte{ja, jb} {
-		var r latency.Recorder
-		_ = json.Unmarshal(j, &r)
-		_ = all.Merge(&r)
-	}
-	st := all.Dist(latency.TTFT, latency.Filter{}).Stats().Scaled(1e6)
-	fmt.Printf("n=%d TTFT %s ms\n", st.Count, latency.MeanSD(st.Mean, st.SD))
-	// Output:
-	// n=3 TTFT 110 ± 10 ms
-}
-
-// A gRPC adapter installs the stats handler on its connection and hands
-// each attempt's trace (cloudreq.Call.Trace) to the RPC's context.
-func ExampleNewGRPCStatsHandler() {
-	conn, err := grpc.NewClient("127.0.0.1:8443",
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithStatsHandler(latency.NewGRPCStatsHandler()))
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	// In the adapter's Invoke(ctx, call):
-	//	ctx = latency.ContextWithTrace(ctx, call.Trace)
-	//	resp, err := client.Predict(ctx, req)
 }

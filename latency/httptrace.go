@@ -16,8 +16,9 @@ type HeaderObserver interface {
 }
 
 // Context returns ctx carrying t: HTTP requests made with it are timed into
-// t through net/http/httptrace, and TraceFromContext returns t (for the gRPC
-// stats handler). Requests started after Finish are not timed.
+// t through net/http/httptrace, and TraceFromContext returns t (for
+// package latency/grpctrace's stats handler). Requests started after
+// Finish are not timed.
 //
 // The httptrace hooks come from a pool, so that timing a request on a
 // pooled connection allocates nothing. A hook set goes back to the pool at

@@ -63,6 +63,10 @@ const (
 	numMetrics
 )
 
+// NumMetrics is how many metrics there are: the valid metrics are those
+// below it, so that an array indexed by Metric can be [NumMetrics]T.
+const NumMetrics = numMetrics
+
 // Unit is what a metric's values count.
 type Unit string
 

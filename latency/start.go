@@ -4,9 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/DataDog/sketches-go/ddsketch"
-	"github.com/DataDog/sketches-go/ddsketch/mapping"
-	"github.com/DataDog/sketches-go/ddsketch/store"
+	"github.com/cloudinfer/cloudinfer/latency/internal/quantile"
 )
 
 // StartKind says whether a response came from a warm or a cold model.
@@ -308,10 +306,11 @@ func (c *Classifier) slow(fbt time.Duration, w *warmFBT) bool {
 
 // warmFBT is an endpoint's distribution of warm times to first byte, with
 // only what the slow-first-byte test reads: count, extremes and median.
-// It is not a Dist: the classifier needs none of a Dist's exact sums, and
-// its sketch maps values by cubic interpolation, which takes no logarithm.
+// It is not a stats.Dist: the classifier needs none of a Dist's exact
+// sums, and its sketch maps values by cubic interpolation, which takes no
+// logarithm.
 type warmFBT struct {
-	sketch   *ddsketch.DDSketch
+	sketch   warmSketch
 	n        uint64
 	min, max time.Duration
 	// p50 is the median as of when the sketch held p50N values.
@@ -319,21 +318,9 @@ type warmFBT struct {
 	p50N uint64
 }
 
-// warmMapping is the index mapping of warmFBT's sketches.
-var warmMapping = func() mapping.IndexMapping {
-	m, err := mapping.NewCubicallyInterpolatedMapping(RelativeAccuracy)
-	if err != nil {
-		panic(err) // a constant argument: unreachable
-	}
-	return m
-}()
-
 // add records a time to first byte (≥ 0).
 func (w *warmFBT) add(d time.Duration) {
-	if w.sketch == nil {
-		w.sketch = ddsketch.NewDDSketch(warmMapping, store.NewDenseStore(), store.NewDenseStore())
-	}
-	_ = w.sketch.Add(float64(d)) // every duration is indexable: no error
+	w.sketch.add(float64(d))
 	if w.n == 0 || d < w.min {
 		w.min = d
 	}
@@ -351,7 +338,7 @@ func (w *warmFBT) add(d time.Duration) {
 func (w *warmFBT) median() float64 {
 	if w.n-w.p50N > w.n/64 {
 		w.p50, w.p50N = 0, w.n
-		w.p50 = valueAtRank(w.sketch, float64(nearestRank(0.5, w.n)))
+		w.p50 = w.sketch.valueAtRank(quantile.NearestRank(0.5, w.n))
 	}
 	return w.p50
 }

@@ -13,18 +13,19 @@ import (
 
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/stats"
+	grpcstats "google.golang.org/grpc/stats"
 
 	"github.com/cloudinfer/cloudinfer/bench"
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // truth is what the emulator injected into one target's requests.
 type truth struct {
-	ttft, tpot latency.Dist
+	ttft, tpot stats.Dist
 	endpoint   string // the emulator's endpoint that served them
 }
 
@@ -39,7 +40,7 @@ func groundTruth(w io.Writer, emu *emulator.Server, trace *emuTrace, res *bench.
 	byTarget := injected(emu, trace)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	printed := false
-	ms := func(d *latency.Dist) string {
+	ms := func(d *stats.Dist) string {
 		if d.Count() == 0 {
 			return "-"
 		}
@@ -226,12 +227,12 @@ func (t *notingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // metadata it receives.
 type notingStats struct{ target string }
 
-func (notingStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
-func (notingStats) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-func (notingStats) HandleConn(context.Context, stats.ConnStats)                       {}
+func (notingStats) TagRPC(ctx context.Context, _ *grpcstats.RPCTagInfo) context.Context   { return ctx }
+func (notingStats) TagConn(ctx context.Context, _ *grpcstats.ConnTagInfo) context.Context { return ctx }
+func (notingStats) HandleConn(context.Context, grpcstats.ConnStats)                       {}
 
-func (s notingStats) HandleRPC(ctx context.Context, st stats.RPCStats) {
-	if h, ok := st.(*stats.InHeader); ok && h.Client {
+func (s notingStats) HandleRPC(ctx context.Context, st grpcstats.RPCStats) {
+	if h, ok := st.(*grpcstats.InHeader); ok && h.Client {
 		if v := h.Header.Get(emulator.HeaderRequestID); len(v) > 0 {
 			note(ctx, s.target, v[0])
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/errcodes"
-	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // ReferenceModels are the default run's endpoints: the emulator's A10
@@ -96,7 +96,7 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 	}
 	c.applyLoad(p)
 	for _, s := range c.SLA {
-		sla, err := latency.ParseSLA(s)
+		sla, err := stats.ParseSLA(s)
 		if err != nil {
 			return nil, false, usageError{err}
 		}

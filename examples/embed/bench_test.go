@@ -8,12 +8,13 @@ import (
 	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/hooks"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 	"github.com/cloudinfer/cloudinfer/providers/openai"
 )
 
 // BenchmarkStreamedGenerate embeds cloudinfer in a go test benchmark:
 // each iteration streams one chat completion, and the benchmark reports
-// the latency figures of its calls beside ns/op, from a latency.Recorder
+// the latency figures of its calls beside ns/op, from a stats.Recorder
 // (TTFT and TPOT p50/p95 in milliseconds). Here the calls go to the
 // embedded emulator at a twentieth of real time; point the adapter at
 // your own endpoint to benchmark it:
@@ -37,7 +38,7 @@ func BenchmarkStreamedGenerate(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer client.Close()
-	rec, err := latency.NewRecorder(latency.RecorderOptions{})
+	rec, err := stats.NewRecorder(stats.RecorderOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func BenchmarkStreamedGenerate(b *testing.B) {
 		metric latency.Metric
 		name   string
 	}{{latency.TTFT, "ttft"}, {latency.TPOT, "tpot"}} {
-		d := rec.Dist(m.metric, latency.Filter{})
+		d := rec.Dist(m.metric, stats.Filter{})
 		if d.Count() == 0 {
 			b.Fatalf("no %s was measured", m.name)
 		}

@@ -34,6 +34,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/hooks"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 	"github.com/cloudinfer/cloudinfer/providers/openai"
 )
 
@@ -48,7 +49,7 @@ func main() {
 }
 
 // slaFlags collects repeated -sla flags.
-type slaFlags []latency.SLA
+type slaFlags []stats.SLA
 
 func (s *slaFlags) String() string {
 	var parts []string
@@ -59,7 +60,7 @@ func (s *slaFlags) String() string {
 }
 
 func (s *slaFlags) Set(v string) error {
-	sla, err := latency.ParseSLA(v)
+	sla, err := stats.ParseSLA(v)
 	if err != nil {
 		return err
 	}
@@ -88,6 +89,7 @@ func run() error {
 	defer stop()
 
 	opts := openai.Options{BaseURL: *baseURL, APIKey: *apiKey}
+	set := hooks.Default()
 	if *baseURL == "" {
 		srv, err := emulator.New(emulator.Options{TimeScale: 1})
 		if err != nil {
@@ -98,6 +100,9 @@ func run() error {
 		}
 		defer srv.Close()
 		fmt.Fprintln(os.Stderr, "using the embedded emulator at", srv.URL())
+		// The emulator reports each request's cold start in headers of its
+		// own, which no cloud sends: its hook reads them into ServerStart.
+		_ = set.Deserialize.Add(emulator.NameStartReport, emulator.StartReport())
 		opts.BaseURL, opts.AllowInsecureHTTP = srv.URL(), true
 	}
 
@@ -119,7 +124,7 @@ func run() error {
 		}
 		return cloudreq.New(cloudreq.Options{
 			Adapters:          []cloudreq.Adapter{ad},
-			Hooks:             hooks.Default(),
+			Hooks:             set,
 			Timeout:           60 * time.Second,
 			FirstChunkTimeout: 30 * time.Second,
 		})

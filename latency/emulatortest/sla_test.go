@@ -8,9 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cloudinfer/cloudinfer/bench"
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
 // mixScale runs the SLA mixes 4× faster than real time: TTFT 87 ms → 22
@@ -23,9 +25,9 @@ func mixScaled(d time.Duration) time.Duration { return time.Duration(float64(d) 
 
 // runMix sends 36 warm and 4 cold calls (every tenth forced cold with
 // X-Emulator-Cold) to the dedicated profile and records them.
-func runMix(t *testing.T, rw *rewrite) (*latency.Recorder, []result) {
+func runMix(t *testing.T, rw *rewrite) (*stats.Recorder, []result) {
 	e := newEnv(t, mixScale, []emulator.Endpoint{endpoint(t, "dedicated", "mix", nil)}, rw)
-	rec, err := latency.NewRecorder(latency.RecorderOptions{})
+	rec, err := stats.NewRecorder(stats.RecorderOptions{})
 	require.NoError(t, err)
 	var out []result
 	for i := range 40 {
@@ -41,8 +43,8 @@ func runMix(t *testing.T, rw *rewrite) (*latency.Recorder, []result) {
 	return rec, out
 }
 
-func sla(t *testing.T, s string) latency.SLA {
-	v, err := latency.ParseSLA(s)
+func sla(t *testing.T, s string) stats.SLA {
+	v, err := stats.ParseSLA(s)
 	require.NoError(t, err)
 	return v
 }
@@ -53,10 +55,10 @@ func sla(t *testing.T, s string) latency.SLA {
 // its SLA, and the cold requests explain all of that deviation.
 func TestSLAAttributionServerReportedMix(t *testing.T) {
 	rec, _ := runMix(t, nil)
-	c := rec.Counts(latency.Filter{})
+	c := rec.Counts(stats.Filter{})
 	require.Equal(t, int64(40), c.Requests)
 	require.Equal(t, int64(40), c.Reasons[latency.ReasonServerReported], "the server reported every start")
-	require.Equal(t, uint64(4), rec.Dist(latency.TTFT, latency.Filter{Starts: latency.StartsCold}).Count())
+	require.Equal(t, uint64(4), rec.Dist(latency.TTFT, stats.Filter{Starts: stats.StartsCold}).Count())
 
 	ttft := rec.CheckSLA(sla(t, "ttft p95 200ms"))
 	assert.True(t, ttft.Pass, "model loading is not charged to the TTFT SLA: %+v", ttft)
@@ -75,9 +77,9 @@ func TestSLAAttributionServerReportedMix(t *testing.T) {
 	assert.Nil(t, cold.Attribution)
 
 	var b testWriter
-	require.NoError(t, rec.Report(latency.ReportOptions{SLAs: []latency.SLA{
+	require.NoError(t, bench.RenderReport(&b, rec.Report(stats.ReportOptions{SLAs: []stats.SLA{
 		sla(t, "ttft p95 200ms"), sla(t, "ttft-co p95 200ms"), sla(t, "cold-start p50 300ms starts=cold"),
-	}}).Render(&b, latency.FormatText))
+	}}), bench.FormatText))
 	t.Log("\n" + string(b))
 }
 
@@ -118,7 +120,7 @@ func TestSLAAttributionFirstRequestCold(t *testing.T) {
 	e := newEnv(t, mixScale, []emulator.Endpoint{endpoint(t, "dedicated", "s2z", func(ep *emulator.Endpoint) {
 		ep.StartCold, ep.IdleWindowMs = true, idleMs
 	})}, &rewrite{resp: silent}, func(o *cloudreq.Options) { o.ScaleToZeroWindow = window })
-	rec, err := latency.NewRecorder(latency.RecorderOptions{})
+	rec, err := stats.NewRecorder(stats.RecorderOptions{})
 	require.NoError(t, err)
 	for round := range 2 {
 		if round > 0 {
@@ -129,7 +131,7 @@ func TestSLAAttributionFirstRequestCold(t *testing.T) {
 			rec.Add(&r.sample)
 		}
 	}
-	require.Equal(t, uint64(2), rec.Dist(latency.TTFT, latency.Filter{Starts: latency.StartsCold}).Count())
+	require.Equal(t, uint64(2), rec.Dist(latency.TTFT, stats.Filter{Starts: stats.StartsCold}).Count())
 	// 2 cold in 20: p95 (rank 18 of 0…19) is a cold one.
 	res := rec.CheckSLA(sla(t, "ttft p95 200ms"))
 	assert.False(t, res.Pass)

@@ -52,7 +52,9 @@
 // "content_filter") and Usage
 // (promptTokenCount, candidatesTokenCount). Metadata holds
 // MetaDeployedModelID, MetaModelVersionID, MetaModel where the service said
-// them, and any x-vertex-ai-* response header. CloudRequest.Header entries
+// them, and any x-vertex-ai-* response header. Header holds the RPC's header
+// metadata (a stream's as it opened) and then a unary call's trailer
+// metadata, under canonical HTTP header names. CloudRequest.Header entries
 // are sent as gRPC metadata (lower-case keys). Vertex takes no client
 // request id, so CloudRequest.RequestID is not sent; RequestID of a generate
 // response, streamed or not, is its responseId.
@@ -177,21 +179,20 @@
 //
 // # Timing
 //
-// gRPC does not go through net/http/httptrace. The client carries
-// latency.NewGRPCStatsHandler, and each RPC's context carries its attempt's
-// latency.AttemptTrace (latency.ContextWithTrace), so gRPC's stats events
-// fill the attempt: GotConn when the stream got its connection,
-// WroteRequest when the request message was written, FirstByte when the
-// response headers (or the trailers, or a message) arrived, and for an
-// attempt that waited for a new connection ConnReused=false with the wait
-// as ConnectStart..ConnectDone.
+// gRPC does not go through net/http/httptrace. The client carries the
+// stats handler of package latency/grpctrace, and each RPC's context
+// carries its attempt's latency.AttemptTrace (latency.ContextWithTrace),
+// so gRPC's stats events fill the attempt: GotConn when the stream got
+// its connection, WroteRequest when the request message was written,
+// FirstByte when the response headers (or the trailers, or a message)
+// arrived, and for an attempt that waited for a new connection
+// ConnReused=false with the wait as ConnectStart..ConnectDone.
 //
 // # Cold starts
 //
-// The emulator's x-emulator-cold-start and x-emulator-cold-start-ms header
-// metadata become CloudResponse.ServerStart (the server-reported cold-start
-// evidence). Vertex itself reports no such thing; its scale-from-zero
-// refusals map to ERR_MODEL_NOT_READY, which cloudreq's classifier reads as
+// Vertex reports no cold start of its own, so the adapter leaves
+// CloudResponse.ServerStart nil; its scale-from-zero refusals map to
+// ERR_MODEL_NOT_READY, which cloudreq's classifier reads as
 // not-ready-then-ready evidence.
 //
 // # Transport options

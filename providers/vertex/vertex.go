@@ -24,6 +24,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/grpctrace"
 )
 
 // Options configure an Adapter.
@@ -119,7 +120,7 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 	co := []option.ClientOption{
 		option.WithEndpoint(host),
 		option.WithTelemetryDisabled(),
-		option.WithGRPCDialOption(grpc.WithStatsHandler(latency.NewGRPCStatsHandler())),
+		option.WithGRPCDialOption(grpc.WithStatsHandler(grpctrace.NewStatsHandler())),
 		option.WithGRPCDialOption(grpc.WithDisableRetry()),
 		option.WithGRPCDialOption(grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(opts.MaxResponseBytes))),
 		option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{

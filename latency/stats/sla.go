@@ -1,4 +1,4 @@
-package latency
+package stats
 
 import (
 	"math"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/internal/quantile"
 )
 
 // Starts says which starts an SLA covers.
@@ -25,12 +27,12 @@ const (
 )
 
 // covers reports whether a request with start kind k falls in the scope.
-func (s Starts) covers(k StartKind) bool {
+func (s Starts) covers(k latency.StartKind) bool {
 	switch s {
 	case StartsWarm:
-		return k == Warm || k == SuspectedCold
+		return k == latency.Warm || k == latency.SuspectedCold
 	case StartsCold:
-		return k == Cold
+		return k == latency.Cold
 	default:
 		return true
 	}
@@ -50,7 +52,7 @@ type SLA struct {
 	// Name labels the SLA in reports; empty: its text form.
 	Name string
 	// Metric is what is measured.
-	Metric Metric
+	Metric latency.Metric
 	// Percentile is in (0, 100]: 95 means p95.
 	Percentile float64
 	// Threshold is the limit: a duration in nanoseconds, or a count.
@@ -72,7 +74,7 @@ func ParseSLA(s string) (SLA, error) {
 	if len(f) < 3 {
 		return bad("want \"<metric> p<percentile> <threshold> [starts=…] [class=…] [endpoint=…] [name=…]\"")
 	}
-	m, err := ParseMetric(f[0])
+	m, err := latency.ParseMetric(f[0])
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -85,7 +87,7 @@ func ParseSLA(s string) (SLA, error) {
 		return bad("percentile %q must be in (0, 100]", f[1])
 	}
 	var th int64
-	if m.Info().Unit == Nanoseconds {
+	if m.Info().Unit == latency.Nanoseconds {
 		d, err := time.ParseDuration(f[2])
 		if err != nil || d <= 0 {
 			return bad("threshold %q must be a positive duration such as 150ms", f[2])
@@ -132,7 +134,7 @@ func (s SLA) String() string {
 	b.WriteString(" p")
 	b.WriteString(strconv.FormatFloat(s.Percentile, 'g', -1, 64))
 	b.WriteByte(' ')
-	if s.Metric.Info().Unit == Nanoseconds {
+	if s.Metric.Info().Unit == latency.Nanoseconds {
 		b.WriteString(time.Duration(s.Threshold).String())
 	} else {
 		b.WriteString(strconv.FormatInt(s.Threshold, 10))
@@ -184,7 +186,7 @@ func (s *SLA) UnmarshalText(b []byte) error {
 
 // applies reports whether the SLA covers a request of this endpoint, class
 // and start.
-func (s *SLA) applies(endpoint, class string, k StartKind) bool {
+func (s *SLA) applies(endpoint, class string, k latency.StartKind) bool {
 	return (s.Endpoint == "" || s.Endpoint == endpoint) &&
 		(s.Class == "" || s.Class == class) &&
 		s.Starts.covers(k)
@@ -193,7 +195,7 @@ func (s *SLA) applies(endpoint, class string, k StartKind) bool {
 // met reports whether one request meets the SLA's threshold (goodput). A
 // request the SLA does not cover, or that lacks the metric (TPOT of a
 // one-token answer, say), meets it.
-func (s *SLA) met(smp *Sample) bool {
+func (s *SLA) met(smp *latency.Sample) bool {
 	if !s.applies(smp.Endpoint, smp.Class, smp.Start) {
 		return true
 	}
@@ -271,7 +273,7 @@ func (r *Recorder) CheckSLA(s SLA) SLAResult {
 		at := &Attribution{}
 		cold := r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, Starts: StartsCold})
 		at.ColdCount = cold.Count()
-		at.SuspectedCount = r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, kinds: []StartKind{SuspectedCold}}).Count()
+		at.SuspectedCount = r.Dist(s.Metric, Filter{Endpoint: s.Endpoint, Class: s.Class, kinds: []latency.StartKind{latency.SuspectedCold}}).Count()
 		warm := r.slaPercentile(&s, Filter{Endpoint: s.Endpoint, Class: s.Class, Starts: StartsWarm})
 		at.WithoutColdCount = warm.n
 		if warm.n > 0 {
@@ -309,9 +311,9 @@ func (r *Recorder) slaPercentile(s *SLA, f Filter) percentileCheck {
 		return out
 	}
 	// The nearest-rank percentile is the value of 0-based rank
-	// nearestRank(q, n): at most the threshold when more values than
-	// that rank are.
-	out.pass = within > nearestRank(q, out.n)
+	// quantile.NearestRank(q, n): at most the threshold when more values
+	// than that rank are.
+	out.pass = within > quantile.NearestRank(q, out.n)
 	switch {
 	case out.pass && out.value > th:
 		out.value = th

@@ -1,4 +1,4 @@
-package latency
+package stats
 
 import (
 	"encoding/json"
@@ -11,15 +11,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 // randomSample builds a plausible streamed request: TTFT ~ LogNormal around
 // ttftMs, nOut tokens at ~tpotMs, on one of two endpoints and classes.
-func randomSample(rng *rand.Rand, i int) Sample {
+func randomSample(rng *rand.Rand, i int) latency.Sample {
 	ttft := 100 + rng.ExpFloat64()*50
 	tpot := 10 + rng.NormFloat64()
 	n := 1 + rng.IntN(40)
-	chunks := []Chunk{empty(ttft * 0.5)}
+	chunks := []latency.Chunk{empty(ttft * 0.5)}
 	t := ttft
 	for range n {
 		chunks = append(chunks, content(t, 1))
@@ -27,10 +29,10 @@ func randomSample(rng *rand.Rand, i int) Sample {
 	}
 	tl := stream(chunks...)
 	tl.Attempts[0].ConnReused = rng.IntN(10) != 0
-	o := Outcome{Endpoint: []string{"a", "b"}[i%2], Class: []string{"x", "y", "z"}[i%3], Start: Start{Kind: Warm}}
+	o := latency.Outcome{Endpoint: []string{"a", "b"}[i%2], Class: []string{"x", "y", "z"}[i%3], Start: latency.Start{Kind: latency.Warm}}
 	switch rng.IntN(20) {
 	case 0:
-		o.Start = Start{Kind: Cold, Reason: ReasonNotReadyThenReady, Overhead: ms(1000 + rng.Float64()*500)}
+		o.Start = latency.Start{Kind: latency.Cold, Reason: latency.ReasonNotReadyThenReady, Overhead: ms(1000 + rng.Float64()*500)}
 	case 1:
 		o.Err = "ERR_THROTTLED"
 	}
@@ -40,7 +42,7 @@ func randomSample(rng *rand.Rand, i int) Sample {
 	// Spread the samples over a minute.
 	shift := time.Duration(i) * 10 * time.Millisecond
 	tl.IntendedSend, tl.Start, tl.End = tl.IntendedSend.Add(shift), tl.Start.Add(shift), tl.End.Add(shift)
-	return Measure(tl, o)
+	return latency.Measure(tl, o)
 }
 
 func mustRecorder(t testing.TB, slas ...SLA) *Recorder {
@@ -50,7 +52,7 @@ func mustRecorder(t testing.TB, slas ...SLA) *Recorder {
 }
 
 func TestMergeEqualsOneRecorder(t *testing.T) {
-	sla := SLA{Metric: TTFT, Percentile: 95, Threshold: int64(ms(180)), Starts: StartsAll}
+	sla := SLA{Metric: latency.TTFT, Percentile: 95, Threshold: int64(ms(180)), Starts: StartsAll}
 	rng := rand.New(rand.NewPCG(7, 8))
 	all, a, b := mustRecorder(t, sla), mustRecorder(t, sla), mustRecorder(t, sla)
 	var ttfts []float64
@@ -89,7 +91,7 @@ func TestMergeEqualsOneRecorder(t *testing.T) {
 
 	// And the sketch's quantiles are within 1% of the exact ones.
 	slices.Sort(ttfts)
-	d := all.Dist(TTFT, Filter{})
+	d := all.Dist(latency.TTFT, Filter{})
 	for _, q := range []float64{0.5, 0.9, 0.99} {
 		assert.InEpsilon(t, ttfts[int(q*float64(len(ttfts)-1))], d.Quantile(q), RelativeAccuracy)
 	}
@@ -116,8 +118,8 @@ func TestMergeOfSplitDecodedHalvesIsExact(t *testing.T) {
 		require.NoError(t, json.Unmarshal(j, &dec))
 		require.NoError(t, merged.Merge(&dec))
 	}
-	for _, m := range Metrics() {
-		assert.Equal(t, all.Dist(m, Filter{}).Stats(), merged.Dist(m, Filter{}).Stats(), m.String())
+	for _, m := range latency.Metrics() {
+		assert.Equal(t, all.Dist(m, Filter{}).Summary(), merged.Dist(m, Filter{}).Summary(), m.String())
 	}
 	assert.Equal(t, all.Counts(Filter{}), merged.Counts(Filter{}))
 	b1, e1 := all.Window()
@@ -126,9 +128,9 @@ func TestMergeOfSplitDecodedHalvesIsExact(t *testing.T) {
 }
 
 func TestMergeRefusesDifferentSLAs(t *testing.T) {
-	a := mustRecorder(t, SLA{Metric: TTFT, Percentile: 95, Threshold: 1e8})
-	b := mustRecorder(t, SLA{Metric: TTFT, Percentile: 99, Threshold: 1e8})
-	s := Measure(stream(content(100, 1)), Outcome{Start: Start{Kind: Warm}})
+	a := mustRecorder(t, SLA{Metric: latency.TTFT, Percentile: 95, Threshold: 1e8})
+	b := mustRecorder(t, SLA{Metric: latency.TTFT, Percentile: 99, Threshold: 1e8})
+	s := latency.Measure(stream(content(100, 1)), latency.Outcome{Start: latency.Start{Kind: latency.Warm}})
 	b.Add(&s)
 	assert.Error(t, a.Merge(b))
 	// An empty recorder without SLAs adopts the other's.
@@ -139,23 +141,23 @@ func TestMergeRefusesDifferentSLAs(t *testing.T) {
 
 func TestRecorderCountsAndGoodput(t *testing.T) {
 	r := mustRecorder(t,
-		SLA{Metric: TTFT, Percentile: 99, Threshold: int64(ms(200))},
-		SLA{Metric: TPOT, Percentile: 99, Threshold: int64(ms(30)), Starts: StartsWarm},
-		SLA{Metric: ITL, Percentile: 99, Threshold: int64(ms(1))}, // pooled: never gates goodput
+		SLA{Metric: latency.TTFT, Percentile: 99, Threshold: int64(ms(200))},
+		SLA{Metric: latency.TPOT, Percentile: 99, Threshold: int64(ms(30)), Starts: StartsWarm},
+		SLA{Metric: latency.ITL, Percentile: 99, Threshold: int64(ms(1))}, // pooled: never gates goodput
 	)
-	add := func(tl *Timeline, o Outcome) {
-		s := Measure(tl, o)
+	add := func(tl *latency.Timeline, o latency.Outcome) {
+		s := latency.Measure(tl, o)
 		r.Add(&s)
 	}
-	warm := Outcome{Endpoint: "e", Start: Start{Kind: Warm}}
-	add(stream(content(150, 1), content(170, 1)), warm)                                             // good
-	add(stream(content(250, 1), content(270, 1)), warm)                                             // TTFT too slow
-	add(stream(content(150, 1), content(190, 1)), warm)                                             // TPOT 40 ms too slow
-	add(stream(content(150, 1)), Outcome{Endpoint: "e", OutputTokens: 1, Start: Start{Kind: Warm}}) // no TPOT: good
-	cold := Outcome{Endpoint: "e", Start: Start{Kind: Cold, Reason: ReasonFirstRequest}}
+	warm := latency.Outcome{Endpoint: "e", Start: latency.Start{Kind: latency.Warm}}
+	add(stream(content(150, 1), content(170, 1)), warm)                                                                     // good
+	add(stream(content(250, 1), content(270, 1)), warm)                                                                     // TTFT too slow
+	add(stream(content(150, 1), content(190, 1)), warm)                                                                     // TPOT 40 ms too slow
+	add(stream(content(150, 1)), latency.Outcome{Endpoint: "e", OutputTokens: 1, Start: latency.Start{Kind: latency.Warm}}) // no TPOT: good
+	cold := latency.Outcome{Endpoint: "e", Start: latency.Start{Kind: latency.Cold, Reason: latency.ReasonFirstRequest}}
 	add(stream(content(150, 1), content(190, 1)), cold) // TPOT SLA is warm-only: good
-	add(stream(content(150, 1)), Outcome{Endpoint: "e", Err: "ERR_STREAM_INTERRUPTED"})
-	add(nil, Outcome{Endpoint: "e", Err: "ERR_THROTTLED"})
+	add(stream(content(150, 1)), latency.Outcome{Endpoint: "e", Err: "ERR_STREAM_INTERRUPTED"})
+	add(nil, latency.Outcome{Endpoint: "e", Err: "ERR_THROTTLED"})
 
 	c := r.Counts(Filter{})
 	assert.Equal(t, int64(7), c.Requests)
@@ -167,13 +169,13 @@ func TestRecorderCountsAndGoodput(t *testing.T) {
 	assert.Equal(t, int64(2+2+2+1+2), c.OutputTokens)
 
 	// Failed requests stay out of the distributions.
-	assert.Equal(t, uint64(5), r.Dist(TTFT, Filter{}).Count())
-	assert.Equal(t, uint64(4), r.Dist(TTFT, Filter{Starts: StartsWarm}).Count())
-	assert.Equal(t, uint64(1), r.Dist(TTFT, Filter{Starts: StartsCold}).Count())
+	assert.Equal(t, uint64(5), r.Dist(latency.TTFT, Filter{}).Count())
+	assert.Equal(t, uint64(4), r.Dist(latency.TTFT, Filter{Starts: StartsWarm}).Count())
+	assert.Equal(t, uint64(1), r.Dist(latency.TTFT, Filter{Starts: StartsCold}).Count())
 	assert.Equal(t, int64(2), r.Counts(Filter{Starts: StartsAll}).Failed)
 	assert.Equal(t, int64(0), r.Counts(Filter{Starts: StartsWarm}).Failed)
-	assert.Equal(t, []GroupKey{{Endpoint: "e", Start: Warm}, {Endpoint: "e", Start: Cold}, {Endpoint: "e"}}, r.Groups())
-	assert.Equal(t, uint64(0), r.Dist(Metric(200), Filter{}).Count())
+	assert.Equal(t, []GroupKey{{Endpoint: "e", Start: latency.Warm}, {Endpoint: "e", Start: latency.Cold}, {Endpoint: "e"}}, r.Groups())
+	assert.Equal(t, uint64(0), r.Dist(latency.Metric(200), Filter{}).Count())
 }
 
 func TestRecorderConcurrentAdds(t *testing.T) {
@@ -200,7 +202,7 @@ func TestRecorderConcurrentAdds(t *testing.T) {
 }
 
 func TestNewRecorderRejectsBadSLA(t *testing.T) {
-	_, err := NewRecorder(RecorderOptions{SLAs: []SLA{{Metric: TTFT, Percentile: 120, Threshold: 1}}})
+	_, err := NewRecorder(RecorderOptions{SLAs: []SLA{{Metric: latency.TTFT, Percentile: 120, Threshold: 1}}})
 	assert.Error(t, err)
 }
 
@@ -227,10 +229,10 @@ func TestRecorderUnmarshalRejects(t *testing.T) {
 // threshold counts still decodes and merges; its SLAs are then checked on
 // the sketch's estimate, and a merge with it keeps no partial count.
 func TestRecorderWithoutThresholdCounts(t *testing.T) {
-	sla := SLA{Metric: TTFT, Percentile: 50, Threshold: int64(ms(100)), Starts: StartsAll}
+	sla := SLA{Metric: latency.TTFT, Percentile: 50, Threshold: int64(ms(100)), Starts: StartsAll}
 	r := mustRecorder(t, sla)
 	for _, v := range []float64{50, 150, 150} {
-		s := ttftSample("e", Warm, ms(v))
+		s := ttftSample("e", latency.Warm, ms(v))
 		r.Add(&s)
 	}
 	enc, err := json.Marshal(r)
@@ -249,6 +251,6 @@ func TestRecorderWithoutThresholdCounts(t *testing.T) {
 	assert.Equal(t, uint64(6), res.Count)
 	assert.False(t, res.Pass)
 	assert.InEpsilon(t, 150e6, res.Measured, RelativeAccuracy)
-	_, _, exact := back.distWithin(TTFT, Filter{}, sla.Threshold)
+	_, _, exact := back.distWithin(latency.TTFT, Filter{}, sla.Threshold)
 	assert.False(t, exact)
 }

@@ -1,4 +1,4 @@
-package latency
+package grpctrace
 
 import (
 	"context"
@@ -12,9 +12,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
-func TestGRPCStatsHandlerFillsAttempts(t *testing.T) {
+func TestStatsHandlerFillsAttempts(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := grpc.NewServer()
@@ -22,7 +24,7 @@ func TestGRPCStatsHandlerFillsAttempts(t *testing.T) {
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
 
-	h := NewGRPCStatsHandler()
+	h := NewStatsHandler()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithStatsHandler(h))
 	require.NoError(t, err)
 	defer conn.Close()
@@ -30,9 +32,9 @@ func TestGRPCStatsHandlerFillsAttempts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	rpc := func(n int) Attempt {
-		tr := NewAttemptTrace(n, 0)
-		_, err := hc.Check(ContextWithTrace(ctx, tr), &healthpb.HealthCheckRequest{})
+	rpc := func(n int) latency.Attempt {
+		tr := latency.NewAttemptTrace(n, 0)
+		_, err := hc.Check(latency.ContextWithTrace(ctx, tr), &healthpb.HealthCheckRequest{})
 		require.NoError(t, err)
 		return tr.Finish(200, "")
 	}
@@ -46,12 +48,12 @@ func TestGRPCStatsHandlerFillsAttempts(t *testing.T) {
 	assert.False(t, a.WroteRequest.Before(a.GotConn))
 	assert.False(t, a.FirstByte.Before(a.WroteRequest))
 	assert.False(t, a.End.Before(a.FirstByte))
-	tl := &Timeline{Start: a.Send, IntendedSend: a.Send, End: a.End, Attempts: []Attempt{a},
-		Chunks: []Chunk{{At: a.End, Content: true}}}
-	assert.True(t, NewClassifier(0, false).Classify(Evidence{Endpoint: "g", Timeline: tl}).ConnectionCold)
-	s := Measure(tl, Outcome{})
-	assert.True(t, s.Has.Has(Connect))
-	assert.True(t, s.Has.Has(ServerWait))
+	tl := &latency.Timeline{Start: a.Send, IntendedSend: a.Send, End: a.End, Attempts: []latency.Attempt{a},
+		Chunks: []latency.Chunk{{At: a.End, Content: true}}}
+	assert.True(t, latency.NewClassifier(0, false).Classify(latency.Evidence{Endpoint: "g", Timeline: tl}).ConnectionCold)
+	s := latency.Measure(tl, latency.Outcome{})
+	assert.True(t, s.Has.Has(latency.Connect))
+	assert.True(t, s.Has.Has(latency.ServerWait))
 
 	// The second reuses it.
 	b := rpc(2)
@@ -62,6 +64,6 @@ func TestGRPCStatsHandlerFillsAttempts(t *testing.T) {
 	// An RPC without a trace is left alone.
 	_, err = hc.Check(ctx, &healthpb.HealthCheckRequest{})
 	require.NoError(t, err)
-	assert.Nil(t, TraceFromContext(ctx))
-	assert.Equal(t, ctx, ContextWithTrace(ctx, nil))
+	assert.Nil(t, latency.TraceFromContext(ctx))
+	assert.Equal(t, ctx, latency.ContextWithTrace(ctx, nil))
 }

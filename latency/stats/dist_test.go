@@ -1,4 +1,4 @@
-package latency
+package stats
 
 import (
 	"encoding/json"
@@ -79,7 +79,7 @@ func TestDistExactMoments(t *testing.T) {
 	assert.Equal(t, 0.0, one.SD())
 	assert.Equal(t, 42.0, one.Quantile(0.99))
 	var none Dist
-	assert.Equal(t, Stats{}, none.Stats())
+	assert.Equal(t, Summary{}, none.Summary())
 }
 
 // TestDistQuantilesOfSmallCounts: values are integers, so a quantile is
@@ -195,7 +195,7 @@ func TestDistMergeAndJSONAreExact(t *testing.T) {
 	require.NoError(t, json.Unmarshal(ja, &da))
 	require.NoError(t, json.Unmarshal(jb, &db))
 	da.Merge(&db)
-	assert.Equal(t, all.Stats(), da.Stats())
+	assert.Equal(t, all.Summary(), da.Summary())
 	assert.Equal(t, all.sum, da.sum)
 	assert.Equal(t, all.sumSq, da.sumSq)
 	assert.Equal(t, all.logSum, da.logSum)

@@ -1,13 +1,15 @@
-package latency
+package stats
 
 import (
 	"slices"
 	"time"
+
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 // AllStarts labels a report row that sums every start kind of an endpoint
 // and class.
-const AllStarts StartKind = "all"
+const AllStarts latency.StartKind = "all"
 
 // ReportOptions says what a Report holds.
 type ReportOptions struct {
@@ -15,7 +17,7 @@ type ReportOptions struct {
 	SLAs []SLA
 	// Metrics lists the metrics each group shows (those with data); nil
 	// shows every metric that has data.
-	Metrics []Metric
+	Metrics []latency.Metric
 }
 
 // Report is a Recorder's summary: per group distributions, rates and
@@ -49,9 +51,9 @@ type GroupReport struct {
 
 // MetricStats is one metric's summary in display units (ms or tokens).
 type MetricStats struct {
-	Metric Metric `json:"metric"`
-	Unit   string `json:"unit"`
-	Stats
+	Metric latency.Metric `json:"metric"`
+	Unit   string         `json:"unit"`
+	Summary
 }
 
 // FitReport is a LogNormal fit of one phase's token gaps beside the
@@ -87,7 +89,7 @@ func (r *Recorder) Report(opts ReportOptions) *Report {
 		rep.Groups = append(rep.Groups, r.groupReport(k, f, opts.Metrics, secs))
 	}
 	for i, k := range keys {
-		emit(k, Filter{Endpoint: k.Endpoint, Class: k.Class, kinds: []StartKind{k.Start}})
+		emit(k, Filter{Endpoint: k.Endpoint, Class: k.Class, kinds: []latency.StartKind{k.Start}})
 		last := i == len(keys)-1 || keys[i+1].Endpoint != k.Endpoint || keys[i+1].Class != k.Class
 		if last && perEC[ec{k.Endpoint, k.Class}] > 1 {
 			emit(GroupKey{Endpoint: k.Endpoint, Class: k.Class, Start: AllStarts}, Filter{Endpoint: k.Endpoint, Class: k.Class, Starts: StartsAll})
@@ -103,7 +105,7 @@ func (r *Recorder) Report(opts ReportOptions) *Report {
 	return rep
 }
 
-func (r *Recorder) groupReport(k GroupKey, f Filter, metrics []Metric, secs float64) GroupReport {
+func (r *Recorder) groupReport(k GroupKey, f Filter, metrics []latency.Metric, secs float64) GroupReport {
 	g := GroupReport{GroupKey: k, Counts: r.Counts(f), Metrics: []MetricStats{}}
 	ok := g.Counts.Requests - g.Counts.Failed
 	if secs > 0 {
@@ -114,9 +116,9 @@ func (r *Recorder) groupReport(k GroupKey, f Filter, metrics []Metric, secs floa
 	g.TokenSource = g.Counts.TokenSource()
 	show := metrics
 	if show == nil {
-		show = Metrics()
+		show = latency.Metrics()
 	}
-	dists := map[Metric]*Dist{}
+	dists := map[latency.Metric]*Dist{}
 	for _, m := range show {
 		d := r.Dist(m, f)
 		dists[m] = d
@@ -127,8 +129,8 @@ func (r *Recorder) groupReport(k GroupKey, f Filter, metrics []Metric, secs floa
 	}
 	for _, ph := range []struct {
 		name string
-		m    Metric
-	}{{"prefill", TTFT}, {"decode", ITLToken}} {
+		m    latency.Metric
+	}{{"prefill", latency.TTFT}, {"decode", latency.ITLToken}} {
 		d := dists[ph.m]
 		if d == nil {
 			d = r.Dist(ph.m, f)
@@ -144,13 +146,13 @@ func (r *Recorder) groupReport(k GroupKey, f Filter, metrics []Metric, secs floa
 	return g
 }
 
-func metricStats(m Metric, d *Dist) MetricStats {
-	st := d.Stats()
-	unit := string(Tokens)
-	if m.Info().Unit == Nanoseconds {
+func metricStats(m latency.Metric, d *Dist) MetricStats {
+	st := d.Summary()
+	unit := string(latency.Tokens)
+	if m.Info().Unit == latency.Nanoseconds {
 		st, unit = st.Scaled(nsPerMs), "ms"
 	}
-	return MetricStats{Metric: m, Unit: unit, Stats: st}
+	return MetricStats{Metric: m, Unit: unit, Summary: st}
 }
 
 // Group returns the report's group with the given key, or nil.
@@ -163,7 +165,7 @@ func (rep *Report) Group(k GroupKey) *GroupReport {
 }
 
 // Metric returns the group's summary of m, or nil.
-func (g *GroupReport) Metric(m Metric) *MetricStats {
+func (g *GroupReport) Metric(m latency.Metric) *MetricStats {
 	i := slices.IndexFunc(g.Metrics, func(s MetricStats) bool { return s.Metric == m })
 	if i < 0 {
 		return nil

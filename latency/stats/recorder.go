@@ -1,4 +1,4 @@
-package latency
+package stats
 
 import (
 	"cmp"
@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 // GroupKey is how a Recorder splits requests: by endpoint, request class
 // and start kind. Failed requests, which have no start verdict, have an
 // empty Start.
 type GroupKey struct {
-	Endpoint string    `json:"endpoint"`
-	Class    string    `json:"class"`
-	Start    StartKind `json:"start"`
+	Endpoint string            `json:"endpoint"`
+	Class    string            `json:"class"`
+	Start    latency.StartKind `json:"start"`
 }
 
 // Counts are a group's request counters.
@@ -30,7 +31,7 @@ type Counts struct {
 	Errors   map[string]int64 `json:"errors,omitempty"`
 	// Reasons counts successful requests by the evidence behind their
 	// start kind.
-	Reasons map[StartReason]int64 `json:"reasons,omitempty"`
+	Reasons map[latency.StartReason]int64 `json:"reasons,omitempty"`
 	// Good counts successful requests that met every SLA covering them
 	// (goodput's numerator).
 	Good int64 `json:"good"`
@@ -53,9 +54,9 @@ func (c *Counts) TokenSource() string {
 	case c.TokensFromServer > 0 && c.TokensCounted > 0:
 		return "mixed"
 	case c.TokensFromServer > 0:
-		return string(TokensFromServer)
+		return string(latency.TokensFromServer)
 	case c.TokensCounted > 0:
-		return string(TokensCounted)
+		return string(latency.TokensCounted)
 	}
 	return ""
 }
@@ -71,7 +72,7 @@ func (c *Counts) merge(o *Counts) {
 	}
 	for k, v := range o.Reasons {
 		if c.Reasons == nil {
-			c.Reasons = map[StartReason]int64{}
+			c.Reasons = map[latency.StartReason]int64{}
 		}
 		c.Reasons[k] += v
 	}
@@ -88,7 +89,7 @@ func (c *Counts) merge(o *Counts) {
 // to a threshold from one 1% above it; with the count an SLA on the same
 // metric and threshold passes or fails on the values themselves.
 type cut struct {
-	Metric    Metric
+	Metric    latency.Metric
 	Threshold int64
 }
 
@@ -106,7 +107,7 @@ func cutsOf(slas []SLA) []cut {
 // group is one GroupKey's counters and distributions.
 type group struct {
 	counts Counts
-	dists  [numMetrics]Dist
+	dists  [latency.NumMetrics]Dist
 	// within[i] counts the group's values of the recorder's cuts[i]
 	// metric that are at most its threshold; nil when not counted (a
 	// group decoded from an encoding without the counts).
@@ -114,16 +115,16 @@ type group struct {
 }
 
 // count adds the sample's values under each cut to within.
-func (g *group) count(cuts []cut, s *Sample) {
+func (g *group) count(cuts []cut, s *latency.Sample) {
 	if g.within == nil {
 		return
 	}
 	for i, c := range cuts {
 		var gaps []time.Duration
 		switch c.Metric {
-		case ITL:
+		case latency.ITL:
 			gaps = s.ITL
-		case ITLToken:
+		case latency.ITLToken:
 			gaps = s.ITLPerToken
 		default:
 			if v, ok := s.Value(c.Metric); ok && v <= c.Threshold {
@@ -215,7 +216,7 @@ func (r *Recorder) SLAs() []SLA {
 }
 
 // Add records one request.
-func (r *Recorder) Add(s *Sample) {
+func (r *Recorder) Add(s *latency.Sample) {
 	key := GroupKey{Endpoint: s.Endpoint, Class: s.Class, Start: s.Start}
 	if s.Err != "" {
 		key.Start = ""
@@ -246,7 +247,7 @@ func (r *Recorder) Add(s *Sample) {
 	}
 	if s.Reason != "" {
 		if c.Reasons == nil {
-			c.Reasons = map[StartReason]int64{}
+			c.Reasons = map[latency.StartReason]int64{}
 		}
 		c.Reasons[s.Reason]++
 	}
@@ -258,9 +259,9 @@ func (r *Recorder) Add(s *Sample) {
 	}
 	c.OutputTokens += int64(s.OutputTokens)
 	switch s.TokenSource {
-	case TokensFromServer:
+	case latency.TokensFromServer:
 		c.TokensFromServer++
-	case TokensCounted:
+	case latency.TokensCounted:
 		c.TokensCounted++
 	}
 	good := true
@@ -273,16 +274,16 @@ func (r *Recorder) Add(s *Sample) {
 	if good {
 		c.Good++
 	}
-	for m := Metric(0); m < numMetrics; m++ {
+	for m := latency.Metric(0); m < latency.NumMetrics; m++ {
 		if v, ok := s.Value(m); ok {
 			g.dists[m].Add(v)
 		}
 	}
 	for _, d := range s.ITL {
-		g.dists[ITL].Add(int64(d))
+		g.dists[latency.ITL].Add(int64(d))
 	}
 	for _, d := range s.ITLPerToken {
-		g.dists[ITLToken].Add(int64(d))
+		g.dists[latency.ITLToken].Add(int64(d))
 	}
 	g.count(r.cuts, s)
 }
@@ -368,7 +369,7 @@ type Filter struct {
 	// Starts selects by start scope (StartsWarm includes SuspectedCold).
 	Starts Starts
 	// kinds, when set, selects exactly these start kinds.
-	kinds []StartKind
+	kinds []latency.StartKind
 }
 
 func (f *Filter) match(k GroupKey) bool {
@@ -383,7 +384,7 @@ func (f *Filter) match(k GroupKey) bool {
 
 // Dist returns the merged distribution of a metric over the groups the
 // filter selects (a copy: the caller may keep and change it).
-func (r *Recorder) Dist(m Metric, f Filter) *Dist {
+func (r *Recorder) Dist(m latency.Metric, f Filter) *Dist {
 	d, _, _ := r.distWithin(m, f, -1)
 	return d
 }
@@ -391,7 +392,7 @@ func (r *Recorder) Dist(m Metric, f Filter) *Dist {
 // distWithin returns Dist(m, f) and, read under the same lock, how many of
 // its values are at most the threshold of a cut of m: exact reports
 // whether the recorder counts that threshold for every selected group.
-func (r *Recorder) distWithin(m Metric, f Filter, threshold int64) (d *Dist, within uint64, exact bool) {
+func (r *Recorder) distWithin(m latency.Metric, f Filter, threshold int64) (d *Dist, within uint64, exact bool) {
 	d = &Dist{}
 	if !m.Valid() {
 		return d, 0, false
@@ -439,7 +440,7 @@ func (r *Recorder) Groups() []GroupKey {
 	return keys
 }
 
-var startOrder = map[StartKind]int{Warm: 0, Cold: 1, SuspectedCold: 2, "": 3}
+var startOrder = map[latency.StartKind]int{latency.Warm: 0, latency.Cold: 1, latency.SuspectedCold: 2, "": 3}
 
 func compareKeys(a, b GroupKey) int {
 	return cmp.Or(cmp.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Class, b.Class),
@@ -458,17 +459,17 @@ type recorderJSON struct {
 
 type groupJSON struct {
 	GroupKey
-	Counts  Counts           `json:"counts"`
-	Metrics map[Metric]*Dist `json:"metrics"`
+	Counts  Counts                   `json:"counts"`
+	Metrics map[latency.Metric]*Dist `json:"metrics"`
 	// Within holds the group's exact counts of values at most each SLA
 	// threshold; encodings without it are read as uncounted.
 	Within []withinJSON `json:"within,omitempty"`
 }
 
 type withinJSON struct {
-	Metric    Metric `json:"metric"`
-	Threshold int64  `json:"threshold"`
-	Count     uint64 `json:"count"`
+	Metric    latency.Metric `json:"metric"`
+	Threshold int64          `json:"threshold"`
+	Count     uint64         `json:"count"`
 }
 
 // MarshalJSON encodes the recorder so that decoding and merging encodings
@@ -481,10 +482,10 @@ func (r *Recorder) MarshalJSON() ([]byte, error) {
 	slices.SortFunc(keys, compareKeys)
 	for _, k := range keys {
 		g := groups[k]
-		gj := groupJSON{GroupKey: k, Counts: g.counts, Metrics: map[Metric]*Dist{}}
+		gj := groupJSON{GroupKey: k, Counts: g.counts, Metrics: map[latency.Metric]*Dist{}}
 		for m := range g.dists {
 			if g.dists[m].n > 0 {
-				gj.Metrics[Metric(m)] = &g.dists[m]
+				gj.Metrics[latency.Metric(m)] = &g.dists[m]
 			}
 		}
 		if cuts := cutsOf(slas); len(g.within) == len(cuts) {

@@ -1,4 +1,4 @@
-package latency
+package stats
 
 import (
 	"math"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 func TestFitLogNormalExact(t *testing.T) {
@@ -58,17 +60,17 @@ func TestReportFitsPrefillAndDecode(t *testing.T) {
 	r := mustRecorder(t)
 	for range 300 {
 		ttft := math.Exp(math.Log(85) + 0.14*rng.NormFloat64())
-		chunks := []Chunk{content(ttft, 1)}
+		chunks := []latency.Chunk{content(ttft, 1)}
 		at := ttft
 		for range 20 {
 			at += math.Exp(math.Log(3.1) + 0.25*rng.NormFloat64())
 			chunks = append(chunks, content(at, 1))
 		}
-		s := Measure(stream(chunks...), Outcome{Endpoint: "e", Start: Start{Kind: Warm}})
+		s := latency.Measure(stream(chunks...), latency.Outcome{Endpoint: "e", Start: latency.Start{Kind: latency.Warm}})
 		r.Add(&s)
 	}
 	rep := r.Report(ReportOptions{})
-	g := rep.Group(GroupKey{Endpoint: "e", Start: Warm})
+	g := rep.Group(GroupKey{Endpoint: "e", Start: latency.Warm})
 	require.NotNil(t, g)
 	require.Len(t, g.Fits, 2)
 	pre, dec := g.Fits[0], g.Fits[1]

@@ -1,7 +1,6 @@
-package latency
+package stats
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
 func TestParseSLA(t *testing.T) {
@@ -18,11 +19,11 @@ func TestParseSLA(t *testing.T) {
 		want SLA
 		err  bool
 	}{
-		{in: "ttft p95 150ms starts=warm", want: SLA{Metric: TTFT, Percentile: 95, Threshold: int64(150 * time.Millisecond), Starts: StartsWarm}},
+		{in: "ttft p95 150ms starts=warm", want: SLA{Metric: latency.TTFT, Percentile: 95, Threshold: int64(150 * time.Millisecond), Starts: StartsWarm}},
 		{in: "cold-start p50 1.2s starts=cold endpoint=aws/sagemaker/llm name=sm-cold",
-			want: SLA{Name: "sm-cold", Metric: ColdStart, Percentile: 50, Threshold: int64(1200 * time.Millisecond), Starts: StartsCold, Endpoint: "aws/sagemaker/llm"}},
-		{in: "TPOT P99.9 30ms class=chat", want: SLA{Metric: TPOT, Percentile: 99.9, Threshold: int64(30 * time.Millisecond), Starts: StartsAll, Class: "chat"}},
-		{in: "output-tokens p50 200", want: SLA{Metric: OutputTokens, Percentile: 50, Threshold: 200, Starts: StartsAll}},
+			want: SLA{Name: "sm-cold", Metric: latency.ColdStart, Percentile: 50, Threshold: int64(1200 * time.Millisecond), Starts: StartsCold, Endpoint: "aws/sagemaker/llm"}},
+		{in: "TPOT P99.9 30ms class=chat", want: SLA{Metric: latency.TPOT, Percentile: 99.9, Threshold: int64(30 * time.Millisecond), Starts: StartsAll, Class: "chat"}},
+		{in: "output-tokens p50 200", want: SLA{Metric: latency.OutputTokens, Percentile: 50, Threshold: 200, Starts: StartsAll}},
 		{in: "ttft p95", err: true},
 		{in: "latency p95 1s", err: true},
 		{in: "ttft 95 1s", err: true},
@@ -51,7 +52,7 @@ func TestParseSLA(t *testing.T) {
 	}
 	var s struct{ S SLA }
 	require.NoError(t, json.Unmarshal([]byte(`{"S":"e2e p99 2s"}`), &s))
-	assert.Equal(t, E2E, s.S.Metric)
+	assert.Equal(t, latency.E2E, s.S.Metric)
 	b, _ := json.Marshal(s)
 	assert.JSONEq(t, `{"S":"e2e p99 2s"}`, string(b))
 }
@@ -61,11 +62,11 @@ func TestParseSLA(t *testing.T) {
 func mix(t *testing.T, warmMs, coldMs []float64) *Recorder {
 	r := mustRecorder(t)
 	for _, v := range warmMs {
-		s := Measure(stream(content(v, 1)), Outcome{Endpoint: "e", Start: Start{Kind: Warm}})
+		s := latency.Measure(stream(content(v, 1)), latency.Outcome{Endpoint: "e", Start: latency.Start{Kind: latency.Warm}})
 		r.Add(&s)
 	}
 	for _, v := range coldMs {
-		s := Measure(stream(content(v, 1)), Outcome{Endpoint: "e", Start: Start{Kind: Cold, Reason: ReasonIdleGap}})
+		s := latency.Measure(stream(content(v, 1)), latency.Outcome{Endpoint: "e", Start: latency.Start{Kind: latency.Cold, Reason: latency.ReasonIdleGap}})
 		r.Add(&s)
 	}
 	return r
@@ -81,7 +82,7 @@ func repeat(v float64, n int) []float64 {
 
 func TestSLAAttribution(t *testing.T) {
 	p95 := func(starts Starts) SLA {
-		return SLA{Metric: TTFT, Percentile: 95, Threshold: int64(150 * time.Millisecond), Starts: starts}
+		return SLA{Metric: latency.TTFT, Percentile: 95, Threshold: int64(150 * time.Millisecond), Starts: starts}
 	}
 	t.Run("the cold requests explain the whole deviation", func(t *testing.T) {
 		r := mix(t, repeat(100, 90), repeat(2000, 10))
@@ -134,7 +135,7 @@ func TestSLAAttribution(t *testing.T) {
 	t.Run("suspected-cold requests stay with the warm", func(t *testing.T) {
 		r := mix(t, repeat(100, 90), nil)
 		for range 10 {
-			s := Measure(stream(content(900, 1)), Outcome{Endpoint: "e", Start: Start{Kind: SuspectedCold, Reason: ReasonSlowFirstByte}})
+			s := latency.Measure(stream(content(900, 1)), latency.Outcome{Endpoint: "e", Start: latency.Start{Kind: latency.SuspectedCold, Reason: latency.ReasonSlowFirstByte}})
 			r.Add(&s)
 		}
 		res := r.CheckSLA(p95(StartsWarm))
@@ -148,10 +149,10 @@ func TestSLAAttribution(t *testing.T) {
 		// The seed's SageMaker figure: 2.8 s measured vs 1.2 s promised.
 		r := mustRecorder(t)
 		for range 5 {
-			s := Measure(stream(content(100, 1)), Outcome{Endpoint: "sm", Start: Start{Kind: Cold, Reason: ReasonServerReported, Overhead: 2800 * time.Millisecond}})
+			s := latency.Measure(stream(content(100, 1)), latency.Outcome{Endpoint: "sm", Start: latency.Start{Kind: latency.Cold, Reason: latency.ReasonServerReported, Overhead: 2800 * time.Millisecond}})
 			r.Add(&s)
 		}
-		res := r.CheckSLA(SLA{Metric: ColdStart, Percentile: 50, Threshold: int64(1200 * time.Millisecond), Starts: StartsCold})
+		res := r.CheckSLA(SLA{Metric: latency.ColdStart, Percentile: 50, Threshold: int64(1200 * time.Millisecond), Starts: StartsCold})
 		assert.False(t, res.Pass)
 		assert.InDelta(t, 1.333, res.Deviation, 0.02)
 		assert.False(t, math.IsNaN(res.Measured))
@@ -159,9 +160,9 @@ func TestSLAAttribution(t *testing.T) {
 }
 
 // ttftSample is a successful warm or cold request with the given TTFT.
-func ttftSample(endpoint string, k StartKind, ttft time.Duration) Sample {
-	s := Sample{Endpoint: endpoint, Start: k, Streamed: true, Attempts: 1, TTFT: ttft, E2E: ttft}
-	s.Has = s.Has.With(TTFT).With(E2E)
+func ttftSample(endpoint string, k latency.StartKind, ttft time.Duration) latency.Sample {
+	s := latency.Sample{Endpoint: endpoint, Start: k, Streamed: true, Attempts: 1, TTFT: ttft, E2E: ttft}
+	s.Has = s.Has.With(latency.TTFT).With(latency.E2E)
 	return s
 }
 
@@ -175,18 +176,18 @@ func TestSLAPassFailIsExactAtTheThreshold(t *testing.T) {
 	for _, thMs := range []float64{100, 120, 150, 162, 200, 1000} {
 		th := ms(thMs)
 		for _, over := range []time.Duration{0, 1} {
-			sla := SLA{Metric: TTFT, Percentile: 95, Threshold: int64(th), Starts: StartsAll}
+			sla := SLA{Metric: latency.TTFT, Percentile: 95, Threshold: int64(th), Starts: StartsAll}
 			// Two recorders, merged: 94 values at 50 ms and one at the
 			// threshold (+ over) in the first, five at 3× in the second.
 			a, b := mustRecorder(t, sla), mustRecorder(t, sla)
 			for range 94 {
-				s := ttftSample("e", Warm, ms(50))
+				s := ttftSample("e", latency.Warm, ms(50))
 				a.Add(&s)
 			}
-			s := ttftSample("e", Warm, th+over)
+			s := ttftSample("e", latency.Warm, th+over)
 			a.Add(&s)
 			for range 5 {
-				s := ttftSample("e", Warm, 3*th)
+				s := ttftSample("e", latency.Warm, 3*th)
 				b.Add(&s)
 			}
 			enc, err := json.Marshal(b)
@@ -215,17 +216,17 @@ func TestSLAPassFailIsExactAtTheThreshold(t *testing.T) {
 // warm p95 equals the threshold, so the SLA would pass without them.
 func TestSLAAttributionIsExactAtTheThreshold(t *testing.T) {
 	th := ms(150)
-	r := mustRecorder(t, SLA{Metric: TTFT, Percentile: 95, Threshold: int64(th)})
-	add := func(n int, k StartKind, v time.Duration) {
+	r := mustRecorder(t, SLA{Metric: latency.TTFT, Percentile: 95, Threshold: int64(th)})
+	add := func(n int, k latency.StartKind, v time.Duration) {
 		for range n {
 			s := ttftSample("e", k, v)
 			r.Add(&s)
 		}
 	}
-	add(94, Warm, ms(50))
-	add(1, Warm, th)
-	add(5, Warm, 3*th)
-	add(20, Cold, 10*th)
+	add(94, latency.Warm, ms(50))
+	add(1, latency.Warm, th)
+	add(5, latency.Warm, 3*th)
+	add(20, latency.Cold, 10*th)
 	res := r.CheckSLA(r.SLAs()[0])
 	assert.False(t, res.Pass)
 	a := res.Attribution
@@ -241,9 +242,9 @@ func TestSLAAttributionIsExactAtTheThreshold(t *testing.T) {
 // report, which JSON cannot encode.
 func TestReportJSONWithUnvalidatedSLA(t *testing.T) {
 	r := mix(t, repeat(100, 10), nil)
-	rep := r.Report(ReportOptions{SLAs: []SLA{{Metric: TTFT, Percentile: 95}}})
+	rep := r.Report(ReportOptions{SLAs: []SLA{{Metric: latency.TTFT, Percentile: 95}}})
 	require.Len(t, rep.SLAs, 1)
 	assert.False(t, rep.SLAs[0].Pass)
-	var b bytes.Buffer
-	require.NoError(t, rep.Render(&b, FormatJSON))
+	_, err := json.Marshal(rep)
+	require.NoError(t, err)
 }

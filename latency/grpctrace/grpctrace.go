@@ -1,4 +1,11 @@
-package latency
+// Package grpctrace times gRPC attempts into package latency's
+// AttemptTraces: StatsHandler is the gRPC counterpart of the
+// net/http/httptrace hooks that latency.AttemptTrace.Context installs for
+// HTTP transports. A gRPC adapter (Vertex AI's) installs one on its
+// connection and passes each attempt's trace through the RPC's context
+// with latency.ContextWithTrace. It lives apart from package latency so
+// that the client, which every adapter links, does not link gRPC.
+package grpctrace
 
 import (
 	"context"
@@ -7,37 +14,18 @@ import (
 	"time"
 
 	"google.golang.org/grpc/stats"
+
+	"github.com/cloudinfer/cloudinfer/latency"
 )
 
-type traceKey struct{}
-
-// ContextWithTrace returns a context that carries an attempt's trace to
-// the gRPC stats handler (NewGRPCStatsHandler). A gRPC adapter calls it
-// with cloudreq.Call.Trace before each RPC:
+// StatsHandler fills latency.AttemptTraces from gRPC's stats events, the
+// gRPC counterpart of net/http/httptrace. Install one per connection:
 //
-//	ctx = latency.ContextWithTrace(ctx, call.Trace)
-//	resp, err := client.Predict(ctx, req)
-func ContextWithTrace(ctx context.Context, tr *AttemptTrace) context.Context {
-	if tr == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, traceKey{}, tr)
-}
-
-// TraceFromContext returns the trace ContextWithTrace put in ctx, or nil.
-func TraceFromContext(ctx context.Context) *AttemptTrace {
-	tr, _ := ctx.Value(traceKey{}).(*AttemptTrace)
-	return tr
-}
-
-// GRPCStatsHandler fills AttemptTraces from gRPC's stats events, the gRPC
-// counterpart of net/http/httptrace. Install one per connection:
-//
-//	conn, err := grpc.NewClient(addr, grpc.WithStatsHandler(latency.NewGRPCStatsHandler()), …)
+//	conn, err := grpc.NewClient(addr, grpc.WithStatsHandler(grpctrace.NewStatsHandler()), …)
 //
 // and pass each attempt's trace through the RPC's context with
-// ContextWithTrace. RPCs without a trace are ignored. Events map to the
-// attempt as follows:
+// latency.ContextWithTrace. RPCs without a trace are ignored. Events map
+// to the attempt as follows:
 //
 //   - OutHeader: the RPC has a connection (GotConn). When that connection
 //     became ready after the attempt's send and this is its first RPC, the
@@ -49,8 +37,8 @@ func TraceFromContext(ctx context.Context) *AttemptTrace {
 //   - InHeader, InPayload or InTrailer, whichever comes first: FirstByte.
 //
 // The content chunks of a server stream are recorded by cloudreq's stream
-// reader, as for HTTP. A GRPCStatsHandler is safe for concurrent use.
-type GRPCStatsHandler struct {
+// reader, as for HTTP. A StatsHandler is safe for concurrent use.
+type StatsHandler struct {
 	mu    sync.Mutex
 	conns map[string]*grpcConn
 }
@@ -62,12 +50,12 @@ type grpcConn struct {
 
 type connKey struct{}
 
-// NewGRPCStatsHandler returns a handler for one gRPC client connection.
-func NewGRPCStatsHandler() *GRPCStatsHandler {
-	return &GRPCStatsHandler{conns: map[string]*grpcConn{}}
+// NewStatsHandler returns a handler for one gRPC client connection.
+func NewStatsHandler() *StatsHandler {
+	return &StatsHandler{conns: map[string]*grpcConn{}}
 }
 
-var _ stats.Handler = (*GRPCStatsHandler)(nil)
+var _ stats.Handler = (*StatsHandler)(nil)
 
 func addrKey(a net.Addr) string {
 	if a == nil {
@@ -78,7 +66,7 @@ func addrKey(a net.Addr) string {
 
 // TagConn implements stats.Handler: gRPC calls it once a connection is
 // established (TCP and any TLS handshake done), which is its ready time.
-func (h *GRPCStatsHandler) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+func (h *StatsHandler) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
 	k := addrKey(info.LocalAddr)
 	h.mu.Lock()
 	h.conns[k] = &grpcConn{ready: time.Now()}
@@ -87,7 +75,7 @@ func (h *GRPCStatsHandler) TagConn(ctx context.Context, info *stats.ConnTagInfo)
 }
 
 // HandleConn implements stats.Handler: it forgets ended connections.
-func (h *GRPCStatsHandler) HandleConn(ctx context.Context, s stats.ConnStats) {
+func (h *StatsHandler) HandleConn(ctx context.Context, s stats.ConnStats) {
 	if _, ok := s.(*stats.ConnEnd); !ok {
 		return
 	}
@@ -99,16 +87,16 @@ func (h *GRPCStatsHandler) HandleConn(ctx context.Context, s stats.ConnStats) {
 }
 
 // TagRPC implements stats.Handler.
-func (h *GRPCStatsHandler) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
+func (h *StatsHandler) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
 	return ctx
 }
 
 // HandleRPC implements stats.Handler.
-func (h *GRPCStatsHandler) HandleRPC(ctx context.Context, s stats.RPCStats) {
+func (h *StatsHandler) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	if !s.IsClient() {
 		return
 	}
-	tr := TraceFromContext(ctx)
+	tr := latency.TraceFromContext(ctx)
 	if tr == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package latency
+package stats
 
 import (
 	"encoding/json"
@@ -38,7 +38,7 @@ func FuzzDistJSON(f *testing.F) {
 			return
 		}
 		// A decoded Dist answers without panicking and re-encodes to itself.
-		_ = d.Stats()
+		_ = d.Summary()
 		_, _ = d.FitLogNormal()
 		out, err := json.Marshal(&d)
 		if err != nil {

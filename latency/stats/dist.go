@@ -1,4 +1,4 @@
-package latency
+package stats
 
 import (
 	"encoding/base64"
@@ -12,6 +12,7 @@ import (
 	"github.com/DataDog/sketches-go/ddsketch/store"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency/internal/quantile"
 )
 
 // RelativeAccuracy is the quantile sketch's relative accuracy: a reported
@@ -253,7 +254,7 @@ func (d *Dist) Quantile(q float64) float64 {
 	case 1:
 		return float64(d.max)
 	}
-	r := nearestRank(q, d.n)
+	r := quantile.NearestRank(q, d.n)
 	if r == d.n-1 {
 		return float64(d.max)
 	}
@@ -261,18 +262,6 @@ func (d *Dist) Quantile(q float64) float64 {
 	// sketch's 1% is under a half, and rounding makes it exact.
 	v := math.Round(valueAtRank(d.sketch, float64(r)))
 	return math.Min(math.Max(v, float64(d.min)), float64(d.max))
-}
-
-// nearestRank returns the 0-based rank of the q-quantile of n > 0 values
-// by the nearest-rank definition: ⌈q·n⌉ − 1, within [0, n−1]. The product
-// is shrunk by one part in 10¹² first, so that q·n's rounding error (q =
-// 0.95 is not exact in binary) cannot push a whole rank up by one.
-func nearestRank(q float64, n uint64) uint64 {
-	r := math.Ceil(q * float64(n) * (1 - 1e-12))
-	if r < 1 {
-		return 0
-	}
-	return min(uint64(r)-1, n-1)
 }
 
 // valueAtRank returns the value of 0-based rank r in s (r < its count),
@@ -293,9 +282,9 @@ func valueAtRank(s *ddsketch.DDSketch, r float64) float64 {
 	return m.Value(s.GetPositiveValueStore().KeyAtRank(r - nNeg - s.GetZeroCount()))
 }
 
-// Stats is a distribution's summary, in the metric's native unit
+// Summary is a distribution's summary, in the metric's native unit
 // (nanoseconds for durations).
-type Stats struct {
+type Summary struct {
 	Count uint64  `json:"count"`
 	Mean  float64 `json:"mean"`
 	SD    float64 `json:"sd"`
@@ -308,10 +297,10 @@ type Stats struct {
 	Max   float64 `json:"max"`
 }
 
-// Stats summarizes d: count, mean ± sample sd, min, p50, p90, p95, p99,
+// Summary summarizes d: count, mean ± sample sd, min, p50, p90, p95, p99,
 // p99.9 and max.
-func (d *Dist) Stats() Stats {
-	return Stats{
+func (d *Dist) Summary() Summary {
+	return Summary{
 		Count: d.n, Mean: d.Mean(), SD: d.SD(),
 		Min: float64(d.min), Max: float64(d.max),
 		P50: d.Quantile(0.50), P90: d.Quantile(0.90), P95: d.Quantile(0.95),
@@ -321,7 +310,7 @@ func (d *Dist) Stats() Stats {
 
 // Scaled returns s with every value divided by div (count unchanged): ns to
 // ms with 1e6.
-func (s Stats) Scaled(div float64) Stats {
+func (s Summary) Scaled(div float64) Summary {
 	s.Mean /= div
 	s.SD /= div
 	s.Min /= div

@@ -1,4 +1,4 @@
-package latency
+package bench
 
 import (
 	"encoding/csv"
@@ -6,78 +6,43 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/latency"
+	"github.com/cloudinfer/cloudinfer/latency/stats"
 )
 
-// Format is a report rendering.
-type Format string
-
-// Formats.
-const (
-	// FormatText is an aligned text table, values as "428 ± 31" (ms).
-	FormatText Format = "text"
-	// FormatJSON is the Report as indented JSON.
-	FormatJSON Format = "json"
-	// FormatCSV is a tidy (long) table: one value per row.
-	FormatCSV Format = "csv"
-	// FormatMarkdown is GitHub-flavoured Markdown tables.
-	FormatMarkdown Format = "markdown"
-)
-
-// Render writes the report in the given format.
-func (rep *Report) Render(w io.Writer, f Format) error {
+// RenderReport writes a latency report in format f: FormatText, an
+// aligned text table per group (values as "428 ± 31", milliseconds unless
+// noted), then the LogNormal fits and the SLAs; FormatMarkdown, the same
+// as GitHub-flavoured Markdown tables; FormatCSV, a tidy (long) table, one
+// value per row; FormatJSON, the Report as indented JSON. Other formats
+// are an ERR_INVALID_PARAM error.
+func RenderReport(w io.Writer, rep *stats.Report, f Format) error {
 	switch f {
 	case FormatText:
-		return rep.renderTable(w, false)
+		return renderReportTable(w, rep, false)
 	case FormatMarkdown:
-		return rep.renderTable(w, true)
+		return renderReportTable(w, rep, true)
 	case FormatJSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	case FormatCSV:
-		return rep.renderCSV(w)
+		return renderReportCSV(w, rep)
 	default:
 		return errcodes.Errorf(errcodes.InvalidParam, "latency: unknown report format %q (text, json, csv, markdown)", f)
 	}
 }
 
-// decimals returns how many decimals to print a value with, in the
-// reference style: 428, 28.4, 0.85, 0.032.
-func decimals(v float64) int {
-	a := math.Abs(v)
-	switch {
-	case a >= 100 || a == 0:
-		return 0
-	case a >= 1:
-		return 1
-	case a >= 0.1:
-		return 2
-	default:
-		return 3
-	}
-}
-
-func num(v float64, dec int) string { return strconv.FormatFloat(v, 'f', dec, 64) }
-
-// MeanSD formats mean ± sd with the mean's precision: "428 ± 31", "28.4 ± 2.1".
-func MeanSD(mean, sd float64) string {
-	d := decimals(mean)
-	return num(mean, d) + " ± " + num(sd, d)
-}
-
-func val(v float64) string { return num(v, decimals(v)) }
-
 // startLabel names a group's start kind. Failed requests have none; a
 // group without one that holds successes (samples recorded without a
 // verdict) is "unclassified".
-func startLabel(g *GroupReport) string {
+func startLabel(g *stats.GroupReport) string {
 	switch {
 	case g.Start != "":
 		return string(g.Start)
@@ -87,7 +52,7 @@ func startLabel(g *GroupReport) string {
 	return "failed"
 }
 
-func groupTitle(g *GroupReport) string {
+func groupTitle(g *stats.GroupReport) string {
 	ep := g.Endpoint
 	if ep == "" {
 		ep = "(endpoint)"
@@ -99,12 +64,12 @@ func groupTitle(g *GroupReport) string {
 	return t + " start=" + startLabel(g)
 }
 
-func groupLine(g *GroupReport) string {
+func groupLine(g *stats.GroupReport) string {
 	c := &g.Counts
 	s := fmt.Sprintf("requests %d, ok %d, failed %d", c.Requests, c.Requests-c.Failed, c.Failed)
 	if len(c.Errors) > 0 {
 		s += " ("
-		for i, k := range sortedKeys(c.Errors) {
+		for i, k := range slices.Sorted(maps.Keys(c.Errors)) {
 			if i > 0 {
 				s += ", "
 			}
@@ -118,7 +83,7 @@ func groupLine(g *GroupReport) string {
 			reasons[string(k)] = v
 		}
 		s += "; reasons: "
-		for i, k := range sortedKeys(reasons) {
+		for i, k := range slices.Sorted(maps.Keys(reasons)) {
 			if i > 0 {
 				s += ", "
 			}
@@ -126,14 +91,14 @@ func groupLine(g *GroupReport) string {
 		}
 	}
 	s += fmt.Sprintf("; connection-cold %d, retried %d", c.ConnectionCold, c.Retried)
-	s += fmt.Sprintf("; %s req/s, goodput %s req/s, %s tok/s", val(g.RequestRate), val(g.Goodput), val(g.TokenRate))
+	s += fmt.Sprintf("; %s req/s, goodput %s req/s, %s tok/s", fmtNum(g.RequestRate), fmtNum(g.Goodput), fmtNum(g.TokenRate))
 	if g.TokenSource != "" {
 		s += "; N_out " + g.TokenSource
 	}
 	return s
 }
 
-func (rep *Report) renderTable(w io.Writer, md bool) error {
+func renderReportTable(w io.Writer, rep *stats.Report, md bool) error {
 	ew := &errWriter{w: w}
 	row := func(tw io.Writer, cells ...string) {
 		if md {
@@ -166,9 +131,9 @@ func (rep *Report) renderTable(w io.Writer, md bool) error {
 		}
 	}
 	if md {
-		fmt.Fprintf(ew, "## Latency report (%ss)\n\n", val(rep.DurationSeconds))
+		fmt.Fprintf(ew, "## Latency report (%ss)\n\n", fmtNum(rep.DurationSeconds))
 	} else {
-		fmt.Fprintf(ew, "Latency report over %ss (ms unless noted)\n\n", val(rep.DurationSeconds))
+		fmt.Fprintf(ew, "Latency report over %ss (ms unless noted)\n\n", fmtNum(rep.DurationSeconds))
 	}
 	for i := range rep.Groups {
 		g := &rep.Groups[i]
@@ -188,8 +153,8 @@ func (rep *Report) renderTable(w io.Writer, md bool) error {
 					if m.Unit != "ms" {
 						name += " (" + m.Unit + ")"
 					}
-					row(tw, name, strconv.FormatUint(m.Count, 10), MeanSD(m.Mean, m.SD), val(m.Min), val(m.P50),
-						val(m.P90), val(m.P95), val(m.P99), val(m.P999), val(m.Max))
+					row(tw, name, strconv.FormatUint(m.Count, 10), fmtMeanSD(m.Mean, m.SD), fmtNum(m.Min), fmtNum(m.P50),
+						fmtNum(m.P90), fmtNum(m.P95), fmtNum(m.P99), fmtNum(m.P999), fmtNum(m.Max))
 				}
 			})
 		}
@@ -202,7 +167,7 @@ func (rep *Report) renderTable(w io.Writer, md bool) error {
 				row(tw, hdr...)
 				rule(tw, len(hdr))
 				for _, f := range g.Fits {
-					row(tw, f.Phase, strconv.FormatUint(f.N, 10), num(f.Mu, 3), num(f.Sigma, 3), val(f.FittedP99), val(f.ObservedP99))
+					row(tw, f.Phase, strconv.FormatUint(f.N, 10), strconv.FormatFloat(f.Mu, 'f', 3, 64), strconv.FormatFloat(f.Sigma, 'f', 3, 64), fmtNum(f.FittedP99), fmtNum(f.ObservedP99))
 				}
 			})
 		}
@@ -224,10 +189,10 @@ func (rep *Report) renderTable(w io.Writer, md bool) error {
 	return ew.err
 }
 
-func slaCells(r *SLAResult) []string {
+func slaCells(r *stats.SLAResult) []string {
 	div := 1.0
-	if r.SLA.Metric.Info().Unit == Nanoseconds {
-		div = nsPerMs
+	if r.SLA.Metric.Info().Unit == latency.Nanoseconds {
+		div = 1e6
 	}
 	th := float64(r.SLA.Threshold) / div
 	res := "FAIL"
@@ -235,24 +200,24 @@ func slaCells(r *SLAResult) []string {
 		res = "pass"
 	}
 	if r.NoData {
-		return []string{r.SLA.Label(), "0", "-", val(th), "-", "no data", "-", "-"}
+		return []string{r.SLA.Label(), "0", "-", fmtNum(th), "-", "no data", "-", "-"}
 	}
 	woc, share := "-", "-"
 	if a := r.Attribution; a != nil {
 		if a.ColdCount > 0 {
 			if a.WithoutColdCount > 0 {
-				woc = val(a.WithoutCold / div)
+				woc = fmtNum(a.WithoutCold / div)
 			}
 			if !r.Pass {
-				share = num(a.ColdShare*100, 0) + "%"
+				share = strconv.FormatFloat(a.ColdShare*100, 'f', 0, 64) + "%"
 			}
 		}
 	}
-	return []string{r.SLA.Label(), strconv.FormatUint(r.Count, 10), val(r.Measured / div), val(th),
+	return []string{r.SLA.Label(), strconv.FormatUint(r.Count, 10), fmtNum(r.Measured / div), fmtNum(th),
 		fmt.Sprintf("%+.1f%%", r.Deviation*100), res, woc, share}
 }
 
-func (rep *Report) renderCSV(w io.Writer) error {
+func renderReportCSV(w io.Writer, rep *stats.Report) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"table", "endpoint", "class", "start", "name", "stat", "value", "unit"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -265,7 +230,7 @@ func (rep *Report) renderCSV(w io.Writer) error {
 		c := &g.Counts
 		put("counts", "requests", "count", strconv.FormatInt(c.Requests, 10), "requests")
 		put("counts", "failed", "count", strconv.FormatInt(c.Failed, 10), "requests")
-		for _, k := range sortedKeys(c.Errors) {
+		for _, k := range slices.Sorted(maps.Keys(c.Errors)) {
 			put("counts", "error", k, strconv.FormatInt(c.Errors[k], 10), "requests")
 		}
 		for _, k := range slices.Sorted(maps.Keys(c.Reasons)) {
@@ -298,9 +263,9 @@ func (rep *Report) renderCSV(w io.Writer) error {
 		}
 	}
 	for _, r := range rep.SLAs {
-		unit, div := string(Tokens), 1.0
-		if r.SLA.Metric.Info().Unit == Nanoseconds {
-			unit, div = "ms", nsPerMs
+		unit, div := string(latency.Tokens), 1.0
+		if r.SLA.Metric.Info().Unit == latency.Nanoseconds {
+			unit, div = "ms", 1e6
 		}
 		put := func(stat, value, u string) {
 			_ = cw.Write([]string{"sla", r.SLA.Endpoint, r.SLA.Class, string(r.SLA.Starts), r.SLA.Label(), stat, value, u})
@@ -324,31 +289,4 @@ func (rep *Report) renderCSV(w io.Writer) error {
 	}
 	cw.Flush()
 	return cw.Error()
-}
-
-// errWriter keeps the first write error so that rendering code can print
-// freely and check once.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return len(p), nil
-	}
-	n, err := e.w.Write(p)
-	if err != nil {
-		e.err = err
-	}
-	return n, err
-}
-
-func sortedKeys(m map[string]int64) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
