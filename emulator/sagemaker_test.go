@@ -450,6 +450,19 @@ func TestSageMakerStreamErrorFirst(t *testing.T) {
 	assert.Equal(t, "ModelInvocationTimeExceeded", aws.ToString(mse.ErrorCode_))
 }
 
+// SageMaker Runtime documents no retry-after header: its throttling
+// answers carry none.
+func TestSageMakerThrottleHasNoRetryAfter(t *testing.T) {
+	s := start(t, Options{TimeScale: 0.001, Seed: 1})
+	for _, f := range []Fault{FaultThrottle, FaultQueueFull, FaultModelNotReady} {
+		resp, _ := sageMakerPost(t, s, "llama-3-8b", "invocations", map[string]string{HeaderInject: string(f)})
+		require.GreaterOrEqual(t, resp.StatusCode, 400, f)
+		for _, h := range []string{"Retry-After", "retry-after-ms", "x-ms-retry-after-ms", "x-amz-retry-after"} {
+			assert.Empty(t, resp.Header.Get(h), "%s: %s", f, h)
+		}
+	}
+}
+
 func TestSageMakerTargets(t *testing.T) {
 	plain := Endpoint{Name: "plain", Profile: DefaultEndpoints()[0].Profile}
 	multi := Endpoint{Name: "mme", Profile: plain.Profile,
