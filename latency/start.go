@@ -26,7 +26,9 @@ type StartReason string
 
 // Start reasons, strongest evidence first (see the package documentation).
 const (
-	// ReasonServerReported: the server said so in a header the adapter knows.
+	// ReasonServerReported: the server said so, in a report read from its
+	// response (cloudreq's CloudResponse.ServerStart, which a PostDeserialize
+	// hook that knows the server's report sets).
 	ReasonServerReported StartReason = "server-reported"
 	// ReasonNotReadyThenReady: an attempt was refused with a not-ready signal
 	// and a later attempt succeeded.
