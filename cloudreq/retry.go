@@ -43,7 +43,9 @@ type RetryOptions struct {
 	// MaxAttempts is the most attempts per call, first included (default 3;
 	// 1 disables retries). Attempts refused as not ready while ColdStartWait
 	// is on are counted apart and take none of them: a call may make
-	// MaxAttempts attempts that end otherwise besides its not-ready ones.
+	// MaxAttempts attempts that end otherwise besides its not-ready ones,
+	// and with MaxAttempts 1 it still waits a cold start out unless
+	// ColdStartWait is negative.
 	MaxAttempts int
 	// BaseDelay and MaxDelay shape the exponential backoff: before retry n
 	// the client waits a uniformly random time in [0, min(MaxDelay,
@@ -80,8 +82,9 @@ type RetryOptions struct {
 	// MaxAttempts.
 	ColdStartWait time.Duration
 	// ColdStartMaxDelay caps the backoff between not-ready retries
-	// (default 5 s). A cold call's measured overhead is late by at most
-	// this much when the server gives no retry delay.
+	// (default 5 s). When the server gives no retry delay, a cold call
+	// sees the model up, and its measured overhead ends, at most this
+	// much (and one attempt's time in flight) after the model came up.
 	ColdStartMaxDelay time.Duration
 }
 
