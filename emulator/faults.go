@@ -134,7 +134,8 @@ func abortConn(w http.ResponseWriter, reset bool) {
 //	OpenAI      Retry-After (whole seconds, rounded up, at least 1)
 //	SageMaker   none
 //	PAI-EAS     none
-//	Vertex      none (gRPC answers carry a RetryInfo detail instead)
+//	Vertex      none (its REST bodies and gRPC statuses carry a RetryInfo
+//	            detail instead)
 func retryAfterHeaders(h http.Header, p Provider, d time.Duration) {
 	if d <= 0 {
 		return
