@@ -227,8 +227,8 @@ func (s *Sample) Value(m Metric) (int64, bool) {
 //   - ScheduleLag = first attempt's send − intended send.
 //
 // A failed call (o.Err set) is measured as far as its timeline goes — a
-// stream cut mid-way keeps its TTFT and its gaps — but Recorder counts it
-// as an error and keeps it out of the latency distributions.
+// stream cut mid-way keeps its TTFT and its gaps — but stats.Recorder
+// counts it as an error and keeps it out of the latency distributions.
 func Measure(tl *Timeline, o Outcome) Sample {
 	s := Sample{Endpoint: o.Endpoint, Class: o.Class, Err: o.Err, Clock: ClockSend}
 	if o.Err == "" {
