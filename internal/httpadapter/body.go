@@ -152,19 +152,6 @@ func FirstHeader(h http.Header, names ...string) string {
 	return ""
 }
 
-// Head returns the CloudResponse known from a response's status and
-// headers: status, content type, metadata, request id (the first of
-// idHeaders present) and the headers themselves.
-func Head(resp *http.Response, keep, idHeaders []string) *cloudreq.CloudResponse {
-	return &cloudreq.CloudResponse{
-		StatusCode:  resp.StatusCode,
-		ContentType: resp.Header.Get("Content-Type"),
-		Metadata:    Metadata(resp.Header, keep...),
-		RequestID:   FirstHeader(resp.Header, idHeaders...),
-		Header:      resp.Header,
-	}
-}
-
 // IsEventStream reports whether a Content-Type is text/event-stream.
 func IsEventStream(contentType string) bool {
 	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(contentType)), "text/event-stream")
@@ -241,24 +228,4 @@ func URLForMessage(raw string) string {
 		return "(unparsable URL)"
 	}
 	return u.Scheme + "://" + u.Host + u.Path
-}
-
-// ReadResponse reads a successful response's body, at most limit bytes, into
-// out.Data. A read failure is a transport error and a longer body
-// ERR_PAYLOAD_TOO_LARGE, both carrying out's request id; name prefixes the
-// message ("openai").
-func ReadResponse(resp *http.Response, out *cloudreq.CloudResponse, provider, name string, limit int64) *errcodes.Error {
-	body, cut, err := ReadLimited(resp.Body, limit)
-	if err != nil {
-		e := TransportError(provider, err)
-		e.RequestID = out.RequestID
-		return e
-	}
-	if cut {
-		e := errcodes.Errorf(errcodes.PayloadTooLarge, "%s: response body exceeds %d bytes", name, limit)
-		e.Provider, e.HTTPStatus, e.RequestID = provider, resp.StatusCode, out.RequestID
-		return e
-	}
-	out.Data = body
-	return nil
 }

@@ -58,7 +58,7 @@ func TestMetadataAndHead(t *testing.T) {
 	m := Metadata(h, "x-request-id", "absent")
 	assert.Equal(t, map[string]string{"X-Request-Id": "r1"}, m, "the named headers only")
 	assert.Nil(t, Metadata(http.Header{}))
-	head := Head(&http.Response{StatusCode: 200, Header: h}, nil, []string{"absent", "X-Request-Id"})
+	head := New(Config{IDHeaders: []string{"absent", "X-Request-Id"}}).Head(&http.Response{StatusCode: 200, Header: h})
 	assert.Equal(t, "r1", head.RequestID)
 	assert.Equal(t, "application/json", head.ContentType)
 	assert.Equal(t, h, head.Header, "the headers as received")

@@ -69,14 +69,3 @@ func TuneTransport(t *http.Transport) {
 	t.IdleConnTimeout = DefaultIdleConnTimeout
 	t.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
 }
-
-// Client returns c and nil when c is set (the caller's client, which the
-// caller tunes and closes), and otherwise a new *http.Client on a
-// NewTransport with that transport, for the adapter to close.
-func Client(c *http.Client) (*http.Client, *http.Transport) {
-	if c != nil {
-		return c, nil
-	}
-	t := NewTransport()
-	return &http.Client{Transport: t}, t
-}

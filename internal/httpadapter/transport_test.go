@@ -29,12 +29,12 @@ func TestNewTransport(t *testing.T) {
 
 func TestClient(t *testing.T) {
 	mine := &http.Client{}
-	c, own := Client(mine)
-	assert.Same(t, mine, c)
-	assert.Nil(t, own, "a caller's client is not the adapter's to close")
-	c, own = Client(nil)
-	require.NotNil(t, own)
-	assert.Same(t, own, c.Transport)
+	c := New(Config{HTTPClient: mine})
+	assert.Same(t, mine, c.Client())
+	assert.Nil(t, c.OwnTransport(), "a caller's client is not the adapter's to close")
+	c = New(Config{})
+	require.NotNil(t, c.OwnTransport())
+	assert.Same(t, c.OwnTransport(), c.Client().Transport)
 }
 
 // TestResponseHeaderTimeout: a server that takes the request and never
@@ -50,10 +50,10 @@ func TestResponseHeaderTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	c, own := Client(nil)
-	defer own.CloseIdleConnections()
-	own.ResponseHeaderTimeout = 50 * time.Millisecond
-	resp, err := c.Get(srv.URL)
+	c := New(Config{})
+	defer c.Close()
+	c.OwnTransport().ResponseHeaderTimeout = 50 * time.Millisecond
+	resp, err := c.Client().Get(srv.URL)
 	if err == nil {
 		_ = resp.Body.Close()
 	}

@@ -47,12 +47,6 @@ const (
 	DefaultScope = "https://ml.azure.com/.default"
 	// DefaultAPIVersion is the api-version of serverless chat completions.
 	DefaultAPIVersion = "2024-05-01-preview"
-	// DefaultMaxErrorBytes bounds what is read of an error body.
-	DefaultMaxErrorBytes = httpadapter.DefaultMaxErrorBody
-	// DefaultMaxResponseBytes bounds a non-streaming response body.
-	DefaultMaxResponseBytes = httpadapter.DefaultMaxResponse
-	// DefaultMaxEventBytes bounds one SSE line and one event.
-	DefaultMaxEventBytes = 1 << 20
 
 	HeaderDeployment       = "azureml-model-deployment"
 	HeaderClientRequestID  = "x-ms-client-request-id"
@@ -73,6 +67,12 @@ const (
 	moduleName    = "cloudinfer/azureml"
 	moduleVersion = "v1"
 )
+
+// Limits bound what the adapter reads: MaxResponseBytes a non-streaming
+// response body (default 64 MiB), MaxErrorBytes an error body (default
+// 64 KiB; the rest is never read), MaxEventBytes one SSE line and event
+// (default 1 MiB). A field left zero takes its default.
+type Limits = httpadapter.Limits
 
 // Options configures an Adapter. Pass it to New; option functions change a
 // copy.
@@ -121,10 +121,9 @@ type Options struct {
 	ClientOptions policy.ClientOptions
 	// OmitStreamUsage leaves stream_options.include_usage out of streams.
 	OmitStreamUsage bool
-	// MaxResponseBytes, MaxErrorBytes and MaxEventBytes bound what is read.
-	MaxResponseBytes int64
-	MaxErrorBytes    int64
-	MaxEventBytes    int
+	// Limits bound what is read (o.MaxResponseBytes, o.MaxErrorBytes,
+	// o.MaxEventBytes).
+	Limits
 }
 
 // Adapter is the cloudreq adapter for Azure ML online endpoints. It
@@ -132,10 +131,8 @@ type Options struct {
 // io.Closer, and is safe for concurrent use.
 type Adapter struct {
 	opts   Options
+	core   *httpadapter.Core
 	pl     runtime.Pipeline
-	client *http.Client
-	own    *http.Transport        // the transport New built, nil for the caller's client
-	cred   bool                   // a credential is sent
 	lazy   *lazyDefaultCredential // the default credential, when used
 	tokens *tokenSource           // the token credential's wrapper, when used
 }
@@ -175,25 +172,24 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	if opts.ScoreDialect != ScoreMessages && opts.ScoreDialect != ScoreInputData {
 		return nil, invalid("unknown ScoreDialect %q (want %q or %q)", opts.ScoreDialect, ScoreMessages, ScoreInputData)
 	}
-	if opts.MaxResponseBytes <= 0 {
-		opts.MaxResponseBytes = DefaultMaxResponseBytes
-	}
-	if opts.MaxErrorBytes <= 0 {
-		opts.MaxErrorBytes = DefaultMaxErrorBytes
-	}
-	if opts.MaxEventBytes <= 0 {
-		opts.MaxEventBytes = DefaultMaxEventBytes
-	}
+	opts.Limits = opts.Limits.WithDefaults()
 	if n := btoi(opts.Key != "") + btoi(opts.Token != "") + btoi(opts.Credential != nil); n > 1 {
 		return nil, invalid("set only one of Key, Token and Credential")
 	}
-	a := &Adapter{opts: opts, cred: !opts.Anonymous}
-	a.client, a.own = httpadapter.Client(opts.HTTPClient)
-	if !strings.Contains(opts.EndpointURL, "{endpoint}") {
-		if _, _, err := a.checkRoot(opts.EndpointURL); err != nil {
-			return nil, err
-		}
-	} else if _, _, err := a.checkRoot(strings.NewReplacer("{endpoint}", "x", "{region}", "r").Replace(opts.EndpointURL)); err != nil {
+	cfg := httpadapter.Config{
+		Provider: cloudreq.ProviderAzure, Service: cloudreq.ServiceAzureML, Name: "azureml",
+		HTTPClient: opts.HTTPClient, Limits: opts.Limits, AllowInsecureHTTP: opts.AllowInsecureHTTP,
+		KeepHeaders: keepHeaders, IDHeaders: idHeaders, Errors: errorTable,
+	}
+	if !opts.Anonymous {
+		cfg.Credential = "an Azure credential (Anonymous sends none)"
+	}
+	a := &Adapter{opts: opts, core: httpadapter.New(cfg)}
+	root := opts.EndpointURL
+	if strings.Contains(root, "{endpoint}") {
+		root = strings.NewReplacer("{endpoint}", "x", "{region}", "r").Replace(root)
+	}
+	if _, _, err := a.core.CheckURL(root); err != nil {
 		return nil, err
 	}
 
@@ -219,7 +215,7 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	}
 	co := opts.ClientOptions
 	co.Retry = policy.RetryOptions{MaxRetries: -1}
-	co.Transport = boundedErrors{next: a.client, max: opts.MaxErrorBytes}
+	co.Transport = boundedErrors{next: a.core.Client(), max: opts.MaxErrorBytes}
 	co.InsecureAllowCredentialWithHTTP = opts.AllowInsecureHTTP
 	a.pl = runtime.NewPipeline(moduleName, moduleVersion, runtime.PipelineOptions{PerRetry: perRetry}, &co)
 	return a, nil
@@ -235,44 +231,16 @@ func btoi(b bool) int {
 // invalid returns an ERR_INVALID_PARAM error of provider azure (which its
 // text names: the message does not repeat it).
 func invalid(format string, args ...any) *errcodes.Error {
-	e := errcodes.Errorf(errcodes.InvalidParam, format, args...)
-	e.Provider = cloudreq.ProviderAzure
-	return e
-}
-
-// checkRoot validates an absolute root URL and the credential rule for it,
-// and returns it without user info, query, fragment or trailing slash, and
-// its raw query apart.
-func (a *Adapter) checkRoot(raw string) (root, query string, err error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", "", invalid("%q is not an absolute http(s) URL", httpadapter.URLForMessage(raw))
-	}
-	if u.Scheme == "http" && a.cred && !a.opts.AllowInsecureHTTP {
-		return "", "", invalid("refusing to send an Azure credential over plain http to %s; use https, set AllowInsecureHTTP for a local emulator, or Anonymous", u.Host)
-	}
-	query = u.RawQuery
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return strings.TrimRight(u.String(), "/"), query, nil
+	return httpadapter.Invalid(cloudreq.ProviderAzure, format, args...)
 }
 
 // Describe implements cloudreq.Adapter.
-func (a *Adapter) Describe() cloudreq.Description {
-	return cloudreq.Description{
-		Provider: cloudreq.ProviderAzure, Service: cloudreq.ServiceAzureML,
-		Actions: []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate},
-	}
-}
+func (a *Adapter) Describe() cloudreq.Description { return a.core.Describe() }
 
 // Close closes the idle connections of the transport the adapter built
 // for itself; a caller's Options.HTTPClient is left alone. Requests in
 // flight are not interrupted.
-func (a *Adapter) Close() error {
-	if a.own != nil {
-		a.own.CloseIdleConnections()
-	}
-	return nil
-}
+func (a *Adapter) Close() error { return a.core.Close() }
 
 // templateForMessage returns an endpoint URL template fit for an error
 // message: without user info, query or fragment, which may hold
@@ -304,7 +272,7 @@ func (a *Adapter) url(r *cloudreq.CloudRequest) (string, error) {
 	var err error
 	switch {
 	case httpadapter.IsAbsoluteURL(ep):
-		root, query, err = a.checkRoot(ep)
+		root, query, err = a.core.CheckURL(ep)
 		root = strings.TrimSuffix(strings.TrimSuffix(root, "/score"), "/chat/completions")
 	case ep == "":
 		return "", invalid("Target.Endpoint (the endpoint name or URL) is required")
@@ -313,7 +281,7 @@ func (a *Adapter) url(r *cloudreq.CloudRequest) (string, error) {
 		if strings.Contains(tmpl, "{region}") && a.opts.Region == "" {
 			return "", invalid("Options.Region is required by the endpoint URL template %s", templateForMessage(tmpl))
 		}
-		root, query, err = a.checkRoot(strings.NewReplacer("{endpoint}", url.PathEscape(ep), "{region}", a.opts.Region).Replace(tmpl))
+		root, query, err = a.core.CheckURL(strings.NewReplacer("{endpoint}", url.PathEscape(ep), "{region}", a.opts.Region).Replace(tmpl))
 	}
 	if err != nil {
 		return "", err
@@ -410,11 +378,11 @@ func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*ht
 	}
 	runtime.SkipBodyDownload(req) // bodies are read here, with bounds
 	h := req.Raw().Header
-	for k, vs := range r.Header {
-		for _, v := range vs {
-			h.Add(k, v)
-		}
+	accept := ""
+	if stream && a.chat() {
+		accept = "text/event-stream"
 	}
+	httpadapter.SetHeaders(h, call, accept)
 	body := call.Payload.Body
 	if body == nil && call.Payload.Reader != nil {
 		// azcore needs a seekable body; a one-shot body is made one.
@@ -422,18 +390,8 @@ func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*ht
 			return nil, errcodes.Wrap(err, errcodes.InvalidParam, "azureml: reading the request body failed")
 		}
 	}
-	ct := call.Payload.ContentType
-	if ct == "" {
-		ct = "application/json"
-	}
-	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), ct); err != nil {
+	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), httpadapter.ContentType(call.Payload)); err != nil {
 		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "azureml: setting the request body failed")
-	}
-	switch {
-	case call.Payload.Accept != "":
-		h.Set("Accept", call.Payload.Accept)
-	case stream && a.chat():
-		h.Set("Accept", "text/event-stream")
 	}
 	if v := r.Target.Variant; v != "" {
 		h.Set(HeaderDeployment, v)
@@ -452,11 +410,7 @@ func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*ht
 	if err != nil {
 		return nil, a.sendError(ctx, err)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		return nil, a.responseError(resp)
-	}
-	return resp, nil
+	return a.core.Check(resp)
 }
 
 var (
@@ -470,29 +424,21 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	out := httpadapter.Head(resp, keepHeaders, idHeaders)
-	if e := httpadapter.ReadResponse(resp, out, cloudreq.ProviderAzure, "azureml", a.opts.MaxResponseBytes); e != nil {
-		return nil, e
+	out, err := a.core.Read(resp)
+	if err != nil || !httpadapter.Decodes(out, call.Request.Action) {
+		return out, err
 	}
-	body := out.Data
-	generate := call.Request.Action == cloudreq.ActionGenerate
-	if !generate && !httpadapter.IsJSON(out.ContentType) {
-		return out, nil
-	}
-	res, err := decodeScore(body)
+	res, err := decodeScore(out.Data)
 	switch {
 	case err == nil && res.Error != nil:
-		return nil, a.bodyError(resp, *res.Error, out.RequestID)
+		return nil, bodyError(resp, *res.Error, out.RequestID)
 	case err == nil:
 		out.Text, out.FinishReason = res.Text, res.FinishReason
 		if res.Usage != nil {
 			out.Usage = *res.Usage
 		}
-	case generate:
-		e := unreadable(err)
-		e.HTTPStatus, e.RequestID = resp.StatusCode, out.RequestID
-		return nil, e
+	case call.Request.Action == cloudreq.ActionGenerate:
+		return nil, a.core.Unreadable(out, unreadableMsg, err)
 	}
 	return out, nil
 }
@@ -506,21 +452,18 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 	if err != nil {
 		return nil, err
 	}
-	head := httpadapter.Head(resp, keepHeaders, idHeaders)
-	cfg := httpadapter.StreamConfig{Provider: cloudreq.ProviderAzure, MaxFrame: a.opts.MaxEventBytes}
 	generate := call.Request.Action == cloudreq.ActionGenerate
-	switch {
-	case httpadapter.IsEventStream(head.ContentType):
-		cfg.Framing, cfg.Decoder = httpadapter.FramingSSE, httpadapter.TextDecoder{}
-		if generate || a.chatRoute(call.Request) {
-			cfg.Decoder = &openaiwire.StreamDecoder{Provider: cloudreq.ProviderAzure, RequestID: head.RequestID, Native: native(0), Class: streamClass}
+	return a.core.Stream(resp, func(head *cloudreq.CloudResponse) (httpadapter.Framing, httpadapter.Decoder) {
+		switch f := httpadapter.FramingOf(head.ContentType); {
+		case f == httpadapter.FramingSSE && (generate || a.chatRoute(call.Request)):
+			return f, &openaiwire.StreamDecoder{Provider: cloudreq.ProviderAzure, RequestID: head.RequestID, Native: native(0), Class: streamClass}
+		case f == httpadapter.FramingSSE:
+			return f, httpadapter.TextDecoder{}
+		case f == httpadapter.FramingWhole && generate:
+			return f, &wholeDecoder{}
 		}
-	case httpadapter.IsJSON(head.ContentType) && generate:
-		cfg.Framing, cfg.MaxFrame, cfg.Decoder = httpadapter.FramingWhole, int(a.opts.MaxResponseBytes), &wholeDecoder{}
-	default:
-		cfg.Framing, cfg.Decoder = httpadapter.FramingRaw, httpadapter.TextDecoder{}
-	}
-	return httpadapter.NewStream(head, resp.Body, cfg), nil
+		return httpadapter.FramingRaw, httpadapter.TextDecoder{}
+	}), nil
 }
 
 // boundedErrors is the pipeline's transport: it reads at most max bytes of

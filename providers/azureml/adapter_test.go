@@ -103,10 +103,10 @@ func TestUnreadableGenerateBody(t *testing.T) {
 		assert.Equal(t, "azure", e.Provider, body)
 
 		out := stream(t, a, generateReq())
-		require.ErrorAs(t, out.err, &e, body)
-		assert.Equal(t, errcodes.ModelError, e.Code, "%s: stream: %v", body, out.err)
+		require.ErrorAs(t, out.Err, &e, body)
+		assert.Equal(t, errcodes.ModelError, e.Code, "%s: stream: %v", body, out.Err)
 		assert.False(t, e.Retryable, body)
-		assert.Zero(t, out.content, body)
+		assert.Zero(t, out.Content(), body)
 	}
 }
 

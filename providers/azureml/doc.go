@@ -87,10 +87,11 @@
 //
 // Every error is an *errcodes.Error with Provider "azure"; for HTTP errors
 // the native error is an *azcore.ResponseError (errors.As), built from at
-// most Options.MaxErrorBytes of the body. The error code comes from the
-// x-ms-error-code header or the body's code — {"error":{"code","message"}},
-// the serverless {"status":422,"code":…,"detail":…,"message":…}, OpenAI
-// envelopes, {"message":…} or plain text — first, then from the status:
+// most Options.Limits.MaxErrorBytes of the body (64 KiB by default). The
+// error code comes from the x-ms-error-code header or the body's code —
+// {"error":{"code","message"}}, the serverless
+// {"status":422,"code":…,"detail":…,"message":…}, OpenAI envelopes,
+// {"message":…} or plain text — first, then from the status:
 //
 //	signal                                            code                   retryable
 //	code model_not_ready / ModelNotReady /            ERR_MODEL_NOT_READY    yes

@@ -108,24 +108,22 @@ func native(status int) func(openaiwire.ErrorBody) error {
 	}
 }
 
-// responseError maps a non-2xx response (its body already bounded by the
+// errorTable maps a non-2xx response (its body already bounded by the
 // transport) to an *errcodes.Error wrapping an *azcore.ResponseError.
-func (a *Adapter) responseError(resp *http.Response) *errcodes.Error {
-	body, _, _ := httpadapter.ReadLimited(resp.Body, a.opts.MaxErrorBytes)
-	rid := httpadapter.FirstHeader(resp.Header, idHeaders...)
+func errorTable(resp *http.Response, body []byte, rid string) *errcodes.Error {
 	eb, ok := openaiwire.ParseError(body)
 	if !ok {
 		eb = openaiwire.ErrorBody{Message: httpadapter.ErrorText(body, resp.Header.Get("Content-Type"))}
 	}
-	return a.fromBody(resp, body, eb, rid)
+	return fromBody(resp, body, eb, rid)
 }
 
 // bodyError maps an error object found in a 2xx body.
-func (a *Adapter) bodyError(resp *http.Response, eb openaiwire.ErrorBody, rid string) *errcodes.Error {
-	return a.fromBody(resp, nil, eb, rid)
+func bodyError(resp *http.Response, eb openaiwire.ErrorBody, rid string) *errcodes.Error {
+	return fromBody(resp, nil, eb, rid)
 }
 
-func (a *Adapter) fromBody(resp *http.Response, body []byte, eb openaiwire.ErrorBody, rid string) *errcodes.Error {
+func fromBody(resp *http.Response, body []byte, eb openaiwire.ErrorBody, rid string) *errcodes.Error {
 	headerCode := resp.Header.Get(HeaderErrorCode)
 	code := classify(resp.StatusCode, headerCode, eb)
 	if code == errcodes.ModelError && resp.StatusCode == http.StatusFailedDependency {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 )
 
 // TestErrorMapping holds the rows of the package doc's table.
@@ -132,7 +133,7 @@ func TestHugeErrorBodyIsReadBounded(t *testing.T) {
 	require.NoError(t, err)
 	_, err = client(t, a).Invoke(ctx(t), generateReq())
 	assert.ErrorIs(t, err, errcodes.Internal)
-	assert.LessOrEqual(t, body.n, int64(DefaultMaxErrorBytes+64<<10), "read %d bytes", body.n)
+	assert.LessOrEqual(t, body.n, int64(httpadapter.DefaultMaxErrorBody+64<<10), "read %d bytes", body.n)
 }
 
 func TestTransportError(t *testing.T) {

@@ -38,10 +38,6 @@ func FuzzErrorResponse(f *testing.F) {
 	f.Add(422, []byte(`{"status":422,"code":"parameter_not_supported","detail":{"a":1},"message":"m"}`), "application/json", "")
 	f.Add(424, []byte(``), "text/plain", "model_error")
 	f.Add(502, []byte(`<html><title>502</title></html>`), "text/html", "")
-	a, err := New(Options{Region: "r", Anonymous: true})
-	if err != nil {
-		f.Fatal(err)
-	}
 	f.Fuzz(func(t *testing.T, status int, body []byte, ct, errCode string) {
 		if status < 100 || status > 999 {
 			return
@@ -50,7 +46,7 @@ func FuzzErrorResponse(f *testing.F) {
 		resp := &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {ct}}, Body: io.NopCloser(bytes.NewReader(body)), Request: req}
 		resp.Header.Set(HeaderErrorCode, errCode)
 		resp.Header.Set(HeaderModelErrorReason, errCode)
-		e := a.responseError(resp)
+		e := errorTable(resp, body, "")
 		if !e.Code.Valid() || e.Provider != "azure" || e.HTTPStatus != status {
 			t.Fatalf("%+v", e)
 		}

@@ -1,91 +1,38 @@
 package azureml
 
 import (
-	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 const key = "aml-endpoint-key-secret"
 
 func server(t *testing.T, h http.HandlerFunc, optFns ...func(*Options)) (*Adapter, *httptest.Server) {
 	t.Helper()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	a, err := New(Options{EndpointURL: srv.URL + "/azureml/{endpoint}", Key: key, AllowInsecureHTTP: true}, optFns...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = a.Close() })
-	return a, srv
+	return providertest.Serve(t, h, func(url string) (*Adapter, error) {
+		return New(Options{EndpointURL: url + "/azureml/{endpoint}", Key: key, AllowInsecureHTTP: true}, optFns...)
+	})
 }
 
-func client(t *testing.T, a *Adapter) *cloudreq.Client {
-	t.Helper()
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}},
-		func(o *cloudreq.Options) { o.Retry.MaxAttempts, o.Retry.ColdStartWait = 1, -1 })
-	require.NoError(t, err)
-	return c
-}
+var (
+	client       = providertest.Client
+	ctx          = providertest.Context
+	writeFlushed = providertest.WriteFlushed
+)
 
 func generateReq() *cloudreq.CloudRequest {
-	return &cloudreq.CloudRequest{
-		Provider: cloudreq.ProviderAzure, Service: cloudreq.ServiceAzureML,
-		Action: cloudreq.ActionGenerate, Target: cloudreq.Target{Endpoint: "my-ep"},
-		Generate: &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "hi"}}, MaxTokens: 8},
-	}
+	return providertest.GenerateRequest(cloudreq.ProviderAzure, cloudreq.ServiceAzureML, cloudreq.Target{Endpoint: "my-ep"})
 }
 
 func invokeReq(body string) *cloudreq.CloudRequest {
-	return &cloudreq.CloudRequest{
-		Provider: cloudreq.ProviderAzure, Service: cloudreq.ServiceAzureML,
-		Action: cloudreq.ActionInvoke, Target: cloudreq.Target{Endpoint: "my-ep"},
-		Payload: cloudreq.Payload{Body: []byte(body)},
-	}
+	return providertest.InvokeRequest(cloudreq.ProviderAzure, cloudreq.ServiceAzureML, cloudreq.Target{Endpoint: "my-ep"}, body)
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
-func writeFlushed(w http.ResponseWriter, ct string, parts ...string) {
-	w.Header().Set("Content-Type", ct)
-	w.WriteHeader(http.StatusOK)
-	f := w.(http.Flusher)
-	for _, p := range parts {
-		_, _ = io.WriteString(w, p)
-		f.Flush()
-	}
-}
-
-type streamed struct {
-	text    string
-	content int
-	err     error
-	resp    *cloudreq.CloudResponse
-}
-
-func stream(t *testing.T, a *Adapter, r *cloudreq.CloudRequest) streamed {
+func stream(t *testing.T, a *Adapter, r *cloudreq.CloudRequest) providertest.Streamed {
 	t.Helper()
-	s, err := client(t, a).Stream(ctx(t), r)
-	if err != nil {
-		return streamed{err: err}
-	}
-	defer s.Close()
-	var out streamed
-	for i := 0; s.Next() && i < 1000; i++ {
-		out.text += s.Chunk().Text
-		if s.Chunk().Content {
-			out.content++
-		}
-	}
-	out.err, out.resp = s.Err(), s.Response()
-	return out
+	return providertest.Stream(t, client(t, a), r)
 }

@@ -6,7 +6,7 @@ import (
 	"errors"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
-	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 	"github.com/cloudinfer/cloudinfer/internal/openaiwire"
 )
 
@@ -95,14 +95,11 @@ func decodeScore(body []byte) (openaiwire.Result, error) {
 	return openaiwire.Result{}, errNoText
 }
 
-// unreadable is the error of a 2xx generate body that does not parse or
-// holds no generated text: the model (or its scoring script) answered
-// what no client can read, ERR_MODEL_ERROR, not retryable.
-func unreadable(err error) *errcodes.Error {
-	e := errcodes.Wrap(err, errcodes.ModelError, "azureml: the response holds no generated text: "+err.Error())
-	e.Provider, e.Retryable = cloudreq.ProviderAzure, false
-	return e
-}
+// unreadableMsg begins the error of a 2xx generate body that does not
+// parse or holds no generated text: the model (or its scoring script)
+// answered what no client can read, ERR_MODEL_ERROR, not retryable
+// (httpadapter.Malformed).
+const unreadableMsg = "azureml: the response holds no generated text"
 
 // wholeDecoder turns a whole JSON response, sent where a stream was asked
 // for, into one chunk.
@@ -119,7 +116,7 @@ func (d *wholeDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error) 
 	if err != nil {
 		// As for Invoke: a JSON body that holds no generated text (cut or
 		// malformed) is an error, not text.
-		return cloudreq.StreamChunk{}, false, unreadable(err)
+		return cloudreq.StreamChunk{}, false, httpadapter.Malformed(cloudreq.ProviderAzure, unreadableMsg, err)
 	}
 	return cloudreq.StreamChunk{Text: r.Text, Content: r.Content, FinishReason: r.FinishReason, Usage: r.Usage}, false, nil
 }

@@ -30,10 +30,10 @@ func TestStreamChat(t *testing.T) {
 		writeFlushed(w, "text/event-stream", sseRole, sseHello, sseEnd, sseUsage, sseDone)
 	}, func(o *Options) { o.API = APIChat })
 	out := stream(t, a, generateReq())
-	require.NoError(t, out.err)
-	assert.Equal(t, "Hello!", out.text)
-	assert.Equal(t, 2, out.content)
-	assert.Equal(t, cloudreq.Usage{InputTokens: 2, OutputTokens: 2, Source: "server"}, out.resp.Usage)
+	require.NoError(t, out.Err)
+	assert.Equal(t, "Hello!", out.Text())
+	assert.Equal(t, 2, out.Content())
+	assert.Equal(t, cloudreq.Usage{InputTokens: 2, OutputTokens: 2, Source: "server"}, out.Resp.Usage)
 	assert.Equal(t, "text/event-stream", s.accept)
 	assert.Contains(t, string(s.body), `"stream_options":{"include_usage":true}`)
 }
@@ -63,14 +63,14 @@ func TestStreamEndings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, _ := server(t, func(w http.ResponseWriter, r *http.Request) { writeFlushed(w, tt.ct, tt.parts...) })
 			out := stream(t, a, generateReq())
-			assert.Equal(t, tt.text, out.text)
+			assert.Equal(t, tt.text, out.Text())
 			if tt.want == "" {
-				assert.NoError(t, out.err)
+				assert.NoError(t, out.Err)
 				return
 			}
-			assert.Equal(t, tt.want, errcodes.Of(out.err), "%v", out.err)
+			assert.Equal(t, tt.want, errcodes.Of(out.Err), "%v", out.Err)
 			var e *errcodes.Error
-			require.ErrorAs(t, out.err, &e)
+			require.ErrorAs(t, out.Err, &e)
 			assert.Equal(t, "azure", e.Provider)
 		})
 	}
@@ -106,7 +106,7 @@ func TestStreamOpenError(t *testing.T) {
 		_, _ = w.Write([]byte(`{"error":{"code":"TooManyRequests","message":"slow"}}`))
 	})
 	out := stream(t, a, generateReq())
-	assert.Equal(t, errcodes.Throttled, errcodes.Of(out.err))
+	assert.Equal(t, errcodes.Throttled, errcodes.Of(out.Err))
 }
 
 // TestStreamInvokeDecoding: an invoke of /score passes each SSE event's
@@ -136,9 +136,9 @@ func TestStreamInvokeDecoding(t *testing.T) {
 			r := invokeReq(`{"anything":1}`)
 			r.Target.Path = tt.path
 			out := stream(t, a, r)
-			require.NoError(t, out.err)
-			assert.Equal(t, tt.text, out.text)
-			assert.Equal(t, tt.content, out.content)
+			require.NoError(t, out.Err)
+			assert.Equal(t, tt.text, out.Text())
+			assert.Equal(t, tt.content, out.Content())
 		})
 	}
 }
@@ -174,11 +174,11 @@ func TestStreamErrorEventClass(t *testing.T) {
 				}, func(o *Options) { o.API = APIChat })
 				out := stream(t, a, generateReq())
 				var e *errcodes.Error
-				require.ErrorAs(t, out.err, &e)
+				require.ErrorAs(t, out.Err, &e)
 				if first {
 					assert.Equal(t, tt.class, e.Code, "before content: %v", e)
 					assert.Equal(t, tt.retryable, e.Retryable, "before content")
-					assert.Zero(t, out.content)
+					assert.Zero(t, out.Content())
 					continue
 				}
 				assert.Equal(t, errcodes.StreamInterrupted, e.Code, "after content: %v", e)
@@ -223,9 +223,9 @@ func TestStreamChatExtraParameters(t *testing.T) {
 	var s seen
 	a, _ := server(t, modelInference(&s), func(o *Options) { o.API = APIChat })
 	out := stream(t, a, generateReq())
-	require.NoError(t, out.err)
-	assert.Equal(t, "Hello!", out.text)
-	assert.Equal(t, 2, out.resp.Usage.OutputTokens)
+	require.NoError(t, out.Err)
+	assert.Equal(t, "Hello!", out.Text())
+	assert.Equal(t, 2, out.Resp.Usage.OutputTokens)
 	assert.Contains(t, string(s.body), `"stream_options":{"include_usage":true}`)
 
 	var hdr http.Header
@@ -235,7 +235,7 @@ func TestStreamChatExtraParameters(t *testing.T) {
 	}, func(o *Options) { o.API = APIChat })
 	r := generateReq()
 	r.Header = http.Header{"Extra-Parameters": {"pass-through"}}
-	require.NoError(t, stream(t, a, r).err)
+	require.NoError(t, stream(t, a, r).Err)
 	assert.Equal(t, []string{"pass-through"}, hdr.Values("extra-parameters"), "the caller's choice stands")
 
 	for _, api := range []API{APIScore, APIChat} {
@@ -243,7 +243,7 @@ func TestStreamChatExtraParameters(t *testing.T) {
 			hdr = r.Header.Clone()
 			writeFlushed(w, "text/event-stream", sseRole, sseHello, sseEnd, sseDone)
 		}, func(o *Options) { o.API, o.OmitStreamUsage = api, api == APIChat })
-		require.NoError(t, stream(t, a, generateReq()).err)
+		require.NoError(t, stream(t, a, generateReq()).Err)
 		assert.Empty(t, hdr.Get("extra-parameters"), "no stream_options, no header (%s)", api)
 	}
 }

@@ -3,7 +3,6 @@ package openai
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
@@ -18,12 +17,6 @@ const (
 	DefaultBaseURL = "https://api.openai.com"
 	// DefaultPath is where requests go when Target.Path is empty.
 	DefaultPath = "/v1/chat/completions"
-	// DefaultMaxErrorBytes bounds what is read of an error body.
-	DefaultMaxErrorBytes = httpadapter.DefaultMaxErrorBody
-	// DefaultMaxResponseBytes bounds a non-streaming response body.
-	DefaultMaxResponseBytes = httpadapter.DefaultMaxResponse
-	// DefaultMaxEventBytes bounds one SSE line and one event.
-	DefaultMaxEventBytes = 1 << 20
 )
 
 // Headers the adapter reads.
@@ -34,6 +27,18 @@ const (
 	// HeaderProcessingMs is OpenAI's server processing time, kept in Metadata.
 	HeaderProcessingMs = "Openai-Processing-Ms"
 )
+
+// Limits bound what the adapter reads: MaxResponseBytes a non-streaming
+// response body (default 64 MiB), MaxErrorBytes an error body (default
+// 64 KiB; the rest is never read), MaxEventBytes one SSE line and event
+// (default 1 MiB). A field left zero takes its default.
+type Limits = httpadapter.Limits
+
+// APIError is the error an OpenAI-compatible server returned, as parsed
+// from its body (Provider "openai"): the native error every HTTP or
+// in-stream *errcodes.Error of this adapter wraps (reach it with
+// errors.As). The paieas adapter's errors wrap the same type.
+type APIError = httpadapter.APIError
 
 // Options configures an Adapter. Pass it to New; option functions change a
 // copy.
@@ -59,23 +64,19 @@ type Options struct {
 	// OmitStreamUsage leaves stream_options.include_usage out of generate
 	// streams, for servers that reject it; usage is then counted.
 	OmitStreamUsage bool
-	// MaxResponseBytes, MaxErrorBytes and MaxEventBytes bound what is read
-	// (defaults DefaultMaxResponseBytes, DefaultMaxErrorBytes,
-	// DefaultMaxEventBytes).
-	MaxResponseBytes int64
-	MaxErrorBytes    int64
-	MaxEventBytes    int
+	// Limits bound what is read (o.MaxResponseBytes, o.MaxErrorBytes,
+	// o.MaxEventBytes).
+	Limits
 }
 
 // Adapter is the cloudreq adapter for OpenAI-compatible servers. It
 // implements cloudreq.Adapter, cloudreq.Streamer, cloudreq.Encoder and
 // io.Closer, and is safe for concurrent use.
 type Adapter struct {
-	opts   Options
-	base   string // BaseURL without its query
-	query  string // BaseURL's query
-	client *http.Client
-	own    *http.Transport // the transport New built, nil for the caller's client
+	opts  Options
+	core  *httpadapter.Core
+	base  string // BaseURL without its query
+	query string // BaseURL's query
 }
 
 var (
@@ -102,18 +103,17 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
 	}
-	if opts.MaxResponseBytes <= 0 {
-		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	opts.Limits = opts.Limits.WithDefaults()
+	cfg := httpadapter.Config{
+		Provider: cloudreq.ProviderOpenAI, Service: cloudreq.ServiceOpenAICompatible, Name: "openai",
+		HTTPClient: opts.HTTPClient, Limits: opts.Limits, AllowInsecureHTTP: opts.AllowInsecureHTTP,
+		RequestIDHeader: HeaderRequestID, KeepHeaders: keepHeaders, IDHeaders: idHeaders, Errors: errorTable,
 	}
-	if opts.MaxErrorBytes <= 0 {
-		opts.MaxErrorBytes = DefaultMaxErrorBytes
+	if opts.APIKey != "" {
+		cfg.Credential = "the API key"
 	}
-	if opts.MaxEventBytes <= 0 {
-		opts.MaxEventBytes = DefaultMaxEventBytes
-	}
-	a := &Adapter{opts: opts}
-	a.client, a.own = httpadapter.Client(opts.HTTPClient)
-	base, query, err := a.checkBase(opts.BaseURL)
+	a := &Adapter{opts: opts, core: httpadapter.New(cfg)}
+	base, query, err := a.core.CheckURL(opts.BaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -121,46 +121,19 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	return a, nil
 }
 
-// checkBase validates a base URL and the credential rule for it, and
-// returns it without user info, query and fragment, and its query apart.
-func (a *Adapter) checkBase(raw string) (base, query string, err error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", "", invalid("base URL %q is not an absolute http(s) URL", httpadapter.URLForMessage(raw))
-	}
-	if u.Scheme == "http" && a.opts.APIKey != "" && !a.opts.AllowInsecureHTTP {
-		return "", "", invalid("refusing to send the API key over plain http to %s; use https, or set AllowInsecureHTTP for a local emulator", u.Host)
-	}
-	query = u.RawQuery
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
-	return strings.TrimRight(u.String(), "/"), query, nil
-}
-
 // invalid returns an ERR_INVALID_PARAM error of provider openai (which its
 // text names: the message does not repeat it).
 func invalid(format string, args ...any) *errcodes.Error {
-	e := errcodes.Errorf(errcodes.InvalidParam, format, args...)
-	e.Provider = cloudreq.ProviderOpenAI
-	return e
+	return httpadapter.Invalid(cloudreq.ProviderOpenAI, format, args...)
 }
 
 // Describe implements cloudreq.Adapter.
-func (a *Adapter) Describe() cloudreq.Description {
-	return cloudreq.Description{
-		Provider: cloudreq.ProviderOpenAI, Service: cloudreq.ServiceOpenAICompatible,
-		Actions: []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate},
-	}
-}
+func (a *Adapter) Describe() cloudreq.Description { return a.core.Describe() }
 
 // Close closes the idle connections of the transport the adapter built
 // for itself; a caller's Options.HTTPClient is left alone. Requests in
 // flight are not interrupted.
-func (a *Adapter) Close() error {
-	if a.own != nil {
-		a.own.CloseIdleConnections()
-	}
-	return nil
-}
+func (a *Adapter) Close() error { return a.core.Close() }
 
 // path returns the request's path: Target.Path or DefaultPath.
 func path(t cloudreq.Target) string {
@@ -205,7 +178,7 @@ func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payl
 func (a *Adapter) url(t cloudreq.Target) (string, error) {
 	base, query := a.base, a.query
 	if httpadapter.IsAbsoluteURL(t.Endpoint) {
-		b, q, err := a.checkBase(t.Endpoint)
+		b, q, err := a.core.CheckURL(t.Endpoint)
 		if err != nil {
 			return "", err
 		}
@@ -224,48 +197,22 @@ func (a *Adapter) url(t cloudreq.Target) (string, error) {
 
 // do sends one attempt and returns a 2xx response, or the mapped error.
 func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*http.Response, error) {
-	r := call.Request
-	u, err := a.url(r.Target)
+	u, err := a.url(call.Request.Target)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, call.Body())
-	if err != nil {
-		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "openai: building the request failed")
-	}
-	for k, vs := range r.Header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
+	r := httpadapter.Request{URL: u, Prepare: func(req *http.Request) {
+		if req.Header.Get("Accept") == "" {
+			req.Header.Set("Accept", "application/json")
 		}
+		if a.opts.APIKey != "" {
+			req.Header.Set("Authorization", "Bearer "+a.opts.APIKey)
+		}
+	}}
+	if stream {
+		r.Accept = "text/event-stream"
 	}
-	ct := call.Payload.ContentType
-	if ct == "" {
-		ct = "application/json"
-	}
-	req.Header.Set("Content-Type", ct)
-	switch {
-	case call.Payload.Accept != "":
-		req.Header.Set("Accept", call.Payload.Accept)
-	case stream:
-		req.Header.Set("Accept", "text/event-stream")
-	case req.Header.Get("Accept") == "":
-		req.Header.Set("Accept", "application/json")
-	}
-	if r.RequestID != "" && req.Header.Get(HeaderRequestID) == "" {
-		req.Header.Set(HeaderRequestID, r.RequestID)
-	}
-	if a.opts.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+a.opts.APIKey)
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return nil, httpadapter.TransportError(cloudreq.ProviderOpenAI, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		return nil, a.responseError(resp)
-	}
-	return resp, nil
+	return a.core.Do(ctx, call, r)
 }
 
 var (
@@ -283,28 +230,21 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	out := httpadapter.Head(resp, keepHeaders, idHeaders)
-	if e := httpadapter.ReadResponse(resp, out, cloudreq.ProviderOpenAI, "openai", a.opts.MaxResponseBytes); e != nil {
-		return nil, e
+	out, err := a.core.Read(resp)
+	if err != nil || !httpadapter.Decodes(out, call.Request.Action) {
+		return out, err
 	}
-	body := out.Data
-	if !httpadapter.IsJSON(out.ContentType) && call.Request.Action != cloudreq.ActionGenerate {
-		return out, nil
-	}
-	res, derr := openaiwire.Decode(body)
+	res, derr := openaiwire.Decode(out.Data)
 	switch {
 	case derr == nil && res.Error != nil:
-		return nil, a.bodyError(resp, *res.Error, out.RequestID)
+		return nil, bodyError(resp, *res.Error, out.RequestID)
 	case derr == nil:
 		out.Text, out.FinishReason = res.Text, res.FinishReason
 		if res.Usage != nil {
 			out.Usage = *res.Usage
 		}
 	case call.Request.Action == cloudreq.ActionGenerate:
-		e := httpadapter.Malformed(cloudreq.ProviderOpenAI, "openai: the response is not an OpenAI completion", derr)
-		e.HTTPStatus, e.RequestID = resp.StatusCode, out.RequestID
-		return nil, e
+		return nil, a.core.Unreadable(out, "openai: the response is not an OpenAI completion", derr)
 	}
 	return out, nil
 }
@@ -316,18 +256,11 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 	if err != nil {
 		return nil, err
 	}
-	head := httpadapter.Head(resp, keepHeaders, idHeaders)
-	cfg := httpadapter.StreamConfig{Provider: cloudreq.ProviderOpenAI, MaxFrame: a.opts.MaxEventBytes}
-	switch {
-	case httpadapter.IsEventStream(head.ContentType):
-		cfg.Framing = httpadapter.FramingSSE
-	case httpadapter.IsJSON(head.ContentType):
-		cfg.Framing, cfg.MaxFrame = httpadapter.FramingWhole, int(a.opts.MaxResponseBytes)
-	default:
-		cfg.Framing, cfg.Decoder = httpadapter.FramingRaw, httpadapter.TextDecoder{}
-	}
-	if cfg.Decoder == nil {
-		cfg.Decoder = &openaiwire.StreamDecoder{Provider: cloudreq.ProviderOpenAI, RequestID: head.RequestID, Native: native(0)}
-	}
-	return httpadapter.NewStream(head, resp.Body, cfg), nil
+	return a.core.Stream(resp, func(head *cloudreq.CloudResponse) (httpadapter.Framing, httpadapter.Decoder) {
+		f := httpadapter.FramingOf(head.ContentType)
+		if f == httpadapter.FramingRaw {
+			return f, httpadapter.TextDecoder{}
+		}
+		return f, &openaiwire.StreamDecoder{Provider: cloudreq.ProviderOpenAI, RequestID: head.RequestID, Native: native(0)}
+	}), nil
 }

@@ -35,7 +35,7 @@ func (l *loop) Close() error { return nil }
 func BenchmarkStreamChunk(b *testing.B) {
 	var body io.ReadCloser = &loop{b: []byte(helloChunk)}
 	s := httpadapter.NewStream(&cloudreq.CloudResponse{}, body, httpadapter.StreamConfig{
-		Provider: cloudreq.ProviderOpenAI, Framing: httpadapter.FramingSSE, MaxFrame: DefaultMaxEventBytes,
+		Provider: cloudreq.ProviderOpenAI, Framing: httpadapter.FramingSSE, MaxFrame: httpadapter.DefaultMaxEvent,
 		Decoder: &openaiwire.StreamDecoder{Provider: cloudreq.ProviderOpenAI},
 	})
 	b.SetBytes(int64(len(helloChunk)))

@@ -30,14 +30,16 @@
 // ERR_STREAM_INTERRUPTED, not retryable, its portable code in
 // Details["code"]. Either way its native code is kept in ProviderCode.
 //
-// Bodies are read with bounds: a response up to Options.MaxResponseBytes,
-// an error body up to Options.MaxErrorBytes (64 KiB; the rest is never
-// read), an SSE line or event up to Options.MaxEventBytes.
+// Bodies are read with the bounds of Options.Limits: a response up to
+// MaxResponseBytes (64 MiB), an error body up to MaxErrorBytes (64 KiB;
+// the rest is never read), an SSE line or event up to MaxEventBytes
+// (1 MiB).
 //
 // # Errors
 //
 // Every error is an *errcodes.Error with Provider "openai"; the native error
-// is an *APIError (errors.As) for HTTP and in-stream errors. The error body
+// is an *APIError (errors.As; the type paieas.APIError names too, its
+// Provider "openai") for HTTP and in-stream errors. The error body
 // is parsed in any of the OpenAI-compatible envelopes (current vLLM
 // {"error":{…,"code":400}}, older vLLM {"object":"error",…}, OpenAI
 // {"error":{…,"code":"…"}}, TGI {"error":"…","error_type":"…"}, whose

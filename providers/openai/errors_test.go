@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 )
 
 // TestErrorMapping holds the rows of the package doc's table.
@@ -135,7 +136,7 @@ func TestHugeErrorBodyIsReadBounded(t *testing.T) {
 	require.NoError(t, err)
 	_, err = client(t, a).Invoke(ctx(t), generateReq("m"))
 	assert.ErrorIs(t, err, errcodes.Internal)
-	assert.LessOrEqual(t, body.n, int64(DefaultMaxErrorBytes+64<<10), "read %d bytes of an endless error page", body.n)
+	assert.LessOrEqual(t, body.n, int64(httpadapter.DefaultMaxErrorBody+64<<10), "read %d bytes of an endless error page", body.n)
 	assert.Contains(t, err.Error(), "HTML error page")
 }
 

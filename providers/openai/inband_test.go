@@ -44,17 +44,17 @@ func TestInStreamErrorRows(t *testing.T) {
 			})
 			out := stream(t, a, generateReq("m"))
 			var e *errcodes.Error
-			require.True(t, errors.As(out.err, &e), "%s: %v", tt.name, out.err)
+			require.True(t, errors.As(out.Err, &e), "%s: %v", tt.name, out.Err)
 			assert.Equal(t, "openai", e.Provider, tt.name)
 			assert.Equal(t, tt.pcode, e.ProviderCode, tt.name)
 			var api *APIError
-			assert.True(t, errors.As(out.err, &api), tt.name)
+			assert.True(t, errors.As(out.Err, &api), tt.name)
 			if len(lead) < 2 {
-				assert.Equal(t, tt.want, e.Code, "%s after %d chunks: %v", tt.name, len(lead), out.err)
+				assert.Equal(t, tt.want, e.Code, "%s after %d chunks: %v", tt.name, len(lead), out.Err)
 				assert.Equal(t, tt.want.Retryable(), e.Retryable, tt.name)
 				continue
 			}
-			assert.Equal(t, errcodes.StreamInterrupted, e.Code, "%s after content: %v", tt.name, out.err)
+			assert.Equal(t, errcodes.StreamInterrupted, e.Code, "%s after content: %v", tt.name, out.Err)
 			assert.False(t, e.Retryable, tt.name)
 			assert.Equal(t, string(tt.want), e.Details["code"], tt.name)
 		}

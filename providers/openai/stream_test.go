@@ -24,39 +24,6 @@ const (
 	doneEvent  = "data: [DONE]\n\n"
 )
 
-type streamed struct {
-	chunks []cloudreq.StreamChunk
-	err    error
-	resp   *cloudreq.CloudResponse
-}
-
-// stream runs a generate stream through a cloudreq.Client.
-func stream(t *testing.T, a *Adapter, r *cloudreq.CloudRequest) streamed {
-	t.Helper()
-	s, err := client(t, a).Stream(ctx(t), r)
-	if err != nil {
-		return streamed{err: err}
-	}
-	defer s.Close()
-	var out streamed
-	for i := 0; s.Next() && i < 1000; i++ {
-		c := s.Chunk()
-		c.Data = append([]byte(nil), c.Data...)
-		out.chunks = append(out.chunks, c)
-	}
-	out.err = s.Err()
-	out.resp = s.Response()
-	return out
-}
-
-func text(chunks []cloudreq.StreamChunk) string {
-	var b strings.Builder
-	for _, c := range chunks {
-		b.WriteString(c.Text)
-	}
-	return b.String()
-}
-
 func TestStreamGenerate(t *testing.T) {
 	var body string
 	var accept string
@@ -70,25 +37,25 @@ func TestStreamGenerate(t *testing.T) {
 		}
 	})
 	out := stream(t, a, generateReq("m"))
-	require.NoError(t, out.err)
+	require.NoError(t, out.Err)
 	assert.Contains(t, body, `"stream":true`)
 	assert.Contains(t, body, `"stream_options":{"include_usage":true}`)
 	assert.Equal(t, "text/event-stream", accept)
 
-	require.Len(t, out.chunks, 4)
-	assert.False(t, out.chunks[0].Content, "role-only chunk is not content")
-	assert.True(t, out.chunks[1].Content)
-	assert.True(t, out.chunks[2].Content)
-	assert.Equal(t, "stop", out.chunks[2].FinishReason)
-	assert.False(t, out.chunks[3].Content, "usage-only chunk is not content")
-	require.NotNil(t, out.chunks[3].Usage)
-	assert.Contains(t, string(out.chunks[1].Data), `"Hello"`, "Data is the SSE data field")
-	assert.Equal(t, "Hello world", text(out.chunks))
+	require.Len(t, out.Chunks, 4)
+	assert.False(t, out.Chunks[0].Content, "role-only chunk is not content")
+	assert.True(t, out.Chunks[1].Content)
+	assert.True(t, out.Chunks[2].Content)
+	assert.Equal(t, "stop", out.Chunks[2].FinishReason)
+	assert.False(t, out.Chunks[3].Content, "usage-only chunk is not content")
+	require.NotNil(t, out.Chunks[3].Usage)
+	assert.Contains(t, string(out.Chunks[1].Data), `"Hello"`, "Data is the SSE data field")
+	assert.Equal(t, "Hello world", out.Text())
 
-	assert.Equal(t, cloudreq.Usage{InputTokens: 4, OutputTokens: 2, Source: "server"}, out.resp.Usage)
-	assert.Equal(t, "stop", out.resp.FinishReason)
-	assert.Equal(t, "s-1", out.resp.RequestID)
-	assert.Equal(t, 200, out.resp.StatusCode)
+	assert.Equal(t, cloudreq.Usage{InputTokens: 4, OutputTokens: 2, Source: "server"}, out.Resp.Usage)
+	assert.Equal(t, "stop", out.Resp.FinishReason)
+	assert.Equal(t, "s-1", out.Resp.RequestID)
+	assert.Equal(t, 200, out.Resp.StatusCode)
 }
 
 func TestStreamEndings(t *testing.T) {
@@ -118,14 +85,14 @@ func TestStreamEndings(t *testing.T) {
 				}
 			})
 			out := stream(t, a, generateReq("m"))
-			assert.Equal(t, tt.text, text(out.chunks))
+			assert.Equal(t, tt.text, out.Text())
 			if tt.want == "" {
-				assert.NoError(t, out.err)
+				assert.NoError(t, out.Err)
 				return
 			}
-			assert.Equal(t, tt.want, errcodes.Of(out.err), "%v", out.err)
+			assert.Equal(t, tt.want, errcodes.Of(out.Err), "%v", out.Err)
 			var e *errcodes.Error
-			require.True(t, errors.As(out.err, &e))
+			require.True(t, errors.As(out.Err, &e))
 			assert.Equal(t, "openai", e.Provider)
 		})
 	}
@@ -141,9 +108,9 @@ func TestStreamMidStreamError(t *testing.T) {
 		send(doneEvent)
 	})
 	out := stream(t, a, generateReq("m"))
-	assert.Equal(t, "Hello", text(out.chunks))
+	assert.Equal(t, "Hello", out.Text())
 	var e *errcodes.Error
-	require.True(t, errors.As(out.err, &e))
+	require.True(t, errors.As(out.Err, &e))
 	assert.Equal(t, errcodes.StreamInterrupted, e.Code)
 	assert.Equal(t, "InternalServerError", e.ProviderCode)
 	assert.Equal(t, "engine error during generation", e.Message)
@@ -151,7 +118,7 @@ func TestStreamMidStreamError(t *testing.T) {
 	assert.Equal(t, "s-err", e.RequestID)
 	assert.False(t, e.Retryable, "a chunk already reached the caller")
 	var api *APIError
-	require.True(t, errors.As(out.err, &api))
+	require.True(t, errors.As(out.Err, &api))
 	assert.Equal(t, 500, api.StatusCode)
 }
 
@@ -194,8 +161,8 @@ func TestStreamConnectionCut(t *testing.T) {
 		}
 	})
 	out := stream(t, a, generateReq("m"))
-	assert.Equal(t, "Hello", text(out.chunks))
-	assert.Equal(t, errcodes.StreamInterrupted, errcodes.Of(out.err), "%v", out.err)
+	assert.Equal(t, "Hello", out.Text())
+	assert.Equal(t, errcodes.StreamInterrupted, errcodes.Of(out.Err), "%v", out.Err)
 }
 
 func TestStreamCancelMidStream(t *testing.T) {
@@ -254,10 +221,10 @@ func TestStreamJSONResponse(t *testing.T) {
 		_, _ = io.WriteString(w, chatResponse)
 	})
 	out := stream(t, a, generateReq("m"))
-	require.NoError(t, out.err)
-	require.Len(t, out.chunks, 1)
-	assert.Equal(t, "Hello there", out.chunks[0].Text)
-	assert.Equal(t, 2, out.resp.Usage.OutputTokens)
+	require.NoError(t, out.Err)
+	require.Len(t, out.Chunks, 1)
+	assert.Equal(t, "Hello there", out.Chunks[0].Text)
+	assert.Equal(t, 2, out.Resp.Usage.OutputTokens)
 }
 
 func TestStreamEventTooLarge(t *testing.T) {
@@ -266,7 +233,7 @@ func TestStreamEventTooLarge(t *testing.T) {
 		send("data: " + strings.Repeat("x", 4096) + "\n\n")
 	}, func(o *Options) { o.MaxEventBytes = 1024 })
 	out := stream(t, a, generateReq("m"))
-	assert.Equal(t, errcodes.PayloadTooLarge, errcodes.Of(out.err), "%v", out.err)
+	assert.Equal(t, errcodes.PayloadTooLarge, errcodes.Of(out.Err), "%v", out.Err)
 }
 
 func TestStreamOpenError(t *testing.T) {
@@ -276,7 +243,7 @@ func TestStreamOpenError(t *testing.T) {
 		_, _ = io.WriteString(w, `{"error":{"message":"slow","type":"RateLimitError","code":429}}`)
 	})
 	out := stream(t, a, generateReq("m"))
-	assert.Equal(t, errcodes.Throttled, errcodes.Of(out.err))
+	assert.Equal(t, errcodes.Throttled, errcodes.Of(out.Err))
 }
 
 func TestStreamInvokeRaw(t *testing.T) {
@@ -289,8 +256,8 @@ func TestStreamInvokeRaw(t *testing.T) {
 		}
 	})
 	out := stream(t, a, invokeReq(`{"stream":true}`))
-	require.NoError(t, out.err)
-	assert.Equal(t, "one two", text(out.chunks))
+	require.NoError(t, out.Err)
+	assert.Equal(t, "one two", out.Text())
 }
 
 // TestStreamMidStreamTGIError: TGI's Messages API reports a failure during
@@ -303,13 +270,13 @@ func TestStreamMidStreamTGIError(t *testing.T) {
 		send(`data: {"error":"Request failed during generation: Server error: CUDA out of memory","error_type":"generation"}` + "\n\n")
 	})
 	out := stream(t, a, generateReq("m"))
-	assert.Equal(t, "Hello", text(out.chunks))
+	assert.Equal(t, "Hello", out.Text())
 	var e *errcodes.Error
-	require.True(t, errors.As(out.err, &e))
+	require.True(t, errors.As(out.Err, &e))
 	assert.Equal(t, errcodes.StreamInterrupted, e.Code)
 	assert.Equal(t, "generation", e.ProviderCode)
 	assert.Equal(t, "ERR_MODEL_ERROR", e.Details["code"])
 	var api *APIError
-	require.True(t, errors.As(out.err, &api))
+	require.True(t, errors.As(out.Err, &api))
 	assert.Equal(t, "generation", api.Type)
 }

@@ -72,15 +72,15 @@ const ExtraDialect = "dialect"
 const (
 	// OpenAIChatPath is the generate path of the OpenAI dialect.
 	OpenAIChatPath = "/v1/chat/completions"
-	// DefaultMaxErrorBytes bounds what is read of an error body.
-	DefaultMaxErrorBytes = httpadapter.DefaultMaxErrorBody
-	// DefaultMaxResponseBytes bounds a non-streaming response body.
-	DefaultMaxResponseBytes = httpadapter.DefaultMaxResponse
-	// DefaultMaxEventBytes bounds one SSE line or event, or one NUL record.
-	DefaultMaxEventBytes = 1 << 20
 	// HeaderRequestID is the request id header (sent and read).
 	HeaderRequestID = "X-Request-Id"
 )
+
+// Limits bound what the adapter reads: MaxResponseBytes a non-streaming
+// response body (default 64 MiB), MaxErrorBytes an error body (default
+// 64 KiB; the rest is never read), MaxEventBytes one SSE line or event,
+// or one NUL record (default 1 MiB). A field left zero takes its default.
+type Limits = httpadapter.Limits
 
 // Options configures an Adapter. Pass it to New; option functions change a
 // copy.
@@ -114,10 +114,9 @@ type Options struct {
 	// OmitStreamUsage leaves stream_options.include_usage out of OpenAI
 	// dialect streams.
 	OmitStreamUsage bool
-	// MaxResponseBytes, MaxErrorBytes and MaxEventBytes bound what is read.
-	MaxResponseBytes int64
-	MaxErrorBytes    int64
-	MaxEventBytes    int
+	// Limits bound what is read (o.MaxResponseBytes, o.MaxErrorBytes,
+	// o.MaxEventBytes).
+	Limits
 	// Now is the clock of the signature's Date header (default time.Now).
 	Now func() time.Time
 }
@@ -126,10 +125,9 @@ type Options struct {
 // cloudreq.Adapter, cloudreq.Streamer, cloudreq.Encoder and io.Closer, and
 // is safe for concurrent use.
 type Adapter struct {
-	opts   Options
-	base   string
-	client *http.Client
-	own    *http.Transport // the transport New built, nil for the caller's client
+	opts Options
+	core *httpadapter.Core
+	base string
 }
 
 var (
@@ -167,22 +165,21 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	default:
 		return nil, invalid("unknown LegacyStream %q", opts.LegacyStream)
 	}
-	if opts.MaxResponseBytes <= 0 {
-		opts.MaxResponseBytes = DefaultMaxResponseBytes
-	}
-	if opts.MaxErrorBytes <= 0 {
-		opts.MaxErrorBytes = DefaultMaxErrorBytes
-	}
-	if opts.MaxEventBytes <= 0 {
-		opts.MaxEventBytes = DefaultMaxEventBytes
-	}
+	opts.Limits = opts.Limits.WithDefaults()
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &Adapter{opts: opts}
-	a.client, a.own = httpadapter.Client(opts.HTTPClient)
+	cfg := httpadapter.Config{
+		Provider: cloudreq.ProviderAlibaba, Service: cloudreq.ServicePAIEAS, Name: "paieas",
+		HTTPClient: opts.HTTPClient, Limits: opts.Limits, AllowInsecureHTTP: opts.AllowInsecureHTTP,
+		RequestIDHeader: HeaderRequestID, KeepHeaders: keepHeaders, IDHeaders: idHeaders, Errors: errorTable,
+	}
+	if opts.Token != "" {
+		cfg.Credential = "the EAS token"
+	}
+	a := &Adapter{opts: opts, core: httpadapter.New(cfg)}
 	if opts.Endpoint != "" {
-		b, err := a.checkURL(opts.Endpoint)
+		b, _, err := a.core.CheckURL(opts.Endpoint)
 		if err != nil {
 			return nil, err
 		}
@@ -198,44 +195,19 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 
 func (d Dialect) valid() bool { return d == DialectOpenAI || d == DialectLegacy }
 
-// checkURL validates an absolute URL and the credential rule for it.
-func (a *Adapter) checkURL(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", invalid("%q is not an absolute http(s) URL", httpadapter.URLForMessage(raw))
-	}
-	if u.Scheme == "http" && a.opts.Token != "" && !a.opts.AllowInsecureHTTP {
-		return "", invalid("refusing to send the EAS token over plain http to %s; use https, or set AllowInsecureHTTP for a local emulator", u.Host)
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return strings.TrimRight(u.String(), "/"), nil
-}
-
 // invalid returns an ERR_INVALID_PARAM error of provider alibaba (which its
 // text names: the message does not repeat it).
 func invalid(format string, args ...any) *errcodes.Error {
-	e := errcodes.Errorf(errcodes.InvalidParam, format, args...)
-	e.Provider = cloudreq.ProviderAlibaba
-	return e
+	return httpadapter.Invalid(cloudreq.ProviderAlibaba, format, args...)
 }
 
 // Describe implements cloudreq.Adapter.
-func (a *Adapter) Describe() cloudreq.Description {
-	return cloudreq.Description{
-		Provider: cloudreq.ProviderAlibaba, Service: cloudreq.ServicePAIEAS,
-		Actions: []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate},
-	}
-}
+func (a *Adapter) Describe() cloudreq.Description { return a.core.Describe() }
 
 // Close closes the idle connections of the transport the adapter built
 // for itself; a caller's Options.HTTPClient is left alone. Requests in
 // flight are not interrupted.
-func (a *Adapter) Close() error {
-	if a.own != nil {
-		a.own.CloseIdleConnections()
-	}
-	return nil
-}
+func (a *Adapter) Close() error { return a.core.Close() }
 
 // dialect returns the generate dialect of r.
 func (a *Adapter) dialect(r *cloudreq.CloudRequest) (Dialect, error) {
@@ -273,7 +245,7 @@ func (a *Adapter) url(r *cloudreq.CloudRequest) (string, error) {
 	var base string
 	switch {
 	case httpadapter.IsAbsoluteURL(svc):
-		b, err := a.checkURL(svc)
+		b, _, err := a.core.CheckURL(svc)
 		if err != nil {
 			return "", err
 		}
@@ -338,70 +310,39 @@ func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*ht
 	if err != nil {
 		return nil, err
 	}
-	body := call.Body()
+	openaiPath := isOpenAIPath(a.subPath(r))
+	req := httpadapter.Request{URL: u}
+	if stream && openaiPath {
+		req.Accept = "text/event-stream"
+	}
+	tok := a.opts.Token
 	var raw []byte
-	if a.opts.Auth == AuthSignature && a.opts.Token != "" {
+	if a.opts.Auth == AuthSignature && tok != "" {
 		// The signature covers the body's MD5: it must be in memory.
 		if raw = call.Payload.Body; raw == nil {
-			if raw, err = io.ReadAll(body); err != nil {
+			if raw, err = io.ReadAll(call.Body()); err != nil {
 				return nil, errcodes.Wrap(err, errcodes.InvalidParam, "paieas: reading the request body failed")
 			}
 		}
-		body = bytes.NewReader(raw)
+		req.Body = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, body)
-	if err != nil {
-		return nil, errcodes.Wrap(err, errcodes.InvalidParam, "paieas: building the request failed")
-	}
-	for k, vs := range r.Header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	ct := call.Payload.ContentType
-	if ct == "" {
-		ct = "application/json"
-	}
-	req.Header.Set("Content-Type", ct)
-	switch {
-	case call.Payload.Accept != "":
-		req.Header.Set("Accept", call.Payload.Accept)
-	case stream && isOpenAIPath(a.subPath(r)):
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	if r.RequestID != "" && req.Header.Get(HeaderRequestID) == "" {
-		req.Header.Set(HeaderRequestID, r.RequestID)
-	}
-	if tok := a.opts.Token; tok != "" {
-		switch a.opts.Auth {
-		case AuthToken:
+	req.Prepare = func(req *http.Request) {
+		switch {
+		case tok == "":
+		case a.opts.Auth == AuthToken, a.opts.Auth == AuthAuto && !openaiPath:
 			req.Header.Set("Authorization", tok)
-		case AuthBearer:
+		case a.opts.Auth == AuthBearer, a.opts.Auth == AuthAuto:
 			req.Header.Set("Authorization", "Bearer "+tok)
-		case AuthSignature:
+		case a.opts.Auth == AuthSignature:
 			date := a.opts.Now().UTC().Format(http.TimeFormat)
 			auth, sum := sign(tok, req.URL.Path, date, raw)
 			req.Header.Set("Content-Type", signedContentType)
 			req.Header.Set("Content-MD5", sum)
 			req.Header.Set("Date", date)
 			req.Header.Set("Authorization", auth)
-		default:
-			if isOpenAIPath(a.subPath(r)) {
-				req.Header.Set("Authorization", "Bearer "+tok)
-			} else {
-				req.Header.Set("Authorization", tok)
-			}
 		}
 	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return nil, httpadapter.TransportError(cloudreq.ProviderAlibaba, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		return nil, a.responseError(resp)
-	}
-	return resp, nil
+	return a.core.Do(ctx, call, req)
 }
 
 var (
@@ -416,30 +357,27 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	out := httpadapter.Head(resp, keepHeaders, idHeaders)
-	if e := httpadapter.ReadResponse(resp, out, cloudreq.ProviderAlibaba, "paieas", a.opts.MaxResponseBytes); e != nil {
-		return nil, e
+	out, err := a.core.Read(resp)
+	if err != nil {
+		return nil, err
 	}
 	body := out.Data
 	generate := call.Request.Action == cloudreq.ActionGenerate
 	if d, _ := a.dialect(call.Request); generate && d == DialectLegacy {
 		text, err := decodeLegacy(body)
 		if err != nil {
-			e := httpadapter.Malformed(cloudreq.ProviderAlibaba, "paieas: the response is not {\"response\":…}", err)
-			e.HTTPStatus, e.RequestID = resp.StatusCode, out.RequestID
-			return nil, e
+			return nil, a.core.Unreadable(out, "paieas: the response is not {\"response\":…}", err)
 		}
 		out.Text = text
 		return out, nil
 	}
-	if !generate && !httpadapter.IsJSON(out.ContentType) {
+	if !httpadapter.Decodes(out, call.Request.Action) {
 		return out, nil
 	}
 	res, derr := openaiwire.Decode(body)
 	switch {
 	case derr == nil && res.Error != nil:
-		return nil, a.bodyError(resp, *res.Error, out.RequestID)
+		return nil, bodyError(resp, *res.Error, out.RequestID)
 	case derr == nil:
 		out.Text, out.FinishReason = res.Text, res.FinishReason
 		if res.Usage != nil {
@@ -449,9 +387,7 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 			out.Text, _ = decodeLegacy(body)
 		}
 	case generate:
-		e := httpadapter.Malformed(cloudreq.ProviderAlibaba, "paieas: the response is not an OpenAI completion", derr)
-		e.HTTPStatus, e.RequestID = resp.StatusCode, out.RequestID
-		return nil, e
+		return nil, a.core.Unreadable(out, "paieas: the response is not an OpenAI completion", derr)
 	}
 	return out, nil
 }
@@ -462,13 +398,17 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 	if err != nil {
 		return nil, err
 	}
-	head := httpadapter.Head(resp, keepHeaders, idHeaders)
-	r := call.Request
+	return a.core.Stream(resp, func(head *cloudreq.CloudResponse) (httpadapter.Framing, httpadapter.Decoder) {
+		return a.framing(call.Request, head)
+	}), nil
+}
+
+// framing says how a stream's body is framed and decoded: by
+// Options.StreamFormat, else by its Content-Type and the dialect.
+func (a *Adapter) framing(r *cloudreq.CloudRequest, head *cloudreq.CloudResponse) (httpadapter.Framing, httpadapter.Decoder) {
 	d, _ := a.dialect(r)
 	legacy := r.Action == cloudreq.ActionGenerate && d == DialectLegacy
-	openaiPath := isOpenAIPath(a.subPath(r))
-	cfg := httpadapter.StreamConfig{Provider: cloudreq.ProviderAlibaba, MaxFrame: a.opts.MaxEventBytes}
-
+	openai := isOpenAIPath(a.subPath(r)) || r.Action == cloudreq.ActionGenerate
 	format := a.opts.StreamFormat
 	if format == StreamAuto {
 		switch {
@@ -480,30 +420,20 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 			format = StreamPlain
 		}
 	}
-	openaiDec := func() httpadapter.Decoder {
-		return &openaiwire.StreamDecoder{Provider: cloudreq.ProviderAlibaba, RequestID: head.RequestID, Native: native(0)}
-	}
+	openaiDec := &openaiwire.StreamDecoder{Provider: cloudreq.ProviderAlibaba, RequestID: head.RequestID, Native: native(0)}
 	switch {
+	case format == StreamSSE && legacy:
+		return httpadapter.FramingSSE, &legacyDecoder{mode: a.opts.LegacyStream}
+	case format == StreamSSE && openai:
+		return httpadapter.FramingSSE, openaiDec
 	case format == StreamSSE:
-		cfg.Framing = httpadapter.FramingSSE
-		if legacy {
-			cfg.Decoder = &legacyDecoder{mode: a.opts.LegacyStream}
-		} else if openaiPath || r.Action == cloudreq.ActionGenerate {
-			cfg.Decoder = openaiDec()
-		} else {
-			cfg.Decoder = httpadapter.TextDecoder{}
-		}
+		return httpadapter.FramingSSE, httpadapter.TextDecoder{}
+	case format == StreamNUL && (legacy || !isOpenAIPath(a.subPath(r))):
+		return httpadapter.FramingNUL, &legacyDecoder{mode: a.opts.LegacyStream, raw: !legacy}
 	case format == StreamNUL:
-		cfg.Framing = httpadapter.FramingNUL
-		if legacy || !openaiPath {
-			cfg.Decoder = &legacyDecoder{mode: a.opts.LegacyStream, raw: !legacy}
-		} else {
-			cfg.Decoder = openaiDec()
-		}
-	case !legacy && (openaiPath || r.Action == cloudreq.ActionGenerate) && httpadapter.IsJSON(head.ContentType):
-		cfg.Framing, cfg.MaxFrame, cfg.Decoder = httpadapter.FramingWhole, int(a.opts.MaxResponseBytes), openaiDec()
-	default:
-		cfg.Framing, cfg.Decoder = httpadapter.FramingRaw, httpadapter.TextDecoder{}
+		return httpadapter.FramingNUL, openaiDec
+	case !legacy && openai && httpadapter.IsJSON(head.ContentType):
+		return httpadapter.FramingWhole, openaiDec
 	}
-	return httpadapter.NewStream(head, resp.Body, cfg), nil
+	return httpadapter.FramingRaw, httpadapter.TextDecoder{}
 }

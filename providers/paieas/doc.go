@@ -41,13 +41,14 @@
 // # Errors
 //
 // Every error is an *errcodes.Error with Provider "alibaba" wrapping an
-// *APIError for HTTP errors. EAS gateway bodies are plain text
-// ("Authorization Failed", "request is discarded because the queue is
-// full"), which becomes the message (cut to 512 bytes; at most
-// Options.MaxErrorBytes of a body are read). An OpenAI-style JSON body from
-// the model server behind an /v1 sub-path is parsed first and its specific
-// codes (insufficient_quota, rate_limit_exceeded, model_not_ready, …) win.
-// Then the status decides:
+// *APIError (errors.As; the type openai.APIError names too, its Provider
+// "alibaba") for HTTP and in-stream errors. EAS gateway bodies are plain
+// text ("Authorization Failed", "request is discarded because the queue
+// is full"), which becomes the message (cut to 512 bytes; at most
+// Options.Limits.MaxErrorBytes of a body, 64 KiB by default, are read).
+// An OpenAI-style JSON body from the model server behind an /v1 sub-path
+// is parsed first and its specific codes (insufficient_quota,
+// rate_limit_exceeded, model_not_ready, …) win. Then the status decides:
 //
 //	HTTP  meaning                                  code                   retryable
 //	400   bad request / processor exception        ERR_INVALID_PARAM      no

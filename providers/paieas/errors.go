@@ -15,43 +15,24 @@ import (
 // full" status.
 const StatusQueueFull = 450
 
-// APIError is an error PAI-EAS (or the model server behind it) returned.
-// It is the native error every HTTP or in-stream *errcodes.Error of this
-// adapter wraps (reach it with errors.As).
-type APIError struct {
-	// StatusCode is the HTTP status (0 for an in-stream error).
-	StatusCode int
-	// Code and Type are an OpenAI-style body's code and type, if any.
-	Code, Type string
-	// Message is the body's message or text.
-	Message string
-}
+// APIError is an error PAI-EAS (or the model server behind it) returned
+// (Provider "alibaba"): the native error every HTTP or in-stream
+// *errcodes.Error of this adapter wraps (reach it with errors.As). Code and
+// Type are an OpenAI-style body's code and type, if any; StatusCode is 0
+// for an in-stream error. The openai adapter's errors wrap the same type.
+type APIError = httpadapter.APIError
 
-// Error implements error.
-func (e *APIError) Error() string {
-	s := "paieas: HTTP " + strconv.Itoa(e.StatusCode)
-	if e.StatusCode == 0 {
-		s = "paieas: in-stream error"
+// apiError wraps a parsed body as an *APIError of status (0: the status
+// the body states).
+func apiError(status int, b openaiwire.ErrorBody) *APIError {
+	if status != 0 {
+		b.Status = status
 	}
-	if c := e.Code; c != "" {
-		s += " " + c
-	} else if e.Type != "" {
-		s += " " + e.Type
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
+	return &APIError{Provider: cloudreq.ProviderAlibaba, StatusCode: b.Status, Code: b.Code, Type: b.Type, Param: b.Param, Message: b.Message}
 }
 
 func native(status int) func(openaiwire.ErrorBody) error {
-	return func(b openaiwire.ErrorBody) error {
-		s := status
-		if s == 0 {
-			s = b.Status
-		}
-		return &APIError{StatusCode: s, Code: b.Code, Type: b.Type, Message: b.Message}
-	}
+	return func(b openaiwire.ErrorBody) error { return apiError(status, b) }
 }
 
 // statusCodes is the PAI-EAS status table (see the package doc).
@@ -90,22 +71,20 @@ func statusCode(status int) errcodes.Code {
 	return errcodes.ForHTTPStatus(status)
 }
 
-// responseError maps a non-2xx response; it reads at most MaxErrorBytes of
-// its body.
-func (a *Adapter) responseError(resp *http.Response) *errcodes.Error {
-	body, _, _ := httpadapter.ReadLimited(resp.Body, a.opts.MaxErrorBytes)
-	rid := httpadapter.FirstHeader(resp.Header, idHeaders...)
+// errorTable maps a non-2xx response from the body read of it: an
+// OpenAI-style error envelope, else its text.
+func errorTable(resp *http.Response, body []byte, rid string) *errcodes.Error {
 	eb, ok := openaiwire.ParseError(body)
 	if !ok {
 		eb = openaiwire.ErrorBody{Message: httpadapter.ErrorText(body, resp.Header.Get("Content-Type"))}
 	}
-	return a.bodyError(resp, eb, rid)
+	return bodyError(resp, eb, rid)
 }
 
 // bodyError maps an error body: an OpenAI-style specific code (quota,
 // rate limit, bad key, unknown model, not ready) first, then the status
 // table.
-func (a *Adapter) bodyError(resp *http.Response, eb openaiwire.ErrorBody, rid string) *errcodes.Error {
+func bodyError(resp *http.Response, eb openaiwire.ErrorBody, rid string) *errcodes.Error {
 	code := statusCode(resp.StatusCode)
 	if resp.StatusCode == http.StatusServiceUnavailable && notReady(eb) {
 		code = errcodes.ModelNotReady

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 )
 
 // TestErrorMapping holds the rows of the package doc's table.
@@ -130,7 +131,7 @@ func TestHugeErrorBodyIsReadBounded(t *testing.T) {
 	require.NoError(t, err)
 	_, err = client(t, a).Invoke(ctx(t), generateReq())
 	assert.ErrorIs(t, err, errcodes.Unavailable, "a 503 that does not say no instance is ready")
-	assert.LessOrEqual(t, body.n, int64(DefaultMaxErrorBytes+64<<10))
+	assert.LessOrEqual(t, body.n, int64(httpadapter.DefaultMaxErrorBody+64<<10))
 	var e *errcodes.Error
 	require.True(t, errors.As(err, &e))
 	assert.LessOrEqual(t, len(e.Message), 600)

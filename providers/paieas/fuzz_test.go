@@ -52,17 +52,12 @@ func FuzzErrorBody(f *testing.F) {
 	f.Add(503, []byte(`{"error":{"message":"m","type":"ServiceUnavailableError","code":503}}`), "application/json")
 	f.Add(502, []byte("<html><title>502</title></html>"), "text/html")
 	f.Add(429, []byte(`{"error":{"code":"insufficient_quota"}}`), "application/json")
-	a, err := New(Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
 	f.Fuzz(func(t *testing.T, status int, body []byte, ct string) {
 		if status < 100 || status > 999 {
 			return
 		}
 		resp := &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {ct}}, Body: http.NoBody}
-		resp.Body = nopCloser{bytes.NewReader(body)}
-		e := a.responseError(resp)
+		e := errorTable(resp, body, "")
 		if !e.Code.Valid() || e.Provider != "alibaba" || e.HTTPStatus != status {
 			t.Fatalf("%+v", e)
 		}
@@ -71,7 +66,3 @@ func FuzzErrorBody(f *testing.F) {
 		}
 	})
 }
-
-type nopCloser struct{ *bytes.Reader }
-
-func (nopCloser) Close() error { return nil }

@@ -43,15 +43,15 @@ func TestStreamErrorBeforeContent(t *testing.T) {
 			}
 			out := stream(t, a, r)
 			var e *errcodes.Error
-			require.ErrorAs(t, out.err, &e)
-			assert.Equal(t, tc.want, e.Code, "%v", out.err)
+			require.ErrorAs(t, out.Err, &e)
+			assert.Equal(t, tc.want, e.Code, "%v", out.Err)
 			assert.Equal(t, "alibaba", e.Provider)
 			if tc.code == "" {
-				assert.Zero(t, out.content)
+				assert.Zero(t, out.Content())
 				assert.Equal(t, tc.want.Retryable(), e.Retryable)
 				return
 			}
-			assert.Positive(t, out.content)
+			assert.Positive(t, out.Content())
 			assert.False(t, e.Retryable)
 			assert.Equal(t, tc.code, e.Details["code"])
 		})
@@ -86,15 +86,15 @@ func TestMalformedGenerateBody(t *testing.T) {
 	})
 	out := stream(t, a, legacyReq())
 	var e *errcodes.Error
-	require.ErrorAs(t, out.err, &e)
-	assert.Equal(t, errcodes.ModelError, e.Code, "%v", out.err)
+	require.ErrorAs(t, out.Err, &e)
+	assert.Equal(t, errcodes.ModelError, e.Code, "%v", out.Err)
 	assert.False(t, e.Retryable)
 
 	a, _ = server(t, func(w http.ResponseWriter, r *http.Request) {
 		writeFlushed(w, "application/json", `{"response":"a"}`+"\x00", `{"respo`+"\x00")
 	})
 	out = stream(t, a, legacyReq())
-	require.ErrorAs(t, out.err, &e)
-	assert.Equal(t, errcodes.StreamInterrupted, e.Code, "%v", out.err)
+	require.ErrorAs(t, out.Err, &e)
+	assert.Equal(t, errcodes.StreamInterrupted, e.Code, "%v", out.Err)
 	assert.False(t, e.Retryable)
 }

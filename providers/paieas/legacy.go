@@ -156,7 +156,7 @@ func inStreamError(eb openaiwire.ErrorBody, afterContent bool) *errcodes.Error {
 	if msg == "" {
 		msg = "the service reported an error mid-stream"
 	}
-	native := &APIError{StatusCode: eb.Status, Code: eb.Code, Type: eb.Type, Message: eb.Message}
+	native := apiError(0, eb)
 	class := openaiwire.Classify(0, eb)
 	if !afterContent {
 		e := errcodes.Wrap(native, class, msg)

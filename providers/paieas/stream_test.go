@@ -28,11 +28,11 @@ func TestStreamOpenAISSE(t *testing.T) {
 		writeFlushed(w, "text/event-stream", sseRole, sseHello, sseEnd, sseUsage, sseDone)
 	})
 	out := stream(t, a, generateReq())
-	require.NoError(t, out.err)
+	require.NoError(t, out.Err)
 	assert.Equal(t, "text/event-stream", accept)
-	assert.Equal(t, "Hello!", out.text())
-	assert.Equal(t, 2, out.content)
-	assert.Equal(t, cloudreq.Usage{InputTokens: 2, OutputTokens: 2, Source: "server"}, out.resp.Usage)
+	assert.Equal(t, "Hello!", out.Text())
+	assert.Equal(t, 2, out.Content())
+	assert.Equal(t, cloudreq.Usage{InputTokens: 2, OutputTokens: 2, Source: "server"}, out.Resp.Usage)
 }
 
 func TestStreamOpenAITruncatedAndMidStreamError(t *testing.T) {
@@ -40,19 +40,19 @@ func TestStreamOpenAITruncatedAndMidStreamError(t *testing.T) {
 		writeFlushed(w, "text/event-stream", sseRole, sseHello)
 	})
 	out := stream(t, a, generateReq())
-	assert.Equal(t, errcodes.StreamInterrupted, errcodes.Of(out.err), "%v", out.err)
+	assert.Equal(t, errcodes.StreamInterrupted, errcodes.Of(out.Err), "%v", out.Err)
 
 	a, _ = server(t, func(w http.ResponseWriter, r *http.Request) {
 		writeFlushed(w, "text/event-stream", sseHello, `data: {"error":{"message":"boom","type":"InternalServerError","code":500}}`+"\n\n", sseDone)
 	})
 	out = stream(t, a, generateReq())
 	var e *errcodes.Error
-	require.ErrorAs(t, out.err, &e)
+	require.ErrorAs(t, out.Err, &e)
 	assert.Equal(t, errcodes.StreamInterrupted, e.Code)
 	assert.Equal(t, "alibaba", e.Provider)
 	assert.Equal(t, "InternalServerError", e.ProviderCode)
 	var api *APIError
-	assert.ErrorAs(t, out.err, &api)
+	assert.ErrorAs(t, out.Err, &api)
 }
 
 func TestStreamLegacyNUL(t *testing.T) {
@@ -87,12 +87,12 @@ func TestStreamLegacyNUL(t *testing.T) {
 			}, func(o *Options) { o.LegacyStream = tt.mode })
 			out := stream(t, a, legacyReq())
 			assert.Equal(t, "/api/predict/llm-svc", path)
-			assert.Equal(t, tt.want, out.texts)
+			assert.Equal(t, tt.want, out.Texts())
 			if tt.err == "" {
-				assert.NoError(t, out.err)
-				assert.Equal(t, "counted", out.resp.Usage.Source)
+				assert.NoError(t, out.Err)
+				assert.Equal(t, "counted", out.Resp.Usage.Source)
 			} else {
-				assert.Equal(t, tt.err, errcodes.Of(out.err), "%v", out.err)
+				assert.Equal(t, tt.err, errcodes.Of(out.Err), "%v", out.Err)
 			}
 		})
 	}
@@ -103,24 +103,24 @@ func TestStreamPlainAndForcedFormats(t *testing.T) {
 		writeFlushed(w, "text/plain", "part one, ", "part two")
 	})
 	out := stream(t, a, invokeReq(`{"stream":true}`))
-	require.NoError(t, out.err)
-	assert.Equal(t, "part one, part two", out.text())
+	require.NoError(t, out.Err)
+	assert.Equal(t, "part one, part two", out.Text())
 
 	// An invoke stream forced to NUL framing passes non-legacy records on.
 	a, _ = server(t, func(w http.ResponseWriter, r *http.Request) {
 		writeFlushed(w, "application/octet-stream", "rec1\x00", `{"response":"r2"}`+"\x00")
 	}, func(o *Options) { o.StreamFormat = StreamNUL })
 	out = stream(t, a, invokeReq(`{}`))
-	require.NoError(t, out.err)
-	assert.Equal(t, []string{"rec1", "r2"}, out.texts)
+	require.NoError(t, out.Err)
+	assert.Equal(t, []string{"rec1", "r2"}, out.Texts())
 
 	// Generic SSE on a custom processor: each event's data is a chunk.
 	a, _ = server(t, func(w http.ResponseWriter, r *http.Request) {
 		writeFlushed(w, "text/event-stream", "data: a\n\n", "data: b\n\n")
 	})
 	out = stream(t, a, invokeReq(`{}`))
-	require.NoError(t, out.err)
-	assert.Equal(t, []string{"a", "b"}, out.texts)
+	require.NoError(t, out.Err)
+	assert.Equal(t, []string{"a", "b"}, out.Texts())
 }
 
 func TestStreamCancel(t *testing.T) {
@@ -151,5 +151,5 @@ func TestStreamOpenError(t *testing.T) {
 		w.WriteHeader(450)
 	})
 	out := stream(t, a, generateReq())
-	assert.Equal(t, errcodes.Throttled, errcodes.Of(out.err))
+	assert.Equal(t, errcodes.Throttled, errcodes.Of(out.Err))
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 )
 
 // PoolHarness tells RunPool how to build one HTTP adapter.
@@ -25,6 +27,9 @@ type PoolHarness struct {
 	// Request returns an ActionInvoke request for that adapter; the test
 	// server answers any request 200 with a few bytes.
 	Request func() *cloudreq.CloudRequest
+	// Core, when set, returns the HTTP core of an adapter NewAdapter
+	// built, for the OwnTransport check.
+	Core func(cloudreq.Adapter) *httpadapter.Core
 }
 
 // Concurrency of RunPool's reuse check.
@@ -80,6 +85,10 @@ func newConnServer(t *testing.T) *connServer {
 //     transport it built.
 //   - CloseLeavesCallers: Close leaves the idle connections of a caller's
 //     client alone, http.DefaultTransport's among them.
+//   - OwnTransport (with Core): the adapter's own transport is the one
+//     that sends, with httpadapter.NewTransport's pool and response header
+//     timeout, which fails a server that never answers with a retryable
+//     ERR_TIMEOUT; with a caller's client, that client sends.
 func RunPool(t *testing.T, h PoolHarness) {
 	t.Helper()
 	t.Run("Reuse", func(t *testing.T) {
@@ -143,6 +152,9 @@ func RunPool(t *testing.T, h PoolHarness) {
 		assert.EqualValues(t, 1, srv.opened.Load(),
 			"the idle connection of http.DefaultTransport was reused: the adapters' Close left it open")
 	})
+	if h.Core != nil {
+		t.Run("OwnTransport", func(t *testing.T) { runOwnTransport(t, h) })
+	}
 }
 
 // poolClient returns a client on ad with one attempt per call, whose
@@ -156,4 +168,39 @@ func poolClient(t *testing.T, ad cloudreq.Adapter) *cloudreq.Client {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// runOwnTransport checks the transport the adapter builds when given no
+// HTTPClient: the one that sends, with NewTransport's pool and header
+// timeout; a server that never answers fails the call with a retryable
+// ERR_TIMEOUT once that timeout passes (shortened here). A caller's
+// client is the one that sends, and none is the adapter's own.
+func runOwnTransport(t *testing.T, h PoolHarness) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	ad := h.NewAdapter(t, srv.URL, nil)
+	core := h.Core(ad)
+	own := core.OwnTransport()
+	require.NotNil(t, own, "no HTTPClient: the adapter builds its transport")
+	assert.Same(t, own, core.Client().Transport)
+	assert.Equal(t, httpadapter.DefaultResponseHeaderTimeout, own.ResponseHeaderTimeout)
+	assert.Equal(t, httpadapter.DefaultMaxIdleConnsPerHost, own.MaxIdleConnsPerHost)
+
+	own.ResponseHeaderTimeout = 50 * time.Millisecond
+	_, err := poolClient(t, ad).Invoke(ctx(t), h.Request())
+	require.Error(t, err)
+	assert.ErrorIs(t, err, errcodes.Timeout)
+	assert.True(t, errcodes.As(err).Retryable)
+
+	hc := &http.Client{}
+	core = h.Core(h.NewAdapter(t, srv.URL, hc))
+	assert.Nil(t, core.OwnTransport(), "a caller's client is not the adapter's")
+	assert.Same(t, hc, core.Client())
 }

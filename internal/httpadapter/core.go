@@ -1,0 +1,328 @@
+package httpadapter
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
+)
+
+// DefaultMaxEvent bounds one stream frame (an SSE line and event, a
+// NUL-delimited record): 1 MiB.
+const DefaultMaxEvent = 1 << 20
+
+// Limits bound what an adapter reads of a response. A field left zero (or
+// negative) takes its default.
+type Limits struct {
+	// MaxResponseBytes bounds a non-streaming response body, and a whole
+	// body read as one stream chunk (default DefaultMaxResponse, 64 MiB).
+	MaxResponseBytes int64
+	// MaxErrorBytes bounds what is read of an error body (default
+	// DefaultMaxErrorBody, 64 KiB); the rest is never read.
+	MaxErrorBytes int64
+	// MaxEventBytes bounds one stream frame: an SSE line and event, or a
+	// NUL-delimited record (default DefaultMaxEvent, 1 MiB).
+	MaxEventBytes int
+}
+
+// WithDefaults returns l with its unset fields at their defaults.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxResponseBytes <= 0 {
+		l.MaxResponseBytes = DefaultMaxResponse
+	}
+	if l.MaxErrorBytes <= 0 {
+		l.MaxErrorBytes = DefaultMaxErrorBody
+	}
+	if l.MaxEventBytes <= 0 {
+		l.MaxEventBytes = DefaultMaxEvent
+	}
+	return l
+}
+
+// ErrorTable is an adapter's error table: it maps a response whose status
+// is not 2xx, of which body is what was read (at most
+// Limits.MaxErrorBytes) and requestID the id its headers carry, to the
+// adapter's error (NewError builds one).
+type ErrorTable func(resp *http.Response, body []byte, requestID string) *errcodes.Error
+
+// Config configures a Core.
+type Config struct {
+	// Provider and Service are the adapter's cloudreq names; Actions the
+	// actions it serves (default invoke and generate). Provider fills the
+	// Provider of the errors the core returns.
+	Provider, Service string
+	Actions           []string
+	// Name begins the core's messages ("openai: building the request
+	// failed").
+	Name string
+	// HTTPClient sends the requests: the caller's, whose timeout applies
+	// and whose connections Close leaves alone. Nil: the core builds its
+	// own client on a NewTransport, whose idle connections Close closes.
+	HTTPClient *http.Client
+	// Limits bound what is read.
+	Limits Limits
+	// Credential names the credential the adapter sends, for the refusal
+	// of plain http ("the API key"); "" when it sends none.
+	// AllowInsecureHTTP permits plain http with one (CheckPlainHTTP).
+	Credential        string
+	AllowInsecureHTTP bool
+	// RequestIDHeader, when set, carries CloudRequest.RequestID, unless
+	// the caller's headers set it.
+	RequestIDHeader string
+	// KeepHeaders are the response headers kept in Metadata; the first
+	// present of IDHeaders is the request id.
+	KeepHeaders, IDHeaders []string
+	// Errors is the adapter's error table.
+	Errors ErrorTable
+}
+
+// Core is the HTTP plumbing of one adapter: its description, its client
+// (and the transport it owns), its limits, the base URL and plain-http
+// rule, the sending of an attempt with the status check and the bounded
+// read of an error body handed to the adapter's error table, the read of
+// a whole response and the framing of a stream. The adapter keeps its
+// dialect: URLs, bodies, authentication and its error table. A Core is
+// safe for concurrent use.
+type Core struct {
+	cfg    Config
+	client *http.Client
+	own    *http.Transport // the transport New built, nil for the caller's client
+}
+
+// New returns a Core for cfg, its limits at their defaults.
+func New(cfg Config) *Core {
+	cfg.Limits = cfg.Limits.WithDefaults()
+	if cfg.Actions == nil {
+		cfg.Actions = []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate}
+	}
+	c := &Core{cfg: cfg}
+	if c.client = cfg.HTTPClient; c.client == nil {
+		c.own = NewTransport()
+		c.client = &http.Client{Transport: c.own}
+	}
+	return c
+}
+
+// Describe returns the adapter's cloudreq.Description.
+func (c *Core) Describe() cloudreq.Description {
+	return cloudreq.Description{Provider: c.cfg.Provider, Service: c.cfg.Service, Actions: c.cfg.Actions}
+}
+
+// Close closes the idle connections of the transport the core built for
+// itself; a caller's client is left alone. Requests in flight are not
+// interrupted.
+func (c *Core) Close() error {
+	if c.own != nil {
+		c.own.CloseIdleConnections()
+	}
+	return nil
+}
+
+// Client returns the client that sends the requests.
+func (c *Core) Client() *http.Client { return c.client }
+
+// OwnTransport returns the transport the core built, nil when it sends
+// through the caller's client.
+func (c *Core) OwnTransport() *http.Transport { return c.own }
+
+// Limits returns the limits, at their defaults where unset.
+func (c *Core) Limits() Limits { return c.cfg.Limits }
+
+// Invalid returns an ERR_INVALID_PARAM error of the core's provider, which
+// its text need not name.
+func (c *Core) Invalid(format string, args ...any) *errcodes.Error {
+	return Invalid(c.cfg.Provider, format, args...)
+}
+
+// Invalid returns an ERR_INVALID_PARAM error of provider.
+func Invalid(provider, format string, args ...any) *errcodes.Error {
+	e := errcodes.Errorf(errcodes.InvalidParam, format, args...)
+	e.Provider = provider
+	return e
+}
+
+// CheckURL validates a base URL: an absolute http(s) URL, to which the
+// adapter's credential may go (CheckPlainHTTP: over plain http only with
+// AllowInsecureHTTP). It returns the URL without user info, query,
+// fragment and trailing slash, and its raw query apart.
+func (c *Core) CheckURL(raw string) (base, query string, err error) {
+	u, perr := url.Parse(raw)
+	if perr != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", "", c.Invalid("%q is not an absolute http(s) URL", URLForMessage(raw))
+	}
+	if err := CheckPlainHTTP(c.cfg.Provider, u, c.cfg.Credential, Insecure(c.cfg.AllowInsecureHTTP)); err != nil {
+		return "", "", err
+	}
+	query = u.RawQuery
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	return strings.TrimRight(u.String(), "/"), query, nil
+}
+
+// Request is what an adapter's dialect says of one attempt's HTTP request
+// (Core.Do).
+type Request struct {
+	// URL is where the POST goes.
+	URL string
+	// Body, when set, is sent instead of the call's payload.
+	Body io.Reader
+	// Accept is sent when the payload names none ("": the caller's
+	// headers decide).
+	Accept string
+	// Prepare, when set, finishes the request: authentication and the
+	// dialect's own headers.
+	Prepare func(*http.Request)
+}
+
+// Do sends one attempt: a POST of the call's body to r.URL with the
+// caller's headers, Content-Type (the payload's, default
+// application/json), Accept (the payload's, else r.Accept), the request
+// id (Config.RequestIDHeader) and what r.Prepare sets. It returns a 2xx
+// response, whose body the caller closes, or the error: the transport's
+// (TransportError), or the error table's for another status (Check).
+func (c *Core) Do(ctx context.Context, call *cloudreq.Call, r Request) (*http.Response, error) {
+	body := r.Body
+	if body == nil {
+		body = call.Body()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, body)
+	if err != nil {
+		return nil, errcodes.Wrap(err, errcodes.InvalidParam, c.cfg.Name+": building the request failed")
+	}
+	SetHeaders(req.Header, call, r.Accept)
+	req.Header.Set("Content-Type", ContentType(call.Payload))
+	if h, id := c.cfg.RequestIDHeader, call.Request.RequestID; h != "" && id != "" && req.Header.Get(h) == "" {
+		req.Header.Set(h, id)
+	}
+	if r.Prepare != nil {
+		r.Prepare(req)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, TransportError(c.cfg.Provider, err)
+	}
+	return c.Check(resp)
+}
+
+// SetHeaders adds the call's request headers to h and sets Accept: the
+// payload's, else accept when it is not "".
+func SetHeaders(h http.Header, call *cloudreq.Call, accept string) {
+	for k, vs := range call.Request.Header {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	if a := call.Payload.Accept; a != "" {
+		accept = a
+	}
+	if accept != "" {
+		h.Set("Accept", accept)
+	}
+}
+
+// ContentType returns a payload's Content-Type, default application/json.
+func ContentType(p cloudreq.Payload) string {
+	if p.ContentType != "" {
+		return p.ContentType
+	}
+	return "application/json"
+}
+
+// Check returns a 2xx response as it is. Any other status is the error
+// table's mapping of its body, of which at most Limits.MaxErrorBytes is
+// read (the rest never is); the body is closed.
+func (c *Core) Check(resp *http.Response) (*http.Response, error) {
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _, _ := ReadLimited(resp.Body, c.cfg.Limits.MaxErrorBytes)
+	return nil, c.cfg.Errors(resp, body, FirstHeader(resp.Header, c.cfg.IDHeaders...))
+}
+
+// Head returns the CloudResponse known from a response's status and
+// headers: status, content type, the kept headers as Metadata, the request
+// id and the headers themselves.
+func (c *Core) Head(resp *http.Response) *cloudreq.CloudResponse {
+	return &cloudreq.CloudResponse{
+		StatusCode:  resp.StatusCode,
+		ContentType: resp.Header.Get("Content-Type"),
+		Metadata:    Metadata(resp.Header, c.cfg.KeepHeaders...),
+		RequestID:   FirstHeader(resp.Header, c.cfg.IDHeaders...),
+		Header:      resp.Header,
+	}
+}
+
+// Read reads a 2xx response whole, at most Limits.MaxResponseBytes, and
+// closes its body: its Head with the body in Data. A read failure is a
+// transport error and a longer body ERR_PAYLOAD_TOO_LARGE, both with the
+// response's request id.
+func (c *Core) Read(resp *http.Response) (*cloudreq.CloudResponse, error) {
+	defer resp.Body.Close()
+	out := c.Head(resp)
+	limit := c.cfg.Limits.MaxResponseBytes
+	body, cut, err := ReadLimited(resp.Body, limit)
+	if err != nil {
+		e := TransportError(c.cfg.Provider, err)
+		e.RequestID = out.RequestID
+		return nil, e
+	}
+	if cut {
+		e := errcodes.Errorf(errcodes.PayloadTooLarge, "%s: response body exceeds %d bytes", c.cfg.Name, limit)
+		e.Provider, e.HTTPStatus, e.RequestID = c.cfg.Provider, resp.StatusCode, out.RequestID
+		return nil, e
+	}
+	out.Data = body
+	return out, nil
+}
+
+// Decodes reports whether a whole answer is read for its text: always
+// for generate; for invoke, when it is JSON (any other invoke answer is
+// left in Data alone).
+func Decodes(out *cloudreq.CloudResponse, action string) bool {
+	return action == cloudreq.ActionGenerate || IsJSON(out.ContentType)
+}
+
+// Unreadable returns the error of a 2xx answer out whose body does not
+// parse as the dialect's answer (Malformed: ERR_MODEL_ERROR, not
+// retryable), with out's status and request id.
+func (c *Core) Unreadable(out *cloudreq.CloudResponse, msg string, cause error) *errcodes.Error {
+	e := Malformed(c.cfg.Provider, msg, cause)
+	e.HTTPStatus, e.RequestID = out.StatusCode, out.RequestID
+	return e
+}
+
+// FramingOf returns how a stream's body is framed by its Content-Type: SSE
+// for text/event-stream, one whole chunk for JSON (a server that answered
+// with a plain response), raw bytes otherwise.
+func FramingOf(contentType string) Framing {
+	switch {
+	case IsEventStream(contentType):
+		return FramingSSE
+	case IsJSON(contentType):
+		return FramingWhole
+	}
+	return FramingRaw
+}
+
+// Stream returns the stream of a 2xx response. pick says, from the
+// response's head, how the body is framed and decoded; a frame is bounded
+// by Limits.MaxEventBytes, a whole body by Limits.MaxResponseBytes.
+func (c *Core) Stream(resp *http.Response, pick func(head *cloudreq.CloudResponse) (Framing, Decoder)) *Stream {
+	head := c.Head(resp)
+	f, dec := pick(head)
+	limit := c.cfg.Limits.MaxEventBytes
+	if f == FramingWhole {
+		limit = int(c.cfg.Limits.MaxResponseBytes)
+	}
+	return NewStream(head, resp.Body, StreamConfig{Provider: c.cfg.Provider, Framing: f, Decoder: dec, MaxFrame: limit})
+}
+
+// NewError returns the *errcodes.Error of a failed response of the core's
+// provider (the package's NewError).
+func (c *Core) NewError(code errcodes.Code, resp *http.Response, providerCode, msg, requestID string, native error) *errcodes.Error {
+	return NewError(code, c.cfg.Provider, resp, providerCode, msg, requestID, native)
+}

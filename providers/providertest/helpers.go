@@ -1,0 +1,138 @@
+package providertest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cloudinfer/cloudinfer/cloudreq"
+)
+
+// Serve starts h on an httptest server and returns the adapter that
+// newAdapter builds for the server's URL, with the server. Both are
+// closed when the test ends.
+func Serve[A io.Closer](t testing.TB, h http.HandlerFunc, newAdapter func(url string) (A, error)) (A, *httptest.Server) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ad, err := newAdapter(srv.URL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ad.Close() })
+	return ad, srv
+}
+
+// Client returns a cloudreq.Client on ad that makes one attempt per call
+// and does not wait out a model that is not ready: each call is one
+// answer of the server.
+func Client(t testing.TB, ad cloudreq.Adapter) *cloudreq.Client {
+	t.Helper()
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}},
+		func(o *cloudreq.Options) { o.Retry.MaxAttempts, o.Retry.ColdStartWait = 1, -1 })
+	require.NoError(t, err)
+	return c
+}
+
+// Context returns a context that ends after 10 s, or when the test ends.
+func Context(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// GenerateRequest returns an ActionGenerate request of provider and
+// service to target: one user message "hi", at most 8 tokens.
+func GenerateRequest(provider, service string, target cloudreq.Target) *cloudreq.CloudRequest {
+	return &cloudreq.CloudRequest{
+		Provider: provider, Service: service, Action: cloudreq.ActionGenerate, Target: target,
+		Generate: &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "hi"}}, MaxTokens: 8},
+	}
+}
+
+// InvokeRequest returns an ActionInvoke request of provider and service
+// to target with body as its payload.
+func InvokeRequest(provider, service string, target cloudreq.Target, body string) *cloudreq.CloudRequest {
+	return &cloudreq.CloudRequest{
+		Provider: provider, Service: service, Action: cloudreq.ActionInvoke, Target: target,
+		Payload: cloudreq.Payload{Body: []byte(body)},
+	}
+}
+
+// WriteFlushed answers 200 with contentType and writes parts, flushing
+// each: a stream whose parts arrive apart.
+func WriteFlushed(w http.ResponseWriter, contentType string, parts ...string) {
+	send := Flushed(w, contentType)
+	for _, p := range parts {
+		send(p)
+	}
+}
+
+// Flushed answers 200 with contentType and returns a function that writes
+// one part and flushes it.
+func Flushed(w http.ResponseWriter, contentType string) func(string) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	f := w.(http.Flusher)
+	return func(s string) {
+		_, _ = io.WriteString(w, s)
+		f.Flush()
+	}
+}
+
+// Streamed is what Stream read of a stream.
+type Streamed struct {
+	// Chunks are the chunks, their Data copied.
+	Chunks []cloudreq.StreamChunk
+	// Err is the stream's error (the open's, or Err at its end); Resp its
+	// response at the end (nil when it did not open).
+	Err  error
+	Resp *cloudreq.CloudResponse
+}
+
+// Text returns the chunks' text, joined.
+func (s Streamed) Text() string { return strings.Join(s.Texts(), "") }
+
+// Texts returns each chunk's text.
+func (s Streamed) Texts() []string {
+	var out []string
+	for _, c := range s.Chunks {
+		out = append(out, c.Text)
+	}
+	return out
+}
+
+// Content counts the chunks that are content.
+func (s Streamed) Content() int {
+	n := 0
+	for _, c := range s.Chunks {
+		if c.Content {
+			n++
+		}
+	}
+	return n
+}
+
+// Stream opens r on c and reads the stream to its end (at most 1000
+// chunks), then closes it.
+func Stream(t testing.TB, c *cloudreq.Client, r *cloudreq.CloudRequest) Streamed {
+	t.Helper()
+	s, err := c.Stream(Context(t), r)
+	if err != nil {
+		return Streamed{Err: err}
+	}
+	defer s.Close()
+	var out Streamed
+	for i := 0; s.Next() && i < 1000; i++ {
+		ch := s.Chunk()
+		ch.Data = bytes.Clone(ch.Data)
+		out.Chunks = append(out.Chunks, ch)
+	}
+	out.Err, out.Resp = s.Err(), s.Response()
+	return out
+}
