@@ -700,33 +700,12 @@ func (r *Result) coldRows() [][]string {
 	return rows
 }
 
+// slaRow is an SLA result's row of the summary: its target, then
+// slaCells with the SLA labelled without its endpoint.
 func slaRow(s *stats.SLAResult) []string {
-	div := 1.0
-	if s.SLA.Metric.Info().Unit == latency.Nanoseconds {
-		div = 1e6
-	}
 	l := s.SLA
 	l.Endpoint = ""
-	name := l.Label()
-	th := fmtNum(float64(s.SLA.Threshold) / div)
-	if s.NoData {
-		return []string{s.SLA.Endpoint, name, "0", "-", th, "-", "no data", "-", "-"}
-	}
-	res := "FAIL"
-	if s.Pass {
-		res = "pass"
-	}
-	woc, share := "-", "-"
-	if a := s.Attribution; a != nil && a.ColdCount > 0 {
-		if a.WithoutColdCount > 0 {
-			woc = fmtNum(a.WithoutCold / div)
-		}
-		if !s.Pass {
-			share = fmt.Sprintf("%.0f%%", 100*a.ColdShare)
-		}
-	}
-	return []string{s.SLA.Endpoint, name, strconv.FormatUint(s.Count, 10), fmtNum(s.Measured / div), th,
-		fmt.Sprintf("%+.1f%%", 100*s.Deviation), res, woc, share}
+	return append([]string{s.SLA.Endpoint}, slaCells(s, l.Label())...)
 }
 
 func (r *Result) tagRows() [][]string {

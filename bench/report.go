@@ -182,14 +182,17 @@ func renderReportTable(w io.Writer, rep *stats.Report, md bool) error {
 			row(tw, hdr...)
 			rule(tw, len(hdr))
 			for _, r := range rep.SLAs {
-				row(tw, slaCells(&r)...)
+				row(tw, slaCells(&r, r.SLA.Label())...)
 			}
 		})
 	}
 	return ew.err
 }
 
-func slaCells(r *stats.SLAResult) []string {
+// slaCells are an SLA result's cells under label: n, measured,
+// threshold, deviation, result, the value without the cold requests and
+// their share of the deviation.
+func slaCells(r *stats.SLAResult, label string) []string {
 	div := 1.0
 	if r.SLA.Metric.Info().Unit == latency.Nanoseconds {
 		div = 1e6
@@ -200,7 +203,7 @@ func slaCells(r *stats.SLAResult) []string {
 		res = "pass"
 	}
 	if r.NoData {
-		return []string{r.SLA.Label(), "0", "-", fmtNum(th), "-", "no data", "-", "-"}
+		return []string{label, "0", "-", fmtNum(th), "-", "no data", "-", "-"}
 	}
 	woc, share := "-", "-"
 	if a := r.Attribution; a != nil {
@@ -213,7 +216,7 @@ func slaCells(r *stats.SLAResult) []string {
 			}
 		}
 	}
-	return []string{r.SLA.Label(), strconv.FormatUint(r.Count, 10), fmtNum(r.Measured / div), fmtNum(th),
+	return []string{label, strconv.FormatUint(r.Count, 10), fmtNum(r.Measured / div), fmtNum(th),
 		fmt.Sprintf("%+.1f%%", r.Deviation*100), res, woc, share}
 }
 

@@ -193,7 +193,7 @@ func TestRenderReportWithoutColdNeedsWarmValues(t *testing.T) {
 	}
 	rep := r.Report(stats.ReportOptions{})
 	require.Len(t, rep.SLAs, 1)
-	cells := slaCells(&rep.SLAs[0])
+	cells := slaCells(&rep.SLAs[0], rep.SLAs[0].SLA.Label())
 	assert.Equal(t, "FAIL", cells[5])
 	assert.Equal(t, "-", cells[6], "without cold")
 	assert.Equal(t, "100%", cells[7], "cold share")
