@@ -57,6 +57,7 @@ func run() error {
 		API: azureml.API(*api), ScoreDialect: azureml.ScoreDialect(*dialect),
 	}
 	target := *endpoint
+	set := hooks.Default()
 	if target == "" {
 		srv, err := emulator.New(emulator.Options{TimeScale: 1})
 		if err != nil {
@@ -67,6 +68,9 @@ func run() error {
 		}
 		defer srv.Close()
 		fmt.Fprintln(os.Stderr, "using the embedded emulator at", srv.URL())
+		// The emulator reports each request's cold start in headers of its
+		// own, which no cloud sends: its hook reads them into ServerStart.
+		_ = set.Deserialize.Add(emulator.NameStartReport, emulator.StartReport())
 		target = "llama-3-8b"
 		opts.EndpointURL, opts.AllowInsecureHTTP = srv.URL()+"/azureml/{endpoint}", true
 		if opts.Key == "" && opts.Token == "" {
@@ -78,7 +82,7 @@ func run() error {
 		return err
 	}
 	client, err := cloudreq.New(cloudreq.Options{
-		Adapters: []cloudreq.Adapter{ad}, Hooks: hooks.Default(), Timeout: *timeout,
+		Adapters: []cloudreq.Adapter{ad}, Hooks: set, Timeout: *timeout,
 		FirstChunkTimeout: 30 * time.Second, StreamIdleTimeout: 15 * time.Second,
 	})
 	if err != nil {

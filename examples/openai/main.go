@@ -49,6 +49,7 @@ func run() error {
 	defer stop()
 
 	opts := openai.Options{BaseURL: *baseURL, APIKey: *apiKey}
+	set := hooks.Default()
 	if *baseURL == "" {
 		srv, err := emulator.New(emulator.Options{TimeScale: 1})
 		if err != nil {
@@ -59,6 +60,9 @@ func run() error {
 		}
 		defer srv.Close()
 		fmt.Fprintln(os.Stderr, "using the embedded emulator at", srv.URL())
+		// The emulator reports each request's cold start in headers of its
+		// own, which no cloud sends: its hook reads them into ServerStart.
+		_ = set.Deserialize.Add(emulator.NameStartReport, emulator.StartReport())
 		opts.BaseURL, opts.AllowInsecureHTTP = srv.URL(), true
 	}
 	ad, err := openai.New(opts)
@@ -67,7 +71,7 @@ func run() error {
 	}
 	client, err := cloudreq.New(cloudreq.Options{
 		Adapters:          []cloudreq.Adapter{ad},
-		Hooks:             hooks.Default(),
+		Hooks:             set,
 		Timeout:           *timeout,
 		FirstChunkTimeout: 30 * time.Second,
 		StreamIdleTimeout: 15 * time.Second,

@@ -51,6 +51,7 @@ func run() error {
 	defer stop()
 
 	opts := paieas.Options{Endpoint: *endpoint, Token: *token, Dialect: paieas.Dialect(*dialect), Auth: paieas.Auth(*auth)}
+	set := hooks.Default()
 	if *endpoint == "" {
 		srv, err := emulator.New(emulator.Options{TimeScale: 1})
 		if err != nil {
@@ -61,6 +62,9 @@ func run() error {
 		}
 		defer srv.Close()
 		fmt.Fprintln(os.Stderr, "using the embedded emulator at", srv.URL())
+		// The emulator reports each request's cold start in headers of its
+		// own, which no cloud sends: its hook reads them into ServerStart.
+		_ = set.Deserialize.Add(emulator.NameStartReport, emulator.StartReport())
 		opts.Endpoint, opts.AllowInsecureHTTP = srv.URL(), true
 		if opts.Token == "" {
 			opts.Token = "local-token"
@@ -71,7 +75,7 @@ func run() error {
 		return err
 	}
 	client, err := cloudreq.New(cloudreq.Options{
-		Adapters: []cloudreq.Adapter{ad}, Hooks: hooks.Default(), Timeout: *timeout,
+		Adapters: []cloudreq.Adapter{ad}, Hooks: set, Timeout: *timeout,
 		FirstChunkTimeout: 30 * time.Second, StreamIdleTimeout: 15 * time.Second,
 	})
 	if err != nil {

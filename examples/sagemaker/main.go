@@ -76,6 +76,7 @@ func run() error {
 		AllowInsecureHTTP: *insecure,
 		Dialect:           sagemaker.Dialect(*dialect),
 	}
+	set := hooks.Default()
 	if *endpointURL == "" && *region == "" && !awsConfigured() {
 		srv, err := emulator.New(emulator.Options{TimeScale: 1})
 		if err != nil {
@@ -86,6 +87,9 @@ func run() error {
 		}
 		defer srv.Close()
 		fmt.Fprintln(os.Stderr, "no AWS settings: using the embedded emulator at", srv.URL())
+		// The emulator reports each request's cold start in headers of its
+		// own, which no cloud sends: its hook reads them into ServerStart.
+		_ = set.Deserialize.Add(emulator.NameStartReport, emulator.StartReport())
 		opts.BaseEndpoint, opts.AllowInsecureHTTP, opts.Region = srv.URL(), true, "us-east-1"
 		opts.Credentials = credentials.NewStaticCredentialsProvider("AKIDEMULATOR", "emulator-secret", "")
 	}
@@ -95,7 +99,7 @@ func run() error {
 	}
 	client, err := cloudreq.New(cloudreq.Options{
 		Adapters:          []cloudreq.Adapter{ad},
-		Hooks:             hooks.Default(),
+		Hooks:             set,
 		Timeout:           *timeout,
 		FirstChunkTimeout: 60 * time.Second,
 		StreamIdleTimeout: 30 * time.Second,

@@ -53,6 +53,7 @@ func run() error {
 
 	opts := vertex.Options{Project: *project, Location: *location, Endpoint: *apiEndpoint}
 	target := cloudreq.Target{Endpoint: *endpoint, Model: *model}
+	set := hooks.Default()
 	if *project == "" && *apiEndpoint == "" {
 		srv, err := emulator.New(emulator.Options{TimeScale: 1})
 		if err != nil {
@@ -63,6 +64,9 @@ func run() error {
 		}
 		defer srv.Close()
 		fmt.Fprintln(os.Stderr, "using the embedded emulator's Vertex gRPC at", srv.GRPCAddr())
+		// The emulator reports each request's cold start in headers of its
+		// own, which no cloud sends: its hook reads them into ServerStart.
+		_ = set.Deserialize.Add(emulator.NameStartReport, emulator.StartReport())
 		opts = vertex.Options{Project: "emulator", Location: "us-central1", Endpoint: srv.GRPCAddr(), Insecure: true}
 		target = cloudreq.Target{Endpoint: "llama-3-8b"}
 	}
@@ -72,7 +76,7 @@ func run() error {
 	}
 	client, err := cloudreq.New(cloudreq.Options{
 		Adapters:          []cloudreq.Adapter{ad},
-		Hooks:             hooks.Default(),
+		Hooks:             set,
 		Timeout:           *timeout,
 		FirstChunkTimeout: 30 * time.Second,
 		StreamIdleTimeout: 15 * time.Second,

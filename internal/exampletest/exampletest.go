@@ -70,10 +70,12 @@ func RunErr(t *testing.T, run func() error, clear []string, args ...string) (str
 }
 
 // reportLines are the lines every example prints for a streamed response
-// of at most 8 tokens: the outcome with the server's usage, and the
-// latency figures of its one attempt.
+// of at most 8 tokens: the outcome with the server's usage and its start
+// verdict, on the embedded emulator's own report (which the example's
+// client reads with emulator.StartReport), and the latency figures of its
+// one attempt.
 var reportLines = []*regexp.Regexp{
-	regexp.MustCompile(`(?m)^finish=(stop|length) usage: in=[1-9][0-9]* out=[1-8] \(server\) start=(warm|cold)`),
+	regexp.MustCompile(`(?m)^finish=(stop|length) usage: in=[1-9][0-9]* out=[1-8] \(server\) start=(warm|cold) \(server-reported\)`),
 	regexp.MustCompile(`(?m)^attempts=1 ttft=[0-9.]+[µm]?s tpot=[0-9.]+[µm]?s e2e=[0-9.]+[µm]?s`),
 }
 
