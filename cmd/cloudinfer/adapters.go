@@ -76,8 +76,10 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 			o.BaseURL, o.APIKey = emu.URL(), ""
 		case loopbackHTTP(serverURL(t)):
 			o.AllowInsecureHTTP = true
-		case o.APIKey != "" && plainHTTP(serverURL(t)):
-			return nil, inClear(t, "OPENAI_API_KEY")
+		default:
+			if err := inClear(t, serverURL(t), "OPENAI_API_KEY", o.APIKey != ""); err != nil {
+				return nil, err
+			}
 		}
 		return openai.New(o)
 	},
@@ -95,8 +97,10 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 			o.EndpointURL, o.Anonymous, o.Key, o.AllowInsecureHTTP = emu.URL()+"/azureml/{endpoint}", true, "", true
 		case loopbackHTTP(serverURL(t)):
 			o.AllowInsecureHTTP, o.Anonymous = true, o.Key == ""
-		case plainHTTP(serverURL(t)):
-			return nil, inClear(t, "an Azure credential")
+		default:
+			if err := inClear(t, serverURL(t), "an Azure credential", true); err != nil {
+				return nil, err
+			}
 		}
 		return azureml.New(o)
 	},
@@ -109,8 +113,10 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 			o.Endpoint, o.Token, o.AllowInsecureHTTP = emu.URL(), "", true
 		case loopbackHTTP(serverURL(t)):
 			o.AllowInsecureHTTP = true
-		case o.Token != "" && plainHTTP(serverURL(t)):
-			return nil, inClear(t, "EAS_TOKEN")
+		default:
+			if err := inClear(t, serverURL(t), "EAS_TOKEN", o.Token != ""); err != nil {
+				return nil, err
+			}
 		}
 		return paieas.New(o)
 	},
@@ -129,10 +135,12 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 			if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
 				o.Credentials = credentials.NewStaticCredentialsProvider("emulator", "emulator", "")
 			}
-		case plainHTTP(t.URL):
+		default:
 			// SigV4 keeps the secret key, but the access key id and a
 			// session token would cross the network in clear.
-			return nil, inClear(t, "AWS credentials")
+			if err := inClear(t, t.URL, "AWS credentials", true); err != nil {
+				return nil, err
+			}
 		}
 		return sagemaker.New(ctx, o)
 	},

@@ -5,23 +5,19 @@ import (
 	"net/url"
 
 	"github.com/cloudinfer/cloudinfer/bench"
-	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 )
 
-// plainHTTP reports whether u is a plain-http URL.
-func plainHTTP(u string) bool {
-	pu, err := url.Parse(u)
-	return err == nil && pu.Scheme == "http"
-}
-
-// inClear is the refusal of a credential (what) that would go over plain
-// http to another host than this machine.
-func inClear(t *bench.Target, what string) error {
-	host := serverURL(t)
-	if pu, err := url.Parse(host); err == nil {
-		host = pu.Host
+// inClear is the CLI's rule for a credential (what) that would go to the
+// server at rawURL over plain http: refused unless the server is this
+// machine (httpadapter.CheckPlainHTTP, PlainHTTPLoopback), with words a
+// CLI user can act on. It returns nil when nothing secret is sent.
+func inClear(t *bench.Target, rawURL, what string, sends bool) error {
+	u, err := url.Parse(rawURL)
+	if err != nil || !sends {
+		return nil // an unparsable URL is the adapter's to refuse
 	}
-	return errcodes.Errorf(errcodes.InvalidParam, "%s: refusing to send %s over plain http to %s, which is not this machine; use https", t.Provider, what, host)
+	return httpadapter.CheckPlainHTTP(t.Provider, u, what, httpadapter.PlainHTTPLoopback)
 }
 
 // loopbackHTTP reports whether u is a plain-http URL on this machine
@@ -38,10 +34,4 @@ func loopbackAddr(addr string) bool {
 	return err == nil && loopbackHost(host)
 }
 
-func loopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
+func loopbackHost(h string) bool { return httpadapter.IsLoopbackHost(h) }
