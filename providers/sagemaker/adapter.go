@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -198,9 +197,8 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 		if err != nil || u.Host == "" {
 			return nil, errcodes.Errorf(errcodes.InvalidParam, "sagemaker: BaseEndpoint %q is not an absolute URL", ep)
 		}
-		if strings.EqualFold(u.Scheme, "http") && !opts.AllowInsecureHTTP {
-			return nil, errcodes.Errorf(errcodes.InvalidParam,
-				"sagemaker: refusing to send AWS credentials over plain http to %s; use https, or set AllowInsecureHTTP for a local emulator", u.Host)
+		if err := httpadapter.CheckPlainHTTP(cloudreq.ProviderAWS, u, "AWS credentials", httpadapter.Insecure(opts.AllowInsecureHTTP)); err != nil {
+			return nil, err
 		}
 	}
 	return &Adapter{client: client, opts: opts, own: own}, nil
