@@ -205,8 +205,7 @@ type CloudResponse struct {
 	// (the strongest evidence of the start verdict); nil when it said
 	// nothing. No provider's contract carries such a report, so adapters
 	// leave it nil: a PostDeserialize hook that knows a server's report
-	// sets it from Header (package emulator's StartReport does for the
-	// cloudinfer emulator), before the client classifies the start.
+	// sets it from Header, before the client classifies the start.
 	ServerStart *ServerStart
 }
 
