@@ -132,13 +132,8 @@ func (c *Core) OwnTransport() *http.Transport { return c.own }
 // Limits returns the limits, at their defaults where unset.
 func (c *Core) Limits() Limits { return c.cfg.Limits }
 
-// Invalid returns an ERR_INVALID_PARAM error of the core's provider, which
-// its text need not name.
-func (c *Core) Invalid(format string, args ...any) *errcodes.Error {
-	return Invalid(c.cfg.Provider, format, args...)
-}
-
-// Invalid returns an ERR_INVALID_PARAM error of provider.
+// Invalid returns an ERR_INVALID_PARAM error of provider, which its text
+// need not name.
 func Invalid(provider, format string, args ...any) *errcodes.Error {
 	e := errcodes.Errorf(errcodes.InvalidParam, format, args...)
 	e.Provider = provider
@@ -152,7 +147,7 @@ func Invalid(provider, format string, args ...any) *errcodes.Error {
 func (c *Core) CheckURL(raw string) (base, query string, err error) {
 	u, perr := url.Parse(raw)
 	if perr != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", "", c.Invalid("%q is not an absolute http(s) URL", URLForMessage(raw))
+		return "", "", Invalid(c.cfg.Provider, "%q is not an absolute http(s) URL", URLForMessage(raw))
 	}
 	if err := CheckPlainHTTP(c.cfg.Provider, u, c.cfg.Credential, Insecure(c.cfg.AllowInsecureHTTP)); err != nil {
 		return "", "", err
@@ -279,20 +274,53 @@ func (c *Core) Read(resp *http.Response) (*cloudreq.CloudResponse, error) {
 	return out, nil
 }
 
-// Decodes reports whether a whole answer is read for its text: always
-// for generate; for invoke, when it is JSON (any other invoke answer is
-// left in Data alone).
-func Decodes(out *cloudreq.CloudResponse, action string) bool {
-	return action == cloudreq.ActionGenerate || IsJSON(out.ContentType)
+// Answer is what a dialect read of a whole 2xx answer's body.
+type Answer struct {
+	// Text, FinishReason and Usage fill the CloudResponse.
+	Text, FinishReason string
+	Usage              *cloudreq.Usage
+	// Err, when set, is the error the body is (an error object in a 2xx
+	// answer), mapped by the adapter's error table.
+	Err error
 }
 
-// Unreadable returns the error of a 2xx answer out whose body does not
-// parse as the dialect's answer (Malformed: ERR_MODEL_ERROR, not
-// retryable), with out's status and request id.
-func (c *Core) Unreadable(out *cloudreq.CloudResponse, msg string, cause error) *errcodes.Error {
-	e := Malformed(c.cfg.Provider, msg, cause)
-	e.HTTPStatus, e.RequestID = out.StatusCode, out.RequestID
-	return e
+// AnswerDecoder reads a whole 2xx answer, out with its body in Data, that
+// came with resp. Its error says that the body is no answer of the
+// dialect.
+type AnswerDecoder func(resp *http.Response, out *cloudreq.CloudResponse) (Answer, error)
+
+// Invoke reads a 2xx response whole (Read) and fills its Text,
+// FinishReason and Usage with what decode reads of it, for invoke as for
+// generate. An invoke answer that is not JSON is not decoded, and one that
+// decode cannot read is left in Data alone; a generate answer that decode
+// cannot read is ERR_MODEL_ERROR (Malformed, msg naming what was expected,
+// "openai: the response is not an OpenAI completion"). An error object in
+// the answer is its error.
+func (c *Core) Invoke(resp *http.Response, action, msg string, decode AnswerDecoder) (*cloudreq.CloudResponse, error) {
+	out, err := c.Read(resp)
+	if err != nil {
+		return nil, err
+	}
+	generate := action == cloudreq.ActionGenerate
+	if !generate && !IsJSON(out.ContentType) {
+		return out, nil
+	}
+	a, err := decode(resp, out)
+	switch {
+	case err != nil && generate:
+		e := Malformed(c.cfg.Provider, msg, err)
+		e.HTTPStatus, e.RequestID = out.StatusCode, out.RequestID
+		return nil, e
+	case err != nil:
+		return out, nil
+	case a.Err != nil:
+		return nil, a.Err
+	}
+	out.Text, out.FinishReason = a.Text, a.FinishReason
+	if a.Usage != nil {
+		out.Usage = *a.Usage
+	}
+	return out, nil
 }
 
 // FramingOf returns how a stream's body is framed by its Content-Type: SSE
@@ -319,10 +347,4 @@ func (c *Core) Stream(resp *http.Response, pick func(head *cloudreq.CloudRespons
 		limit = int(c.cfg.Limits.MaxResponseBytes)
 	}
 	return NewStream(head, resp.Body, StreamConfig{Provider: c.cfg.Provider, Framing: f, Decoder: dec, MaxFrame: limit})
-}
-
-// NewError returns the *errcodes.Error of a failed response of the core's
-// provider (the package's NewError).
-func (c *Core) NewError(code errcodes.Code, resp *http.Response, providerCode, msg, requestID string, native error) *errcodes.Error {
-	return NewError(code, c.cfg.Provider, resp, providerCode, msg, requestID, native)
 }

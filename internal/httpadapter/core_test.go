@@ -245,19 +245,59 @@ func TestReadTooLarge(t *testing.T) {
 	assert.Contains(t, e.Message, "pname: response body exceeds 16 bytes")
 }
 
-func TestDecodesAndUnreadable(t *testing.T) {
-	js := &cloudreq.CloudResponse{ContentType: "application/json", StatusCode: 200, RequestID: "r"}
-	text := &cloudreq.CloudResponse{ContentType: "text/plain"}
-	assert.True(t, Decodes(js, cloudreq.ActionInvoke))
-	assert.False(t, Decodes(text, cloudreq.ActionInvoke))
-	assert.True(t, Decodes(text, cloudreq.ActionGenerate))
-	e := testCore(nil).Unreadable(js, "pname: not an answer", errors.New("bad json"))
+// TestInvoke: a whole answer's text, finish reason and usage fill the
+// response, for invoke as for generate; an error object is the call's
+// error; a body the dialect cannot read fails generate with
+// ERR_MODEL_ERROR and is left in Data for invoke, which decodes JSON only.
+func TestInvoke(t *testing.T) {
+	c := New(Config{Provider: "p", IDHeaders: []string{"X-Id"}})
+	resp := func(ct, body string) *http.Response {
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}, "X-Id": {"r"}}, Body: io.NopCloser(strings.NewReader(body))}
+	}
+	objErr := errcodes.New(errcodes.Throttled, "in the body")
+	decode := func(_ *http.Response, out *cloudreq.CloudResponse) (Answer, error) {
+		switch string(out.Data) {
+		case "ok":
+			return Answer{Text: "hi", FinishReason: "stop", Usage: &cloudreq.Usage{OutputTokens: 1}}, nil
+		case "error":
+			return Answer{Text: "ignored", Err: objErr}, nil
+		}
+		return Answer{}, errors.New("bad json")
+	}
+	for _, action := range []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate} {
+		out, err := c.Invoke(resp("application/json", "ok"), action, "pname: not an answer", decode)
+		require.NoError(t, err, action)
+		assert.Equal(t, "hi", out.Text)
+		assert.Equal(t, "stop", out.FinishReason)
+		assert.Equal(t, 1, out.Usage.OutputTokens)
+		assert.Equal(t, "ok", string(out.Data))
+		assert.Equal(t, "r", out.RequestID)
+
+		_, err = c.Invoke(resp("application/json", "error"), action, "pname: not an answer", decode)
+		assert.Same(t, objErr, err, action)
+	}
+
+	_, err := c.Invoke(resp("application/json", "{"), cloudreq.ActionGenerate, "pname: not an answer", decode)
+	var e *errcodes.Error
+	require.ErrorAs(t, err, &e)
 	assert.Equal(t, errcodes.ModelError, e.Code)
 	assert.False(t, e.Retryable)
 	assert.Equal(t, "pname: not an answer: bad json", e.Message)
 	assert.Equal(t, 200, e.HTTPStatus)
 	assert.Equal(t, "r", e.RequestID)
 	assert.Equal(t, "p", e.Provider)
+
+	out, err := c.Invoke(resp("application/json", "{"), cloudreq.ActionInvoke, "pname: not an answer", decode)
+	require.NoError(t, err, "an invoke answer of another shape is the caller's")
+	assert.Empty(t, out.Text)
+	assert.Equal(t, "{", string(out.Data))
+
+	out, err = c.Invoke(resp("text/plain", "ok"), cloudreq.ActionInvoke, "pname: not an answer", decode)
+	require.NoError(t, err)
+	assert.Empty(t, out.Text, "an invoke answer that is not JSON is not decoded")
+	out, err = c.Invoke(resp("text/plain", "ok"), cloudreq.ActionGenerate, "pname: not an answer", decode)
+	require.NoError(t, err)
+	assert.Equal(t, "hi", out.Text, "a generate answer is decoded whatever its type")
 }
 
 func TestFramingOf(t *testing.T) {

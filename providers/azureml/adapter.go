@@ -424,24 +424,11 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	if err != nil {
 		return nil, err
 	}
-	out, err := a.core.Read(resp)
-	if err != nil || !httpadapter.Decodes(out, call.Request.Action) {
-		return out, err
-	}
-	res, err := decodeScore(out.Data)
-	switch {
-	case err == nil && res.Error != nil:
-		return nil, bodyError(resp, *res.Error, out.RequestID)
-	case err == nil:
-		out.Text, out.FinishReason = res.Text, res.FinishReason
-		if res.Usage != nil {
-			out.Usage = *res.Usage
-		}
-	case call.Request.Action == cloudreq.ActionGenerate:
-		return nil, a.core.Unreadable(out, unreadableMsg, err)
-	}
-	return out, nil
+	return a.core.Invoke(resp, call.Request.Action, unreadableMsg, answers)
 }
+
+// answers reads a whole answer (decodeScore).
+var answers = openaiwire.Answers(decodeScore, bodyError)
 
 // Stream implements cloudreq.Streamer: SSE when the response says
 // text/event-stream (OpenAI chunks for generate and the chat route, each

@@ -19,6 +19,8 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 type seen struct {
@@ -440,4 +442,14 @@ func TestChatAPIPathQuery(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "/azureml/my-ep/v1/chat/completions", s.path)
 	assert.Equal(t, "foo=a%20b&api-version="+DefaultAPIVersion, s.query)
+}
+
+// TestConnectionPool: without an HTTPClient the adapter keeps enough idle
+// connections for concurrent calls and bounds the wait for response
+// headers; its Close closes its own transport's idle connections only
+// (providertest.RunPool).
+func TestConnectionPool(t *testing.T) {
+	providertest.RunPool(t, providertest.HTTPPool(func(base string, hc *http.Client) (*Adapter, error) {
+		return New(Options{EndpointURL: base + "/{endpoint}", Anonymous: true, HTTPClient: hc})
+	}, func(a *Adapter) *httpadapter.Core { return a.core }, func() *cloudreq.CloudRequest { return invokeReq(`{}`) }))
 }

@@ -230,24 +230,11 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	if err != nil {
 		return nil, err
 	}
-	out, err := a.core.Read(resp)
-	if err != nil || !httpadapter.Decodes(out, call.Request.Action) {
-		return out, err
-	}
-	res, derr := openaiwire.Decode(out.Data)
-	switch {
-	case derr == nil && res.Error != nil:
-		return nil, bodyError(resp, *res.Error, out.RequestID)
-	case derr == nil:
-		out.Text, out.FinishReason = res.Text, res.FinishReason
-		if res.Usage != nil {
-			out.Usage = *res.Usage
-		}
-	case call.Request.Action == cloudreq.ActionGenerate:
-		return nil, a.core.Unreadable(out, "openai: the response is not an OpenAI completion", derr)
-	}
-	return out, nil
+	return a.core.Invoke(resp, call.Request.Action, "openai: the response is not an OpenAI completion", answers)
 }
+
+// answers reads a whole answer: an OpenAI chat completion or completion.
+var answers = openaiwire.Answers(openaiwire.Decode, bodyError)
 
 // Stream implements cloudreq.Streamer. An SSE response is read event by
 // event; a JSON response (a server that ignored "stream") is one chunk.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 const chatResponse = `{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`
@@ -262,4 +264,14 @@ func TestResponseTooLarge(t *testing.T) {
 	}, func(o *Options) { o.MaxResponseBytes = 16 })
 	_, err := client(t, a).Invoke(ctx(t), generateReq("m"))
 	assert.ErrorIs(t, err, errcodes.PayloadTooLarge)
+}
+
+// TestConnectionPool: without an HTTPClient the adapter keeps enough idle
+// connections for concurrent calls and bounds the wait for response
+// headers; its Close closes its own transport's idle connections only
+// (providertest.RunPool).
+func TestConnectionPool(t *testing.T) {
+	providertest.RunPool(t, providertest.HTTPPool(func(base string, hc *http.Client) (*Adapter, error) {
+		return New(Options{BaseURL: base, HTTPClient: hc})
+	}, func(a *Adapter) *httpadapter.Core { return a.core }, func() *cloudreq.CloudRequest { return invokeReq(`{}`) }))
 }

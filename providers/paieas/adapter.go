@@ -357,39 +357,34 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	if err != nil {
 		return nil, err
 	}
-	out, err := a.core.Read(resp)
-	if err != nil {
-		return nil, err
+	action := call.Request.Action
+	switch d, _ := a.dialect(call.Request); {
+	case action == cloudreq.ActionGenerate && d == DialectLegacy:
+		return a.core.Invoke(resp, action, `paieas: the response is not {"response":…}`, legacyAnswer)
+	case action == cloudreq.ActionGenerate:
+		return a.core.Invoke(resp, action, "paieas: the response is not an OpenAI completion", answers)
 	}
-	body := out.Data
-	generate := call.Request.Action == cloudreq.ActionGenerate
-	if d, _ := a.dialect(call.Request); generate && d == DialectLegacy {
-		text, err := decodeLegacy(body)
-		if err != nil {
-			return nil, a.core.Unreadable(out, "paieas: the response is not {\"response\":…}", err)
+	return a.core.Invoke(resp, action, "", invokeAnswers)
+}
+
+var (
+	// answers reads a whole OpenAI-dialect answer.
+	answers = openaiwire.Answers(openaiwire.Decode, bodyError)
+	// invokeAnswers reads an invoke's answer: an OpenAI completion, else
+	// a legacy {"response":…}.
+	invokeAnswers = openaiwire.Answers(func(body []byte) (openaiwire.Result, error) {
+		r, err := openaiwire.Decode(body)
+		if err == nil && r.Error == nil && r.Text == "" {
+			r.Text, _ = decodeLegacy(body)
 		}
-		out.Text = text
-		return out, nil
-	}
-	if !httpadapter.Decodes(out, call.Request.Action) {
-		return out, nil
-	}
-	res, derr := openaiwire.Decode(body)
-	switch {
-	case derr == nil && res.Error != nil:
-		return nil, bodyError(resp, *res.Error, out.RequestID)
-	case derr == nil:
-		out.Text, out.FinishReason = res.Text, res.FinishReason
-		if res.Usage != nil {
-			out.Usage = *res.Usage
-		}
-		if out.Text == "" && !generate {
-			out.Text, _ = decodeLegacy(body)
-		}
-	case generate:
-		return nil, a.core.Unreadable(out, "paieas: the response is not an OpenAI completion", derr)
-	}
-	return out, nil
+		return r, err
+	}, bodyError)
+)
+
+// legacyAnswer reads a legacy generate answer, {"response":…}.
+func legacyAnswer(_ *http.Response, out *cloudreq.CloudResponse) (httpadapter.Answer, error) {
+	text, err := decodeLegacy(out.Data)
+	return httpadapter.Answer{Text: text}, err
 }
 
 // Stream implements cloudreq.Streamer.

@@ -17,6 +17,8 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 type seen struct {
@@ -232,4 +234,14 @@ func TestTiming(t *testing.T) {
 	assert.False(t, at.ConnectDone.IsZero())
 	assert.False(t, at.FirstByte.IsZero())
 	assert.True(t, at.FirstByte.After(at.Send))
+}
+
+// TestConnectionPool: without an HTTPClient the adapter keeps enough idle
+// connections for concurrent calls and bounds the wait for response
+// headers; its Close closes its own transport's idle connections only
+// (providertest.RunPool).
+func TestConnectionPool(t *testing.T) {
+	providertest.RunPool(t, providertest.HTTPPool(func(base string, hc *http.Client) (*Adapter, error) {
+		return New(Options{Endpoint: base, HTTPClient: hc})
+	}, func(a *Adapter) *httpadapter.Core { return a.core }, func() *cloudreq.CloudRequest { return invokeReq(`{}`) }))
 }

@@ -204,3 +204,23 @@ func runOwnTransport(t *testing.T, h PoolHarness) {
 	assert.Nil(t, core.OwnTransport(), "a caller's client is not the adapter's")
 	assert.Same(t, hc, core.Client())
 }
+
+// HTTPPool returns the PoolHarness of an adapter on the HTTP core
+// (httpadapter.Core), OwnTransport check included: newAdapter builds one
+// for a base URL and client (nil: none), which the test closes at its
+// end; core returns its core; request returns an invoke request for it.
+func HTTPPool[A interface {
+	cloudreq.Adapter
+	io.Closer
+}](newAdapter func(baseURL string, hc *http.Client) (A, error), core func(A) *httpadapter.Core, request func() *cloudreq.CloudRequest) PoolHarness {
+	return PoolHarness{
+		NewAdapter: func(t *testing.T, baseURL string, hc *http.Client) cloudreq.Adapter {
+			a, err := newAdapter(baseURL, hc)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = a.Close() })
+			return a
+		},
+		Request: request,
+		Core:    func(a cloudreq.Adapter) *httpadapter.Core { return core(a.(A)) },
+	}
+}
