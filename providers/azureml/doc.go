@@ -12,7 +12,9 @@
 // is an http(s) URL is the root itself (a trailing /score or
 // /chat/completions is dropped). Every request carries Target.Variant as
 // azureml-model-deployment (when set) and CloudRequest.RequestID as
-// x-ms-client-request-id.
+// x-ms-client-request-id. A request without Target.Endpoint, or with an
+// endpoint name while the template holds "{region}" and Options.Region is
+// unset, fails before it is sent (Adapter.Validate).
 //
 // Options.API picks the route:
 //

@@ -71,8 +71,8 @@ func TestValidateThroughClient(t *testing.T) {
 	t.Cleanup(srv.Close)
 	a, err := New(Options{EndpointURL: srv.URL + "/azureml/{endpoint}", Anonymous: true})
 	require.NoError(t, err)
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}, Hooks: hooks.Default()},
-		func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}},
+		func(o *cloudreq.Options) { o.Hooks = hooks.Default(); o.Retry.MaxAttempts = 1 })
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	req := func(target cloudreq.Target) *cloudreq.CloudRequest {

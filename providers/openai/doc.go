@@ -8,8 +8,11 @@
 // "Authorization: Bearer <APIKey>" when a key is set. Action invoke sends
 // the caller's bytes as they are; action generate writes OpenAI chat JSON
 // (or a completions body on a completions path) with the model from
-// Target.Model (else Target.Endpoint). Streams are SSE; generate streams ask
-// for stream_options.include_usage, so the last chunk carries usage.
+// Target.Model (else Target.Endpoint, unless it is a URL, when the body
+// names no model). A request needs Target.Model or Target.Endpoint; one
+// with neither fails before it is sent (Adapter.Validate). Streams are
+// SSE; generate streams ask for stream_options.include_usage, so the last
+// chunk carries usage.
 //
 // Invoke fills CloudResponse.Text, FinishReason and Usage, for invoke as
 // for generate, when the answer is recognisably a generation: a JSON chat

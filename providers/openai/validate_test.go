@@ -75,8 +75,8 @@ func TestEndpointAsModelThroughDefaultHooks(t *testing.T) {
 	t.Cleanup(srv.Close)
 	a, err := New(Options{BaseURL: srv.URL})
 	require.NoError(t, err)
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}, Hooks: hooks.Default()},
-		func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}},
+		func(o *cloudreq.Options) { o.Hooks = hooks.Default(); o.Retry.MaxAttempts = 1 })
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 

@@ -4,6 +4,8 @@
 //
 // It speaks net/http: POST {Endpoint}/api/predict/{service}{Target.Path},
 // where Target.Endpoint is the service name (or the service's full URL).
+// Every request needs it, and a name needs Options.Endpoint: a request
+// without them fails before it is sent (Adapter.Validate).
 // Three ways to authenticate, chosen by Options.Auth:
 //
 //	AuthAuto (default)  "Authorization: <token>"; "Authorization: Bearer <token>"

@@ -15,18 +15,19 @@
 //
 // # Requests
 //
-// Target.Endpoint is the endpoint name; Target.Variant the target production
-// variant; Target.Model the target model of a multi-model endpoint
-// (InvokeEndpoint only). Leave both empty for a plain endpoint: SageMaker
-// refuses a variant the endpoint does not have, and a target model on an
-// endpoint that is not multi-model, with a ValidationError
+// Target.Endpoint is the endpoint name, which every request needs (a request
+// without one fails before it is sent: Adapter.Validate); Target.Variant the
+// target production variant; Target.Model the target model of a multi-model
+// endpoint (InvokeEndpoint only). Leave both empty for a plain endpoint:
+// SageMaker refuses a variant the endpoint does not have, and a target model
+// on an endpoint that is not multi-model, with a ValidationError
 // (ERR_INVALID_PARAM). Attributes.InferenceComponent, CustomAttributes,
 // SessionID, InferenceID (default: CloudRequest.RequestID, when it is a
 // valid inference id — 1 to 64 printable ASCII characters, the first not a
 // space — since SageMaker refuses the call otherwise) and
 // TargetContainerHostname become the matching SageMaker headers.
-// CloudRequest.Header entries are sent as extra HTTP headers (SageMaker drops
-// the ones it does not know).
+// CloudRequest.Header entries are sent as extra HTTP headers (SageMaker
+// drops the ones it does not know).
 //
 // "invoke" sends Payload as it is, with its ContentType (default
 // application/json) and Accept. "generate" writes Generate in the endpoint's

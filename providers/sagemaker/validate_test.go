@@ -65,8 +65,8 @@ func TestValidateThroughClient(t *testing.T) {
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTESTTESTTEST", "secret", ""),
 		BaseEndpoint: srv.URL, AllowInsecureHTTP: true})
 	require.NoError(t, err)
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Hooks: hooks.Default()},
-		func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}},
+		func(o *cloudreq.Options) { o.Hooks = hooks.Default(); o.Retry.MaxAttempts = 1 })
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	req := func(target cloudreq.Target) *cloudreq.CloudRequest {

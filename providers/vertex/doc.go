@@ -15,10 +15,12 @@
 // completed with Options.Project and Options.Location. With no endpoint,
 // Target.Model names a publisher model: a full resource name,
 // "publishers/PUB/models/M", or a bare Google model id such as
-// "gemini-2.0-flash". Without Options.Endpoint the adapter talks to
-// {Location}-aiplatform.googleapis.com:443 with Application Default
-// Credentials, and refuses resources of another location (use one adapter
-// per location).
+// "gemini-2.0-flash". A request with neither, or with a name that is not a
+// full resource name while Options.Project or Options.Location is unset,
+// fails before it is sent (Adapter.Validate). Without Options.Endpoint the
+// adapter talks to {Location}-aiplatform.googleapis.com:443 with
+// Application Default Credentials, and refuses resources of another
+// location (use one adapter per location).
 //
 // # Methods
 //

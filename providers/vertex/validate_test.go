@@ -67,8 +67,11 @@ func TestPublisherModelThroughDefaultHooks(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	ad, err := New(context.Background(), Options{Project: "p", Location: "us-central1", Endpoint: srv.GRPCAddr(), Insecure: true})
 	require.NoError(t, err)
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Hooks: hooks.Default()},
-		func(o *cloudreq.Options) { o.Retry.MaxAttempts, o.Retry.BaseDelay = 1, time.Millisecond })
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}},
+		func(o *cloudreq.Options) {
+			o.Hooks = hooks.Default()
+			o.Retry.MaxAttempts, o.Retry.BaseDelay = 1, time.Millisecond
+		})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	gen := func(target cloudreq.Target) *cloudreq.CloudRequest {
