@@ -58,7 +58,7 @@ func StartReport() hooks.PostDeserializer {
 // WithStartReport returns a cloudreq option function that runs
 // StartReport before the client's own PostDeserialize hooks (Options.Hooks,
 // which it wraps and leaves unchanged; nil runs StartReport alone). Pass
-// it to cloudreq.New for a client of emulator targets, or to one call.
+// it to cloudreq.New for a client of emulator targets.
 func WithStartReport() func(*cloudreq.Options) {
 	return func(o *cloudreq.Options) {
 		if _, ok := o.Hooks.(startReportHooks); ok {

@@ -119,7 +119,8 @@ func TestWithStartReport(t *testing.T) {
 	user := &seen{}
 	set := hooks.Default()
 	require.NoError(t, set.Deserialize.Add("user", user))
-	opts := cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: set}
+	opts := cloudreq.Options{Adapters: []cloudreq.Adapter{fake}}
+	opts.Hooks = set
 	c, err := cloudreq.New(opts, emulator.WithStartReport(), emulator.WithStartReport())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
@@ -174,7 +175,9 @@ func TestStartReportOnEmulator(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	ad, err := openai.New(openai.Options{BaseURL: srv.URL()})
 	require.NoError(t, err)
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Hooks: hooks.Default()}, emulator.WithStartReport())
+	opts := cloudreq.Options{Adapters: []cloudreq.Adapter{ad}}
+	opts.Hooks = hooks.Default()
+	c, err := cloudreq.New(opts, emulator.WithStartReport())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

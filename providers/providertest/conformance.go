@@ -239,18 +239,18 @@ func (e *env) streamInvoke(t *testing.T) {
 }
 
 // fail sends a generate request with fault injected, by Stream or Invoke,
-// drains it, and returns its error and how many content chunks arrived.
-func (e *env) fail(t *testing.T, fault emulator.Fault, stream bool) (error, int) {
+// drains it, and returns how many content chunks arrived and its error.
+func (e *env) fail(t *testing.T, fault emulator.Fault, stream bool) (int, error) {
 	t.Helper()
 	r := e.request(cloudreq.ActionGenerate)
 	r.Header.Set(emulator.HeaderInject, string(fault))
 	if !stream {
 		_, err := e.client.Invoke(ctx(t), r)
-		return err, 0
+		return 0, err
 	}
 	s, err := e.client.Stream(ctx(t), r)
 	if err != nil {
-		return err, 0
+		return 0, err
 	}
 	defer s.Close()
 	content := 0
@@ -259,7 +259,7 @@ func (e *env) fail(t *testing.T, fault emulator.Fault, stream bool) (error, int)
 			content++
 		}
 	}
-	return s.Err(), content
+	return content, s.Err()
 }
 
 // checkCode asserts err carries want, the harness's provider and the
@@ -282,7 +282,7 @@ func (e *env) errors(t *testing.T) {
 	}
 	for fault, want := range e.h.Errors {
 		t.Run(string(fault), func(t *testing.T) {
-			err, _ := e.fail(t, fault, streaming[fault])
+			_, err := e.fail(t, fault, streaming[fault])
 			e.checkCode(t, err, want, want.Retryable(), "fault "+string(fault))
 		})
 	}
@@ -295,7 +295,7 @@ func (e *env) contract(t *testing.T) {
 			mode = "stream"
 		}
 		t.Run(string(c.Fault)+"/"+mode, func(t *testing.T) {
-			err, _ := e.fail(t, c.Fault, c.Stream)
+			_, err := e.fail(t, c.Fault, c.Stream)
 			ce := e.checkCode(t, err, c.Code, c.Retryable, c.Situation)
 			if c.Fault == emulator.FaultStreamError && ce != nil {
 				assert.NotEmpty(t, ce.Details["code"], "%s: the in-band error's own code is kept in Details[\"code\"]", c.Situation)
@@ -307,7 +307,7 @@ func (e *env) contract(t *testing.T) {
 		if want == "" {
 			want = errcodes.Throttled
 		}
-		err, content := e.fail(t, emulator.FaultStreamErrorFirst, true)
+		content, err := e.fail(t, emulator.FaultStreamErrorFirst, true)
 		assert.Zero(t, content, "no content before the in-band error")
 		assert.NotEqual(t, errcodes.StreamInterrupted, errcodes.Of(err), "an error before any content is the whole answer")
 		e.checkCode(t, err, want, want.Retryable(), "an in-band error before any content")
