@@ -30,8 +30,8 @@ func Example() {
 		log.Fatal(err)
 	}
 	client, err := cloudreq.New(cloudreq.Options{
-		Adapters: []cloudreq.Adapter{adapter},
-		Hooks:    hooks.Default(), // required fields, 6 MB payload limit, request ids
+		Adapters:    []cloudreq.Adapter{adapter},
+		CallOptions: cloudreq.CallOptions{Hooks: hooks.Default()}, // required fields, 6 MB payload limit, request ids
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -81,7 +81,10 @@ func BenchmarkOpenLoopDispatch(b *testing.B) {
 	p := &bench.Plan{Targets: []bench.Target{{Name: "noop", Provider: "openai", Model: "m"}},
 		Load: bench.Load{Model: bench.LoadConstant, Rate: 1e6, MaxInFlight: 256}, Limits: bench.Limits{Requests: b.N}}
 	connect := func(context.Context, *bench.Target) (*cloudreq.Client, error) {
-		return cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{noop{}}, Retry: cloudreq.RetryOptions{MaxAttempts: 1}})
+		return cloudreq.New(cloudreq.Options{
+			Adapters:    []cloudreq.Adapter{noop{}},
+			CallOptions: cloudreq.CallOptions{Retry: cloudreq.RetryOptions{MaxAttempts: 1}},
+		})
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -39,8 +39,10 @@ func emulatorConnect(srv *emulator.Server) func(context.Context, *bench.Target) 
 		if err != nil {
 			return nil, err
 		}
-		return cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Retry: cloudreq.RetryOptions{MaxAttempts: 1},
-			Timeout: 10 * time.Second})
+		return cloudreq.New(cloudreq.Options{
+			Adapters:    []cloudreq.Adapter{ad},
+			CallOptions: cloudreq.CallOptions{Retry: cloudreq.RetryOptions{MaxAttempts: 1}, Timeout: 10 * time.Second},
+		})
 	}
 }
 

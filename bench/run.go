@@ -132,7 +132,7 @@ type target struct {
 	opts   Options
 	client *cloudreq.Client
 	col    *collector
-	obsOpt func(*cloudreq.Options)
+	obsOpt func(*cloudreq.CallOptions)
 
 	pickMu     sync.Mutex
 	picker     *Picker
@@ -150,7 +150,7 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 		return nil, err
 	}
 	tg.col = col
-	tg.obsOpt = func(o *cloudreq.Options) {
+	tg.obsOpt = func(o *cloudreq.CallOptions) {
 		o.Observers = append(append(o.Observers, tg.col), opts.Observers...)
 	}
 	tg.base = buildRequest(t, nil)
@@ -279,7 +279,7 @@ func (tg *target) request(intended time.Time) *cloudreq.CloudRequest {
 // do sends one request and reads its response to the end; measured calls
 // are seen by the collector through the client's observer hook.
 func (tg *target) do(ctx context.Context, req *cloudreq.CloudRequest, measured bool) {
-	var opt []func(*cloudreq.Options)
+	var opt []func(*cloudreq.CallOptions)
 	if measured {
 		opt = append(opt, tg.obsOpt)
 	}

@@ -84,7 +84,10 @@ func answerAfter(ctx context.Context, d time.Duration) error {
 
 func connectTo(a cloudreq.Adapter) func(context.Context, *Target) (*cloudreq.Client, error) {
 	return func(context.Context, *Target) (*cloudreq.Client, error) {
-		return cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}, Retry: cloudreq.RetryOptions{MaxAttempts: 1}})
+		return cloudreq.New(cloudreq.Options{
+			Adapters:    []cloudreq.Adapter{a},
+			CallOptions: cloudreq.CallOptions{Retry: cloudreq.RetryOptions{MaxAttempts: 1}},
+		})
 	}
 }
 

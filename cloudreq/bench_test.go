@@ -103,7 +103,10 @@ func benchClient(b *testing.B, srv *httptest.Server, naming bool) (*cloudreq.Cli
 // clientFor returns a Client with the default hooks and ad, and an invoke
 // request of benchBody for it.
 func clientFor(b *testing.B, ad cloudreq.Adapter) (*cloudreq.Client, *cloudreq.CloudRequest) {
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Hooks: hooks.Default()})
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{ad},
+		CallOptions: cloudreq.CallOptions{Hooks: hooks.Default()},
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -54,7 +54,8 @@ func (c *Client) endpointKey(r *CloudRequest) string {
 }
 
 // New returns a Client. Option functions are applied to a copy of opts;
-// the client keeps its own copy of its slices.
+// the client keeps its own copy of its slices. Its CallOptions are the
+// defaults of every call.
 func New(opts Options, optFns ...func(*Options)) (*Client, error) {
 	opts.Adapters = slices.Clone(opts.Adapters)
 	opts.Observers = slices.Clone(opts.Observers)
@@ -145,7 +146,9 @@ func adapterKey(provider, service string) string { return provider + "/" + servi
 
 // Invoke sends req and returns its response once the whole body arrived.
 // On failure the error is an *errcodes.Error and the response is nil.
-func (c *Client) Invoke(ctx context.Context, req *CloudRequest, optFns ...func(*Options)) (*CloudResponse, error) {
+// Option functions change a copy of the client's CallOptions for this
+// call.
+func (c *Client) Invoke(ctx context.Context, req *CloudRequest, optFns ...func(*CallOptions)) (*CloudResponse, error) {
 	cl, ctx, cancel, err := c.prepare(ctx, req, false, optFns)
 	defer cancel()
 	if err != nil {
@@ -164,23 +167,16 @@ func (c *Client) Invoke(ctx context.Context, req *CloudRequest, optFns ...func(*
 
 // call is the state of one Invoke or Stream call.
 type call struct {
-	o        *Options // the client's, or a copy with the call's options
+	o        *CallOptions // the client's, or a copy with the call's options
 	c        *Client
 	req      *CloudRequest // the working copy hooks may rewrite
 	reg      *registered   // the adapter the call routes to
 	payload  Payload
 	tl       *latency.Timeline
-	bo       *fullJitter
+	retry    retrier       // whether and when to retry
 	wait     time.Duration // backoff before the next attempt
 	errs     []*errcodes.Error
-	spent    int // retry-budget tokens taken by this call
 	notReady bool
-	// The cold-start wait (RetryOptions.ColdStartWait): the not-ready
-	// attempts it retried or ended, counted apart from MaxAttempts; when
-	// the first not-ready answer came; the not-ready retries' backoff.
-	coldN     int
-	coldSince time.Time
-	coldBo    *fullJitter
 	// sendIsIntended: the request set no IntendedSend, so the first
 	// attempt's send time is the intended one (closed-loop load).
 	sendIsIntended bool
@@ -258,18 +254,23 @@ func (cl *call) initTimeline(intended time.Time) {
 // prepare resolves options, starts observers, validates, runs the
 // PreValidate and PreSerialize hooks and encodes the payload. The returned
 // call is usable (for fail) even when err is set.
-func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, optFns []func(*Options)) (*call, context.Context, context.CancelFunc, *errcodes.Error) {
-	cl := &call{o: &c.opts, c: c}
+func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, optFns []func(*CallOptions)) (*call, context.Context, context.CancelFunc, *errcodes.Error) {
+	cl := &call{o: &c.opts.CallOptions, c: c}
 	if c.closed.Load() {
 		cl.initTimeline(time.Time{})
 		return cl, ctx, func() {}, errClientClosed()
 	}
 	if len(optFns) > 0 {
-		o := c.opts
-		o.Adapters = slices.Clone(o.Adapters)
+		o := c.opts.CallOptions
 		o.Observers = slices.Clone(o.Observers)
 		for _, f := range optFns {
 			f(&o)
+		}
+		if o.clientOnly != "" {
+			cl.initTimeline(time.Time{})
+			e := errcodes.Errorf(errcodes.InvalidParam, "cloudreq: %s is a client option: a call cannot change it", o.clientOnly)
+			e.Retryable = false
+			return cl, ctx, func() {}, e
 		}
 		o.Retry.setDefaults()
 		if o.Retry.Budget == nil {
@@ -331,6 +332,10 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 			return cl, ctx, cancel, normalizeWith(err, errcodes.InvalidParam, cl.req.Provider)
 		}
 		cl.payload = p
+	}
+	cl.retry = retrier{o: &cl.o.Retry, replayable: cl.payload.Body != nil || cl.payload.Reader == nil}
+	if dl, ok := ctx.Deadline(); ok {
+		cl.retry.deadline = dl
 	}
 	return cl, ctx, cancel, nil
 }
@@ -626,10 +631,10 @@ func (cl *call) startAttempt(n int) {
 	}
 }
 
-// backoff decides whether attempt n's error e is retried, waits, and returns
-// nil to go on or the error that ends the call.
+// backoff asks the call's retrier whether attempt n's error e is retried,
+// waits, and returns nil to go on or the error that ends the call.
 func (cl *call) backoff(ctx context.Context, n int, e *errcodes.Error) *errcodes.Error {
-	wait, ok := cl.retryDelay(ctx, n, e)
+	wait, ok := cl.retry.next(e)
 	if !ok {
 		return e
 	}
@@ -646,13 +651,7 @@ func (cl *call) backoff(ctx context.Context, n int, e *errcodes.Error) *errcodes
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		if b := cl.o.Retry.Budget; b != nil && !cl.o.Retry.NoBudget && !cl.o.Retry.waitsColdStart(e) {
-			// The retry the budget paid for is never sent (not-ready
-			// retries take nothing from it).
-			cost := retryCost(e)
-			b.give(cost)
-			cl.spent -= cost
-		}
+		cl.retry.abandoned(e)
 		ce := errcodes.FromContext(ctx)
 		ce.Provider = cl.req.Provider
 		return ce
@@ -661,82 +660,9 @@ func (cl *call) backoff(ctx context.Context, n int, e *errcodes.Error) *errcodes
 	}
 }
 
-// retryDelay returns how long to wait before retrying after attempt n, or
-// false when the call must end with e.
-func (cl *call) retryDelay(ctx context.Context, n int, e *errcodes.Error) (time.Duration, bool) {
-	r := &cl.o.Retry
-	cold := e.Retryable && r.waitsColdStart(e)
-	if cold {
-		cl.coldN++
-	}
-	if !e.Retryable || (!cold && n-cl.coldN >= r.MaxAttempts) {
-		return 0, false
-	}
-	if cl.payload.Body == nil && cl.payload.Reader != nil {
-		return 0, false // a one-shot body cannot be replayed
-	}
-	if cold {
-		return cl.coldDelay(ctx, e)
-	}
-	if cl.bo == nil {
-		cl.bo = r.newBackOff()
-	}
-	wait := cl.bo.NextBackOff()
-	if e.RetryAfter > 0 {
-		if e.RetryAfter > r.MaxRetryAfter {
-			return 0, false
-		}
-		wait = max(wait, e.RetryAfter)
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(dl) {
-		return 0, false // never sleep past the call's deadline
-	}
-	if b := r.Budget; b != nil && !r.NoBudget {
-		cost := retryCost(e)
-		if !b.take(cost) {
-			return 0, false
-		}
-		cl.spent += cost
-	}
-	return wait, true
-}
-
-// coldDelay returns how long to wait before retrying a not-ready answer
-// under the cold-start wait, or false when the wait is over: the server's
-// delay when it ends within the wait (never shorter than the backoff),
-// else the not-ready backoff, cut so that the last retry is made when the
-// wait ends. These retries take no budget tokens.
-func (cl *call) coldDelay(ctx context.Context, e *errcodes.Error) (time.Duration, bool) {
-	r := &cl.o.Retry
-	now := time.Now()
-	if cl.coldSince.IsZero() {
-		cl.coldSince = now
-	}
-	left := cl.coldSince.Add(r.ColdStartWait).Sub(now)
-	if left <= 0 {
-		return 0, false
-	}
-	if cl.coldBo == nil {
-		cl.coldBo = r.newColdBackOff()
-	}
-	wait := min(cl.coldBo.NextBackOff(), left)
-	if e.RetryAfter > 0 {
-		if e.RetryAfter > left {
-			return 0, false // the server expects the model later than the wait allows
-		}
-		wait = max(wait, e.RetryAfter)
-	}
-	if dl, ok := ctx.Deadline(); ok && !now.Add(wait).Before(dl) {
-		return 0, false // never sleep past the call's deadline
-	}
-	return wait, true
-}
-
 // succeed completes a successful call.
 func (cl *call) succeed(resp *CloudResponse) *CloudResponse {
-	if b := cl.o.Retry.Budget; b != nil && !cl.o.Retry.NoBudget {
-		b.give(max(cl.spent, 1))
-	}
+	cl.retry.succeeded()
 	tl := cl.tl
 	last := tl.LastAttempt()
 	if !tl.Streamed {

@@ -257,7 +257,10 @@ func TestCallerContextCanceledBeforeStart(t *testing.T) {
 // callers keep (a benchmark may keep thousands), keeps neither the call's
 // request nor its payload reachable.
 func TestTimingKeepsNoRequest(t *testing.T) {
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{nopAdapter{}}, Hooks: hooks.Default()})
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{nopAdapter{}},
+		CallOptions: cloudreq.CallOptions{Hooks: hooks.Default()},
+	})
 	require.NoError(t, err)
 	var kept weak.Pointer[[1 << 16]byte]
 	resp := func() *cloudreq.CloudResponse { // the request and body live in this frame only
@@ -294,7 +297,10 @@ func TestIntendedSendDefaultsToFirstSend(t *testing.T) {
 			{Err: errcodes.New(errcodes.Unavailable, "blip")},
 			{Response: &cloudreq.CloudResponse{StatusCode: 200}},
 		}}
-		c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: set})
+		c, err := cloudreq.New(cloudreq.Options{
+			Adapters:    []cloudreq.Adapter{fake},
+			CallOptions: cloudreq.CallOptions{Hooks: set},
+		})
 		require.NoError(t, err)
 		resp, err := c.Invoke(context.Background(), req())
 		require.NoError(t, err)
@@ -321,7 +327,10 @@ func TestIntendedSendDefaultsToFirstSend(t *testing.T) {
 // with) the client's adapters and observers.
 func TestNewCopiesOptionSlices(t *testing.T) {
 	mine, other := &spy{}, &spy{}
-	opts := cloudreq.Options{Adapters: []cloudreq.Adapter{&cloudreqtest.Adapter{}}, Observers: []cloudreq.Observer{mine}}
+	opts := cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{&cloudreqtest.Adapter{}},
+		CallOptions: cloudreq.CallOptions{Observers: []cloudreq.Observer{mine}},
+	}
 	c, err := cloudreq.New(opts)
 	require.NoError(t, err)
 	opts.Observers[0] = other
@@ -330,8 +339,60 @@ func TestNewCopiesOptionSlices(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, mine.attempts, 1)
 	assert.Empty(t, other.attempts)
-	var seen []cloudreq.Adapter
-	_, err = c.Invoke(context.Background(), req(), func(o *cloudreq.Options) { seen = o.Adapters })
+	var seen []cloudreq.Observer
+	_, err = c.Invoke(context.Background(), req(), func(o *cloudreq.CallOptions) {
+		seen = append(seen, o.Observers...)
+		o.Observers[0] = other
+	})
 	require.NoError(t, err)
-	assert.NotNil(t, seen[0], "per-call options see the client's adapters")
+	require.Len(t, seen, 1)
+	assert.Same(t, mine, seen[0], "per-call options see the client's observers")
+	assert.Len(t, other.attempts, 1, "the call's copy of them")
+	_, err = c.Invoke(context.Background(), req())
+	require.NoError(t, err)
+	assert.Len(t, mine.attempts, 2, "and the client keeps its own")
+	assert.Len(t, other.attempts, 1)
+}
+
+// TestPerCallOptionsAreCallOptions: a call changes its own copy of the
+// client's CallOptions (here, its retries) and leaves the client's as
+// they were; a client option function made per-call (PerCall) that sets
+// a client-only option fails the call instead of being ignored.
+func TestPerCallOptionsAreCallOptions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := failing(errcodes.New(errcodes.Unavailable, "down"))
+		c := client(t, fake) // DefaultMaxAttempts: 3
+		_, err := c.Invoke(context.Background(), req(), func(o *cloudreq.CallOptions) { o.Retry.MaxAttempts = 4 })
+		assert.ErrorIs(t, err, errcodes.Unavailable)
+		assert.Len(t, fake.Calls(), 4, "the call's MaxAttempts")
+		_, err = c.Invoke(context.Background(), req())
+		assert.ErrorIs(t, err, errcodes.Unavailable)
+		assert.Len(t, fake.Calls(), 7, "the client's, unchanged")
+
+		_, err = c.Invoke(context.Background(), req(), cloudreq.PerCall(func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 }))
+		assert.ErrorIs(t, err, errcodes.Unavailable)
+		assert.Len(t, fake.Calls(), 8, "PerCall applies a client option's CallOptions to the call")
+
+		for name, f := range map[string]func(*cloudreq.Options){
+			"Adapters":          func(o *cloudreq.Options) { o.Adapters = append(o.Adapters, &cloudreqtest.Adapter{}) },
+			"ScaleToZeroWindow": func(o *cloudreq.Options) { o.ScaleToZeroWindow = time.Minute },
+		} {
+			sp := &spy{}
+			obs := func(o *cloudreq.CallOptions) { o.Observers = append(o.Observers, sp) }
+			for _, stream := range []bool{false, true} {
+				if stream {
+					_, err = c.Stream(context.Background(), req(), obs, cloudreq.PerCall(f))
+				} else {
+					_, err = c.Invoke(context.Background(), req(), obs, cloudreq.PerCall(f))
+				}
+				var e *errcodes.Error
+				require.ErrorAs(t, err, &e, name)
+				assert.Equal(t, errcodes.InvalidParam, e.Code, name)
+				assert.False(t, e.Retryable, name)
+				assert.Contains(t, e.Message, name+" is a client option", name)
+			}
+			assert.Len(t, fake.Calls(), 8, "%s: nothing is sent", name)
+			assert.Empty(t, sp.ends, "%s: the call is refused before observers start", name)
+		}
+	})
 }

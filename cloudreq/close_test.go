@@ -72,7 +72,7 @@ func TestCloseIsIdempotent(t *testing.T) {
 func TestClosedClientFails(t *testing.T) {
 	ad := &closerAdapter{Adapter: &cloudreqtest.Adapter{}}
 	h := &countingHooks{}
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Hooks: h})
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, CallOptions: cloudreq.CallOptions{Hooks: h}})
 	require.NoError(t, err)
 	_, err = c.Invoke(context.Background(), req())
 	require.NoError(t, err, "an open client serves")
@@ -96,7 +96,7 @@ func TestClosedClientFails(t *testing.T) {
 	s, err := c.Stream(context.Background(), req())
 	assert.Nil(t, s)
 	check(err)
-	_, err = c.Invoke(context.Background(), req(), func(o *cloudreq.Options) { o.Retry.MaxAttempts = 5 })
+	_, err = c.Invoke(context.Background(), req(), func(o *cloudreq.CallOptions) { o.Retry.MaxAttempts = 5 })
 	check(err)
 	assert.Zero(t, h.n.Load(), "no hook runs")
 	assert.Len(t, ad.Calls(), calls, "the adapter is not called")

@@ -60,12 +60,19 @@
 // records the credential headers the HTTP transport writes, which costs
 // each request a few allocations.
 //
-// Observers (Options.Observers) see each call start and end, and each
+// Observers (CallOptions.Observers) see each call start and end, and each
 // attempt's request and outcome (AttemptInfo, and AttemptStarter for its
 // start); AttemptInfo.Scrub replaces the same credentials in whatever an
 // observer copies out. Package telemetry's spans, metrics and logs are
 // observers.
 //
-// Options follow the aws-sdk-go-v2 shape: New(Options, ...func(*Options)),
-// and per-call ...func(*Options) applied to a copy.
+// One options style everywhere: New(Options, ...func(*Options)), and per
+// call ...func(*CallOptions) applied to a copy. Options holds what only
+// the client has (Adapters; ScaleToZeroWindow, which its start classifier
+// shares across calls) and embeds CallOptions, the defaults of every call:
+// hooks, retries, timeouts, observers, logger. A call's option functions
+// reach only those, so none is silently ignored; PerCall turns a client
+// option function that sets only CallOptions (such as
+// telemetry.WithObserver) into a call's, and fails the call if it sets a
+// client-only one.
 package cloudreq

@@ -137,7 +137,10 @@ func TestAttemptInfoScrub(t *testing.T) {
 	fake := &credAdapter{key: key, Adapter: cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{
 		{Response: &cloudreq.CloudResponse{StatusCode: 200, Text: probe}}}}}
 	l := &attemptLog{probe: probe}
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Observers: []cloudreq.Observer{l}})
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{fake},
+		CallOptions: cloudreq.CallOptions{Observers: []cloudreq.Observer{l}},
+	})
 	require.NoError(t, err)
 	r := req()
 	r.Header = http.Header{"Authorization": {"Bearer " + tok}}
@@ -191,8 +194,10 @@ func TestAttemptInfoScrubTransport(t *testing.T) {
 	defer srv.Close()
 	defer http.DefaultClient.CloseIdleConnections()
 	l := &attemptLog{}
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{&tokenAdapter{url: srv.URL, header: "X-Amz-Security-Token", value: tok}},
-		Observers: []cloudreq.Observer{l}})
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{&tokenAdapter{url: srv.URL, header: "X-Amz-Security-Token", value: tok}},
+		CallOptions: cloudreq.CallOptions{Observers: []cloudreq.Observer{l}},
+	})
 	require.NoError(t, err)
 	resp, err := c.Invoke(context.Background(), req())
 	require.NoError(t, err)

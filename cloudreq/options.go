@@ -9,16 +9,34 @@ import (
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
-// Options configures a Client. Pass it to New; per-call option functions
-// change a copy for one call only.
+// Options configures a Client: the client-only settings, which New reads
+// once, and the defaults of every call (CallOptions, embedded). Pass it to
+// New, whose option functions change a copy; a call's own option
+// functions (for Invoke and Stream) change a copy of the CallOptions only,
+// so that no per-call option is one a call cannot honour.
 type Options struct {
 	// Adapters are the provider adapters the client routes to, by
 	// Provider/Service. Two adapters for the same pair are an error.
 	Adapters []Adapter
+	// ScaleToZeroWindow is the endpoints' scale-to-zero idle window. When
+	// set, a client's first request to an endpoint, and the first after a
+	// longer idle gap, are classified cold. Zero: only server reports and
+	// not-ready signals make a start cold. The window belongs to the
+	// client's start classifier, which all its calls share.
+	ScaleToZeroWindow time.Duration
+	// CallOptions are the defaults of every call.
+	CallOptions
+}
+
+// CallOptions are the options honoured per call. Options holds the
+// client's defaults; Invoke and Stream apply their option functions to a
+// copy of them for that call alone.
+type CallOptions struct {
 	// Hooks run the PreValidate, PreSerialize and PostDeserialize phases.
 	// hooks.Default() returns a set with the built-ins; nil runs none.
 	Hooks Hooks
-	// Retry configures the retry loop.
+	// Retry configures the retry loop. A call whose options leave
+	// Retry.Budget nil uses the client's budget.
 	Retry RetryOptions
 	// Timeout bounds a whole call, retries and backoff included (for a
 	// Stream, until it ends). Zero: no limit beyond the caller's context.
@@ -37,16 +55,35 @@ type Options struct {
 	// never cut. It times Next's wait for the next chunk, not the caller's
 	// own time between Next calls. Zero: no limit.
 	StreamIdleTimeout time.Duration
-	// ScaleToZeroWindow is the endpoints' scale-to-zero idle window. When
-	// set, a client's first request to an endpoint, and the first after a
-	// longer idle gap, are classified cold. Zero: only server reports and
-	// not-ready signals make a start cold.
-	ScaleToZeroWindow time.Duration
 	// Observers see every call and attempt (telemetry, benchmarks).
 	Observers []Observer
 	// Logger receives debug records of retries; nil discards them. Records
 	// hold codes, counts and delays, never payloads or credentials.
 	Logger *slog.Logger
+
+	// clientOnly names the client-only option a PerCall function set: the
+	// call fails rather than ignore it.
+	clientOnly string
+}
+
+// PerCall returns f, an option function for New, as one for a single
+// call (Invoke, Stream), for option functions that set only CallOptions
+// fields, such as telemetry.WithObserver. f sees the call's options and
+// zero client-only fields; if it sets one (Adapters, ScaleToZeroWindow),
+// the call fails with ERR_INVALID_PARAM, as a call cannot change them.
+func PerCall(f func(*Options)) func(*CallOptions) {
+	return func(co *CallOptions) {
+		o := Options{CallOptions: *co}
+		f(&o)
+		*co = o.CallOptions
+		switch {
+		case co.clientOnly != "":
+		case len(o.Adapters) > 0:
+			co.clientOnly = "Adapters"
+		case o.ScaleToZeroWindow != 0:
+			co.clientOnly = "ScaleToZeroWindow"
+		}
+	}
 }
 
 // Hooks is what the client calls at each hook phase. hooks.Set implements

@@ -117,9 +117,149 @@ func (o *RetryOptions) waitsColdStart(e *errcodes.Error) bool {
 	return e.Code == errcodes.ModelNotReady && o.ColdStartWait > 0
 }
 
+// retrier is one call's retry decision: after each failed attempt, whether
+// to make another and how long to wait before it. It classifies the error
+// (retryable, not ready under the cold-start wait), counts attempts
+// against MaxAttempts, runs the backoff schedules, honours the server's
+// retry delay and the call's deadline, and takes and gives back the
+// budget's tokens. The client's loop makes the attempts and the waits.
+type retrier struct {
+	o *RetryOptions
+	// replayable: the payload can be sent again (it is not a one-shot
+	// reader).
+	replayable bool
+	// deadline is the call's; zero when it has none.
+	deadline time.Time
+	// attempts is the number of failed attempts next has seen; spent, the
+	// budget tokens the call's retries took.
+	attempts, spent int
+	bo              *fullJitter
+	// The cold-start wait (RetryOptions.ColdStartWait): the not-ready
+	// attempts it retried or ended, counted apart from MaxAttempts; when
+	// the first not-ready answer came; the not-ready retries' backoff.
+	coldN     int
+	coldSince time.Time
+	coldBo    *fullJitter
+}
+
+// next is called after each failed attempt with its error: it returns
+// how long to wait before the next attempt, or false when the call must
+// end with e.
+func (r *retrier) next(e *errcodes.Error) (time.Duration, bool) {
+	r.attempts++
+	o := r.o
+	cold := e.Retryable && o.waitsColdStart(e)
+	if cold {
+		r.coldN++
+	}
+	if !e.Retryable || (!cold && r.attempts-r.coldN >= o.MaxAttempts) {
+		return 0, false
+	}
+	if !r.replayable {
+		return 0, false
+	}
+	if cold {
+		return r.coldDelay(e)
+	}
+	if r.bo == nil {
+		r.bo = o.newBackOff()
+	}
+	wait := r.bo.NextBackOff()
+	if e.RetryAfter > 0 {
+		if e.RetryAfter > o.MaxRetryAfter {
+			return 0, false
+		}
+		wait = max(wait, e.RetryAfter)
+	}
+	if r.pastDeadline(time.Now(), wait) {
+		return 0, false
+	}
+	if b := o.budget(); b != nil {
+		cost := retryCost(e)
+		if !b.take(cost) {
+			return 0, false
+		}
+		r.spent += cost
+	}
+	return wait, true
+}
+
+// coldDelay returns how long to wait before retrying a not-ready answer
+// under the cold-start wait, or false when the wait is over: the server's
+// delay when it ends within the wait (never shorter than the backoff),
+// else the not-ready backoff, cut so that the last retry is made when the
+// wait ends. These retries take no budget tokens.
+func (r *retrier) coldDelay(e *errcodes.Error) (time.Duration, bool) {
+	o := r.o
+	now := time.Now()
+	if r.coldSince.IsZero() {
+		r.coldSince = now
+	}
+	left := r.coldSince.Add(o.ColdStartWait).Sub(now)
+	if left <= 0 {
+		return 0, false
+	}
+	if r.coldBo == nil {
+		r.coldBo = o.newColdBackOff()
+	}
+	wait := min(r.coldBo.NextBackOff(), left)
+	if e.RetryAfter > 0 {
+		if e.RetryAfter > left {
+			return 0, false // the server expects the model later than the wait allows
+		}
+		wait = max(wait, e.RetryAfter)
+	}
+	if r.pastDeadline(now, wait) {
+		return 0, false
+	}
+	return wait, true
+}
+
+// pastDeadline reports whether a retry after wait from now would come at
+// or after the call's deadline: the client never sleeps past it.
+func (r *retrier) pastDeadline(now time.Time, wait time.Duration) bool {
+	return !r.deadline.IsZero() && !now.Add(wait).Before(r.deadline)
+}
+
+// abandoned gives back the tokens of the retry that next granted after
+// e, when the call ends during the wait before it: that retry is never
+// sent. Not-ready retries took none.
+func (r *retrier) abandoned(e *errcodes.Error) {
+	if b := r.o.budget(); b != nil && !r.o.waitsColdStart(e) {
+		cost := retryCost(e)
+		b.give(cost)
+		r.spent -= cost
+	}
+}
+
+// succeeded gives the budget back what the call's retries took, or one
+// token when it needed none.
+func (r *retrier) succeeded() {
+	if b := r.o.budget(); b != nil {
+		b.give(max(r.spent, 1))
+	}
+}
+
+// budget returns the retry budget in use, nil when there is none.
+func (o *RetryOptions) budget() *RetryBudget {
+	if o.NoBudget {
+		return nil
+	}
+	return o.Budget
+}
+
 // newBackOff returns the backoff policy of one call: backoff/v4's
 // exponential schedule (no randomization, no elapsed-time limit) from
 // BaseDelay to MaxDelay as the ceiling, with full jitter applied on top.
+//
+// backoff/v4 is kept for what it does well, the exponential schedule: a
+// ceiling that doubles and stops at its cap without overflowing. Its
+// jitter is not full jitter (it draws within ±RandomizationFactor of the
+// interval, never near zero), so the delay is drawn on top of its
+// ceiling; and its Retry loop is not used, as the decision here is the
+// error's own (classification, Retry-After, the retry budget, the
+// cold-start wait, the call's deadline) and a stream's attempts are
+// retried from the client's loop, not from one function.
 func (o *RetryOptions) newBackOff() *fullJitter { return newFullJitter(o.BaseDelay, o.MaxDelay) }
 
 // newColdBackOff returns the backoff policy of a call's not-ready retries:

@@ -341,7 +341,7 @@ func TestPerCallOptionsKeepTheBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := failing(errcodes.New(errcodes.Unavailable, "storm"))
 		c := client(t, fake, func(o *cloudreq.Options) { o.Retry.Budget = cloudreq.NewRetryBudget(0) })
-		_, err := c.Invoke(context.Background(), req(), func(o *cloudreq.Options) {
+		_, err := c.Invoke(context.Background(), req(), func(o *cloudreq.CallOptions) {
 			o.Retry = cloudreq.RetryOptions{MaxAttempts: 3}
 		})
 		assert.ErrorIs(t, err, errcodes.Unavailable)

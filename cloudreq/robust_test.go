@@ -81,7 +81,10 @@ func typedNilSet(t *testing.T) *hooks.Set {
 func TestTypedNilErrorsAreNoErrors(t *testing.T) {
 	for name, h := range map[string]cloudreq.Hooks{"Hooks": typedNilHooks{}, "hooks.Set": typedNilSet(t)} {
 		t.Run(name, func(t *testing.T) {
-			c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{typedNilAdapter{}}, Hooks: h})
+			c, err := cloudreq.New(cloudreq.Options{
+				Adapters:    []cloudreq.Adapter{typedNilAdapter{}},
+				CallOptions: cloudreq.CallOptions{Hooks: h},
+			})
 			require.NoError(t, err)
 			resp, err := c.Invoke(context.Background(), req())
 			require.NoError(t, err)
@@ -138,7 +141,10 @@ func (panickyObserver) EndCall(*cloudreq.CloudResponse, *latency.Timeline, *errc
 // nothing about the call, whether it succeeds or fails.
 func TestObserverPanicDropped(t *testing.T) {
 	for _, ob := range []panickyObserver{{}, {nilCtx: true}} {
-		c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{typedNilAdapter{}}, Observers: []cloudreq.Observer{ob}})
+		c, err := cloudreq.New(cloudreq.Options{
+			Adapters:    []cloudreq.Adapter{typedNilAdapter{}},
+			CallOptions: cloudreq.CallOptions{Observers: []cloudreq.Observer{ob}},
+		})
 		require.NoError(t, err)
 		resp, err := c.Invoke(context.Background(), req())
 		require.NoError(t, err)

@@ -67,8 +67,9 @@ var (
 
 // Stream sends req and returns once the response stream is open. The caller
 // must read it to the end or Close it. On failure the error is an
-// *errcodes.Error and the Stream is nil.
-func (c *Client) Stream(ctx context.Context, req *CloudRequest, optFns ...func(*Options)) (*Stream, error) {
+// *errcodes.Error and the Stream is nil. Option functions change a copy
+// of the client's CallOptions for this call.
+func (c *Client) Stream(ctx context.Context, req *CloudRequest, optFns ...func(*CallOptions)) (*Stream, error) {
 	cl, ctx, stop, err := c.prepare(ctx, req, true, optFns)
 	if err != nil {
 		stop()

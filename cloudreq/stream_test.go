@@ -340,7 +340,10 @@ func (s *ctxStream) Close() error { return nil }
 func TestStreamOpenedPastAttemptTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ad := &lateOpener{late: 2 * time.Second}
-		c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, AttemptTimeout: time.Second})
+		c, err := cloudreq.New(cloudreq.Options{
+			Adapters:    []cloudreq.Adapter{ad},
+			CallOptions: cloudreq.CallOptions{AttemptTimeout: time.Second},
+		})
 		require.NoError(t, err)
 		s, err := c.Stream(context.Background(), req())
 		require.NoError(t, err)
@@ -397,7 +400,10 @@ func (s *lateChunk) Close() error { return nil }
 func TestStreamFirstChunkAfterFirstChunkTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ad := &bufferedOpener{}
-		c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, FirstChunkTimeout: time.Second})
+		c, err := cloudreq.New(cloudreq.Options{
+			Adapters:    []cloudreq.Adapter{ad},
+			CallOptions: cloudreq.CallOptions{FirstChunkTimeout: time.Second},
+		})
 		require.NoError(t, err)
 		s, err := c.Stream(context.Background(), req())
 		require.NoError(t, err)

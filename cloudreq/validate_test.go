@@ -39,7 +39,7 @@ func needsEndpoint(r *cloudreq.CloudRequest) error {
 
 func validatingClient(t *testing.T, v *validating, set *hooks.Set) *cloudreq.Client {
 	t.Helper()
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{v}, Hooks: set},
+	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{v}, CallOptions: cloudreq.CallOptions{Hooks: set}},
 		func(o *cloudreq.Options) { o.Retry.BaseDelay = 1 })
 	require.NoError(t, err)
 	return c

@@ -124,7 +124,10 @@ func TestCancelDuringConnect(t *testing.T) {
 				defer tr.CloseIdleConnections()
 				ad := b.newAdapter(t, "http://127.0.0.1:9", &http.Client{Transport: tr})
 				ac := &attemptCounter{}
-				c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Observers: []cloudreq.Observer{ac}}, fastRetries)
+				c, err := cloudreq.New(cloudreq.Options{
+					Adapters:    []cloudreq.Adapter{ad},
+					CallOptions: cloudreq.CallOptions{Observers: []cloudreq.Observer{ac}},
+				}, fastRetries)
 				require.NoError(t, err)
 				defer c.Close()
 				for _, stream := range []bool{false, true} {
@@ -175,7 +178,10 @@ func cancelDuringConnectGRPC(t *testing.T, b backend) {
 	})
 	ad := newVertexAt(t, l.Addr().String())
 	ac := &attemptCounter{}
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Observers: []cloudreq.Observer{ac}}, fastRetries)
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{ad},
+		CallOptions: cloudreq.CallOptions{Observers: []cloudreq.Observer{ac}},
+	}, fastRetries)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	for _, stream := range []bool{false, true} {

@@ -42,7 +42,7 @@ func coldRejecting(t *testing.T, coldMs float64) (*emulator.Server, *cloudreq.Cl
 
 // coldCall makes one call of provider p, Invoke or Stream (drained), with
 // the per-call options, and returns its response or error.
-func coldCall(c *cloudreq.Client, p int, stream bool, opts ...func(*cloudreq.Options)) (*cloudreq.CloudResponse, error) {
+func coldCall(c *cloudreq.Client, p int, stream bool, opts ...func(*cloudreq.CallOptions)) (*cloudreq.CloudResponse, error) {
 	req := emulatorRequest(p, "")
 	if !stream {
 		return c.Invoke(context.Background(), req, opts...)
@@ -92,7 +92,7 @@ func TestColdStartWaitedOutEndToEnd(t *testing.T) {
 			t.Run(name+"/"+mode(stream), func(t *testing.T) {
 				t.Parallel()
 				srv, c := coldRejecting(t, coldMs)
-				resp, err := coldCall(c, p, stream, func(o *cloudreq.Options) {
+				resp, err := coldCall(c, p, stream, func(o *cloudreq.CallOptions) {
 					o.Retry.ColdStartWait, o.Retry.ColdStartMaxDelay = cloudreq.DefaultColdStartWait, maxDelay
 				})
 				require.NoError(t, err, "the cold start is waited out")
@@ -164,7 +164,7 @@ func TestColdStartWaitExceededEndToEnd(t *testing.T) {
 				t.Parallel()
 				srv, c := coldRejecting(t, coldMs)
 				start := time.Now()
-				_, err := coldCall(c, p, stream, func(o *cloudreq.Options) {
+				_, err := coldCall(c, p, stream, func(o *cloudreq.CallOptions) {
 					o.Retry.ColdStartWait, o.Retry.ColdStartMaxDelay = wait, 20*time.Millisecond
 				})
 				took := time.Since(start)

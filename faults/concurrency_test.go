@@ -58,13 +58,15 @@ func emulatorClient(t *testing.T, srv *emulator.Server, hc *http.Client) *cloudr
 	vx, err := vertex.New(ctx, vertex.Options{Project: "p", Location: "us-central1", Endpoint: srv.GRPCAddr(), Insecure: true})
 	require.NoError(t, err)
 	c, err := cloudreq.New(cloudreq.Options{
-		Adapters:       []cloudreq.Adapter{sm, oa, pa, az, vx},
-		Timeout:        time.Minute,
-		AttemptTimeout: 30 * time.Second,
-		// A safety net only (the emulator ends its stalls itself), wide
-		// enough for a thousand streams under the race detector on a
-		// busy machine.
-		StreamIdleTimeout: 20 * time.Second,
+		Adapters: []cloudreq.Adapter{sm, oa, pa, az, vx},
+		CallOptions: cloudreq.CallOptions{
+			Timeout:        time.Minute,
+			AttemptTimeout: 30 * time.Second,
+			// A safety net only (the emulator ends its stalls itself), wide
+			// enough for a thousand streams under the race detector on a
+			// busy machine.
+			StreamIdleTimeout: 20 * time.Second,
+		},
 	}, fastRetries)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })

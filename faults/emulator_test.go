@@ -91,7 +91,7 @@ func TestEmulatorFaultMatrix(t *testing.T) {
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	c := emulatorClient(t, srv, &http.Client{Transport: tr})
-	noBudget := func(o *cloudreq.Options) { o.Retry.NoBudget = true }
+	noBudget := func(o *cloudreq.CallOptions) { o.Retry.NoBudget = true }
 	for _, f := range emulator.Faults() {
 		want, ok := emulatorMatrix[f]
 		require.True(t, ok, "no expectation for fault %q", f)

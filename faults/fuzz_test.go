@@ -142,7 +142,10 @@ func fuzzHTTPBackend(f *testing.F, name string) {
 	}
 	sw := &swap{}
 	ad := b.newAdapter(f, "https://fuzz.invalid", &http.Client{Transport: sw})
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Timeout: 10 * time.Second}, func(o *cloudreq.Options) {
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{ad},
+		CallOptions: cloudreq.CallOptions{Timeout: 10 * time.Second},
+	}, func(o *cloudreq.Options) {
 		o.Retry.MaxAttempts, o.Retry.NoBudget = 1, true
 	})
 	if err != nil {
@@ -269,7 +272,10 @@ func FuzzVertexStatus(f *testing.F) {
 	go func() { defer close(done); _ = srv.Serve(l) }()
 	f.Cleanup(func() { srv.Stop(); <-done })
 	ad := newVertexAt(f, l.Addr().String())
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Timeout: 10 * time.Second}, func(o *cloudreq.Options) {
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{ad},
+		CallOptions: cloudreq.CallOptions{Timeout: 10 * time.Second},
+	}, func(o *cloudreq.Options) {
 		o.Retry.MaxAttempts, o.Retry.NoBudget = 1, true
 	})
 	if err != nil {

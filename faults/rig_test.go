@@ -227,18 +227,18 @@ func newRig(t testing.TB, b backend, answers []answer, opts ...func(*rigOption))
 	return &rig{b: b, rec: rec, ad: ad, client: c}
 }
 
-func (r *rig) invoke(ctx context.Context, opts ...func(*cloudreq.Options)) (*cloudreq.CloudResponse, error) {
+func (r *rig) invoke(ctx context.Context, opts ...func(*cloudreq.CallOptions)) (*cloudreq.CloudResponse, error) {
 	return r.client.Invoke(ctx, r.b.request(false), opts...)
 }
 
 // stream opens a stream and reads it to its end, keeping the chunks' text.
-func (r *rig) stream(ctx context.Context, opts ...func(*cloudreq.Options)) ([]string, *cloudreq.CloudResponse, error) {
+func (r *rig) stream(ctx context.Context, opts ...func(*cloudreq.CallOptions)) ([]string, *cloudreq.CloudResponse, error) {
 	return r.streamEach(ctx, func([]string) {}, opts...)
 }
 
 // streamEach is stream, calling seen with the texts so far after each
 // content chunk.
-func (r *rig) streamEach(ctx context.Context, seen func([]string), opts ...func(*cloudreq.Options)) ([]string, *cloudreq.CloudResponse, error) {
+func (r *rig) streamEach(ctx context.Context, seen func([]string), opts ...func(*cloudreq.CallOptions)) ([]string, *cloudreq.CloudResponse, error) {
 	s, err := r.client.Stream(ctx, r.b.request(true), opts...)
 	if err != nil {
 		return nil, nil, err

@@ -141,7 +141,7 @@ func TestSigV4ClockSkewCorrected(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, srv.log(), 3)
 			// Streams share the client and its correction.
-			s, err := c.Stream(context.Background(), b.request(true), func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+			s, err := c.Stream(context.Background(), b.request(true), func(o *cloudreq.CallOptions) { o.Retry.MaxAttempts = 1 })
 			if err == nil {
 				_ = s.Close()
 			}

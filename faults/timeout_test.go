@@ -16,7 +16,7 @@ import (
 )
 
 // call makes one Invoke or Stream call (read to its end) on r.
-func (r *rig) call(ctx context.Context, stream bool, opts ...func(*cloudreq.Options)) ([]string, *cloudreq.CloudResponse, error) {
+func (r *rig) call(ctx context.Context, stream bool, opts ...func(*cloudreq.CallOptions)) ([]string, *cloudreq.CloudResponse, error) {
 	if stream {
 		return r.stream(ctx, opts...)
 	}
@@ -177,7 +177,7 @@ func firstChunkTimeout(t *testing.T, b backend, unit time.Duration, lazy bool, o
 
 		// Without retries, the TTFT timeout is the call's error.
 		r.rec.setAnswers(answer{chunks: 2, gap: 10 * unit, lazyHead: lazy})
-		_, _, err = r.stream(context.Background(), func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+		_, _, err = r.stream(context.Background(), func(o *cloudreq.CallOptions) { o.Retry.MaxAttempts = 1 })
 		assert.Equal(t, errcodes.Timeout, errcodes.Of(err))
 	}
 }

@@ -50,7 +50,10 @@ func TestChainOrderInsertRemove(t *testing.T) {
 
 func newClient(t *testing.T, set *hooks.Set, fake *cloudreqtest.Adapter) *cloudreq.Client {
 	t.Helper()
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: set},
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{fake},
+		CallOptions: cloudreq.CallOptions{Hooks: set},
+	},
 		func(o *cloudreq.Options) { o.Retry.BaseDelay = 1 })
 	require.NoError(t, err)
 	return c
@@ -292,7 +295,10 @@ func TestPostDeserializeVetoWithABareCode(t *testing.T) {
 // nil Hooks does, rather than failing every call.
 func TestNilSetRunsNoHooks(t *testing.T) {
 	var set *hooks.Set
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{&cloudreqtest.Adapter{}}, Hooks: set})
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{&cloudreqtest.Adapter{}},
+		CallOptions: cloudreq.CallOptions{Hooks: set},
+	})
 	require.NoError(t, err)
 	_, err = c.Invoke(context.Background(), invokeReq())
 	assert.NoError(t, err)

@@ -36,8 +36,12 @@ func benchLoad(ctx context.Context, obs *Observer, calls int, done *atomic.Int64
 			Chunks: chunks, ChunkDelay: time.Millisecond},
 		{Chunks: chunks, ChunkDelay: time.Millisecond},
 	}}
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake},
-		Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, NoBudget: true}},
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters: []cloudreq.Adapter{fake},
+		CallOptions: cloudreq.CallOptions{
+			Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, NoBudget: true},
+		},
+	},
 		WithObserver(obs))
 	if err != nil {
 		return err

@@ -42,7 +42,9 @@ func newRig(t *testing.T, opts Options, fake *cloudreqtest.Adapter, copts ...fun
 	copts = append([]func(*cloudreq.Options){WithObserver(obs)}, copts...)
 	r.client, err = cloudreq.New(cloudreq.Options{
 		Adapters: []cloudreq.Adapter{fake},
-		Retry:    cloudreq.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, NoBudget: true},
+		CallOptions: cloudreq.CallOptions{
+			Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, NoBudget: true},
+		},
 	}, copts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.client.Close() })

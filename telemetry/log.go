@@ -76,8 +76,9 @@ func NewLogObserver(logger *slog.Logger, opts LogOptions) *LogObserver {
 
 // WithLogging returns a cloudreq option function that logs every call
 // through logger: it adds a LogObserver to Options.Observers (once, for a
-// client or a single call) and sets Options.Logger, the client's retry
-// records, to logger. It leaves the hooks as they are.
+// client, or through cloudreq.PerCall for a single call) and sets
+// Options.Logger, the client's retry records, to logger. It leaves the
+// hooks as they are.
 func WithLogging(logger *slog.Logger, opts LogOptions) func(*cloudreq.Options) {
 	l := NewLogObserver(logger, opts)
 	return func(o *cloudreq.Options) {

@@ -62,7 +62,7 @@ func TestLoggingIsAnObserver(t *testing.T) {
 	assert.NotNil(t, o.Logger)
 
 	set := hooks.Default()
-	o = cloudreq.Options{Hooks: set}
+	o = cloudreq.Options{CallOptions: cloudreq.CallOptions{Hooks: set}}
 	with(&o)
 	assert.Same(t, set, o.Hooks, "the configured hooks are kept as they are")
 	assert.Equal(t, []string{hooks.NameRequestID}, set.Serialize.Names())
@@ -79,8 +79,13 @@ func TestLogRecords(t *testing.T) {
 	throttled.HTTPStatus, throttled.ProviderCode, throttled.RetryAfter = 450, "450", time.Millisecond
 	fake := &cloudreqtest.Adapter{Provider: cloudreq.ProviderAlibaba, Service: cloudreq.ServicePAIEAS,
 		Outcomes: []cloudreqtest.Outcome{{Err: throttled}, {Response: &cloudreq.CloudResponse{StatusCode: 200, Data: []byte("ok"), RequestID: "eas-7"}}}}
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: hooks.Default(),
-		Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond, NoBudget: true}}, WithLogging(jsonLogger(&buf), LogOptions{}))
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters: []cloudreq.Adapter{fake},
+		CallOptions: cloudreq.CallOptions{
+			Hooks: hooks.Default(),
+			Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond, NoBudget: true},
+		},
+	}, WithLogging(jsonLogger(&buf), LogOptions{}))
 	require.NoError(t, err)
 	req := &cloudreq.CloudRequest{Provider: cloudreq.ProviderAlibaba, Service: cloudreq.ServicePAIEAS, Action: cloudreq.ActionInvoke,
 		Target: cloudreq.Target{Endpoint: "http://me:pw-abcdef@127.0.0.1:9/api/predict/svc?token=abcdef#frag", Path: "/v1/x?sig=abcdef"},
@@ -150,10 +155,16 @@ func TestWithLogging(t *testing.T) {
 	})
 	set := &hooks.Set{}
 	require.NoError(t, set.Deserialize.Add("veto-empty", veto))
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: set,
-		Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond, NoBudget: true}})
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters: []cloudreq.Adapter{fake},
+		CallOptions: cloudreq.CallOptions{
+			Hooks: set,
+			Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond, NoBudget: true},
+		},
+	})
 	require.NoError(t, err)
-	resp, err := c.Invoke(context.Background(), generateReq(), WithLogging(logger, LogOptions{Level: slog.LevelDebug, CaptureContent: true}))
+	resp, err := c.Invoke(context.Background(), generateReq(),
+		cloudreq.PerCall(WithLogging(logger, LogOptions{Level: slog.LevelDebug, CaptureContent: true})))
 	require.NoError(t, err)
 	require.Equal(t, "hello there", resp.Text)
 
@@ -178,8 +189,10 @@ func TestWithLogging(t *testing.T) {
 	// Without content capture, and with a veto from the hooks.
 	buf.Reset()
 	fake2 := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Response: &cloudreq.CloudResponse{StatusCode: 200}}}}
-	c2, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake2}, Hooks: set,
-		Retry: cloudreq.RetryOptions{MaxAttempts: 1}}, WithLogging(logger, LogOptions{}))
+	c2, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{fake2},
+		CallOptions: cloudreq.CallOptions{Hooks: set, Retry: cloudreq.RetryOptions{MaxAttempts: 1}},
+	}, WithLogging(logger, LogOptions{}))
 	require.NoError(t, err)
 	_, err = c2.Invoke(context.Background(), generateReq())
 	require.ErrorIs(t, err, errcodes.ModelError)
@@ -209,7 +222,10 @@ func TestLogContentScrubbed(t *testing.T) {
 		}
 		return nil
 	})))
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: veto, Retry: cloudreq.RetryOptions{MaxAttempts: 1}},
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{fake},
+		CallOptions: cloudreq.CallOptions{Hooks: veto, Retry: cloudreq.RetryOptions{MaxAttempts: 1}},
+	},
 		WithLogging(jsonLogger(&buf), LogOptions{CaptureContent: true}))
 	require.NoError(t, err)
 	for range 2 {
@@ -239,7 +255,10 @@ func TestLogIDsOnlyWhenIDs(t *testing.T) {
 	denied.ProviderCode, denied.RequestID = "Denied token="+secret, "r-0 sig="+secret
 	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Err: denied},
 		{Response: &cloudreq.CloudResponse{StatusCode: 200, RequestID: "r-1 sig=" + secret}}}}
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Retry: cloudreq.RetryOptions{MaxAttempts: 1}},
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{fake},
+		CallOptions: cloudreq.CallOptions{Retry: cloudreq.RetryOptions{MaxAttempts: 1}},
+	},
 		WithLogging(jsonLogger(&buf), LogOptions{}))
 	require.NoError(t, err)
 	req := generateReq()
@@ -325,8 +344,10 @@ func (nilErrHooks) PostDeserialize(context.Context, *cloudreq.CloudRequest, *clo
 func TestWithLoggingTypedNilHookErrors(t *testing.T) {
 	var buf bytes.Buffer
 	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Response: &cloudreq.CloudResponse{StatusCode: 200}}}}
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Hooks: nilErrHooks{},
-		Retry: cloudreq.RetryOptions{MaxAttempts: 1}}, WithLogging(slog.New(slog.NewJSONHandler(&buf, nil)), LogOptions{}))
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{fake},
+		CallOptions: cloudreq.CallOptions{Hooks: nilErrHooks{}, Retry: cloudreq.RetryOptions{MaxAttempts: 1}},
+	}, WithLogging(slog.New(slog.NewJSONHandler(&buf, nil)), LogOptions{}))
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.Invoke(context.Background(), generateReq())
@@ -346,7 +367,10 @@ func TestWithLoggingTypedNilHookErrors(t *testing.T) {
 func TestLogErrorWithoutCode(t *testing.T) {
 	var buf bytes.Buffer
 	fake := &cloudreqtest.Adapter{Outcomes: []cloudreqtest.Outcome{{Err: &errcodes.Error{Message: "no code"}}}}
-	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake}, Retry: cloudreq.RetryOptions{MaxAttempts: 1}},
+	c, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{fake},
+		CallOptions: cloudreq.CallOptions{Retry: cloudreq.RetryOptions{MaxAttempts: 1}},
+	},
 		WithLogging(slog.New(slog.NewJSONHandler(&buf, nil)), LogOptions{}))
 	require.NoError(t, err)
 	_, err = c.Invoke(context.Background(), generateReq())

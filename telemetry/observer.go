@@ -89,7 +89,8 @@ func New(opts Options) (*Observer, error) {
 }
 
 // WithObserver returns a cloudreq option function that adds obs to the
-// client's observers, for cloudreq.New or a single call:
+// client's observers, for cloudreq.New (or, through cloudreq.PerCall, for
+// a single call):
 //
 //	obs, _ := telemetry.New(telemetry.Options{})
 //	client, _ := cloudreq.New(opts, telemetry.WithObserver(obs))

@@ -826,7 +826,7 @@ func TestHookSetsGenerateDefaults(t *testing.T) {
 // duration.
 func TestWithObserverTwice(t *testing.T) {
 	r := newRig(t, Options{NoAttemptSpans: true}, &cloudreqtest.Adapter{}, WithObserver(nil))
-	_, err := r.client.Invoke(context.Background(), generateReq(), WithObserver(r.obs), WithObserver(r.obs))
+	_, err := r.client.Invoke(context.Background(), generateReq(), cloudreq.PerCall(WithObserver(r.obs)), cloudreq.PerCall(WithObserver(r.obs)))
 	require.NoError(t, err)
 	r.callSpan(t)
 	dur := floatHist(t, r.metrics(t), MetricOperationDuration, "s", DurationBuckets)

@@ -29,8 +29,10 @@ func ExampleAdapter() {
 		{Err: throttled},
 		{Response: &cloudreq.CloudResponse{StatusCode: 200, Data: []byte("hello")}},
 	}}
-	client, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{fake},
-		Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond}})
+	client, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{fake},
+		CallOptions: cloudreq.CallOptions{Retry: cloudreq.RetryOptions{BaseDelay: time.Millisecond}},
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

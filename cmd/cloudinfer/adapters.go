@@ -34,10 +34,12 @@ func (e *environment) connect(ctx context.Context, t *bench.Target) (*cloudreq.C
 	}
 	opts := cloudreq.Options{
 		Adapters:          []cloudreq.Adapter{ad},
-		Hooks:             hooks.Default(),
-		Retry:             cloudreq.RetryOptions{MaxAttempts: 1 + max(e.cmd.Retries, 0)},
-		Timeout:           e.cmd.Timeout,
 		ScaleToZeroWindow: t.ScaleToZero.D(),
+		CallOptions: cloudreq.CallOptions{
+			Hooks:   hooks.Default(),
+			Retry:   cloudreq.RetryOptions{MaxAttempts: 1 + max(e.cmd.Retries, 0)},
+			Timeout: e.cmd.Timeout,
+		},
 	}
 	if e.emulatorTarget(t) {
 		return cloudreq.New(opts, emulator.WithStartReport())

@@ -109,7 +109,7 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 	defer client.Close()
 	req := t.Request()
 	var n attemptCounter
-	count := func(o *cloudreq.Options) { o.Observers = append(o.Observers, &n) }
+	count := func(o *cloudreq.CallOptions) { o.Observers = append(o.Observers, &n) }
 
 	var resp *cloudreq.CloudResponse
 	if c.Stream {

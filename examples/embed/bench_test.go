@@ -33,7 +33,10 @@ func BenchmarkStreamedGenerate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}, Hooks: hooks.Default()})
+	client, err := cloudreq.New(cloudreq.Options{
+		Adapters:    []cloudreq.Adapter{ad},
+		CallOptions: cloudreq.CallOptions{Hooks: hooks.Default()},
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

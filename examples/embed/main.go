@@ -123,10 +123,12 @@ func run() error {
 			return nil, err
 		}
 		return cloudreq.New(cloudreq.Options{
-			Adapters:          []cloudreq.Adapter{ad},
-			Hooks:             set,
-			Timeout:           60 * time.Second,
-			FirstChunkTimeout: 30 * time.Second,
+			Adapters: []cloudreq.Adapter{ad},
+			CallOptions: cloudreq.CallOptions{
+				Hooks:             set,
+				Timeout:           60 * time.Second,
+				FirstChunkTimeout: 30 * time.Second,
+			},
 		})
 	}
 	res, err := bench.Run(ctx, plan, bench.Options{Connect: connect})

@@ -75,8 +75,13 @@ func run() error {
 		return err
 	}
 	client, err := cloudreq.New(cloudreq.Options{
-		Adapters: []cloudreq.Adapter{ad}, Hooks: set, Timeout: *timeout,
-		FirstChunkTimeout: 30 * time.Second, StreamIdleTimeout: 15 * time.Second,
+		Adapters: []cloudreq.Adapter{ad},
+		CallOptions: cloudreq.CallOptions{
+			Hooks:             set,
+			Timeout:           *timeout,
+			FirstChunkTimeout: 30 * time.Second,
+			StreamIdleTimeout: 15 * time.Second,
+		},
 	})
 	if err != nil {
 		return err

@@ -66,7 +66,7 @@ func Example() {
 	fmt.Println(text != "", resp.FinishReason != "", resp.Usage.OutputTokens > 0, resp.Usage.Source)
 
 	req.Header = http.Header{"X-Emulator-Inject": {"quota"}}
-	_, err = client.Invoke(ctx, req, func(o *cloudreq.Options) { o.Retry.MaxAttempts = 1 })
+	_, err = client.Invoke(ctx, req, func(o *cloudreq.CallOptions) { o.Retry.MaxAttempts = 1 })
 	var e *errcodes.Error
 	var ae *apierror.APIError
 	if errors.As(err, &e) && errors.As(err, &ae) {
