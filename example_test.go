@@ -31,7 +31,7 @@ func Example() {
 	}
 	client, err := cloudreq.New(cloudreq.Options{
 		Adapters:    []cloudreq.Adapter{adapter},
-		CallOptions: cloudreq.CallOptions{Hooks: hooks.Default()}, // required fields, 6 MB payload limit, request ids
+		CallOptions: cloudreq.CallOptions{Hooks: hooks.Default()}, // 6 MB payload limit, request ids
 	})
 	if err != nil {
 		log.Fatal(err)
