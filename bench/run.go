@@ -172,7 +172,7 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 			return nil, nil
 		}
 		tr := col.result()
-		tr.Fatal = errcodes.As(err).Error() // "CODE: message", the code once
+		tr.Fatal = errcodes.From(err).Error() // "CODE: message", the code once
 		return tr, nil
 	}
 	tg.client = client

@@ -84,7 +84,7 @@ func TestClosedClientFails(t *testing.T) {
 	check := func(err error) {
 		t.Helper()
 		require.Error(t, err)
-		e := errcodes.As(err)
+		e := errcodes.From(err)
 		require.NotNil(t, e)
 		assert.Equal(t, errcodes.InvalidParam, e.Code)
 		assert.False(t, e.Retryable)

@@ -115,7 +115,7 @@ func TestTypedNilErrorsAreNoErrors(t *testing.T) {
 func TestWrappedTypedNil(t *testing.T) {
 	wrapped := fmt.Errorf("adapter: %w", nilErr)
 	assert.Equal(t, errcodes.Unknown, errcodes.Of(wrapped))
-	for _, e := range []*errcodes.Error{errcodes.As(wrapped), errcodes.FromTransport(wrapped)} {
+	for _, e := range []*errcodes.Error{errcodes.From(wrapped), errcodes.FromTransport(wrapped)} {
 		require.NotNil(t, e)
 		assert.Equal(t, errcodes.Unknown, e.Code)
 		assert.Contains(t, e.Error(), "nil *errcodes.Error")

@@ -277,9 +277,10 @@ func Of(err error) Code {
 	return Unknown
 }
 
-// As returns err as an *Error: err itself when it is one, else a new *Error
-// with code Of(err) wrapping err. It returns nil for nil.
-func As(err error) *Error {
+// From returns err as an *Error: err itself when it is one, else a new
+// *Error with code Of(err) wrapping err. It returns nil for nil. (To fill a
+// target of your own, errors.As works as usual.)
+func From(err error) *Error {
 	if err == nil {
 		return nil
 	}
@@ -293,7 +294,7 @@ func As(err error) *Error {
 	return Wrap(err, Of(err), transportMessage(err))
 }
 
-// nilInChain is the error As and FromTransport return for an error whose
+// nilInChain is the error From and FromTransport return for an error whose
 // chain holds a nil *Error: its message cannot be read (Error would
 // dereference nil), so it is described instead.
 func nilInChain() *Error {

@@ -169,7 +169,7 @@ func TestColdStartWaitExceededEndToEnd(t *testing.T) {
 				})
 				took := time.Since(start)
 				require.Error(t, err)
-				e := errcodes.As(err)
+				e := errcodes.From(err)
 				assert.Equal(t, errcodes.ModelNotReady, e.Code, "%v", err)
 				assert.True(t, e.Retryable)
 				attempts := waitRecords(srv, 1)

@@ -208,7 +208,7 @@ func (s *Set) PostDeserialize(ctx context.Context, req *cloudreq.CloudRequest, r
 // to — it may be a shared variable — but wrapped, so that errors.Is(err,
 // hookErr) still holds.
 func named(name string, err error) error {
-	e := errcodes.As(err)
+	e := errcodes.From(err)
 	c := *e
 	if c.Err != err {
 		c.Err = err

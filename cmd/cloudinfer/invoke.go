@@ -242,7 +242,7 @@ func unparsedChunk(ch cloudreq.StreamChunk) bool {
 // describe turns a call's error into the command's error, with its code
 // and the number of attempts made (0: none was).
 func describe(err error, attempts int32) error {
-	e := errcodes.As(err)
+	e := errcodes.From(err)
 	switch attempts {
 	case 0:
 		return fmt.Errorf("%s (retryable: %t)", e.Error(), e.Retryable)

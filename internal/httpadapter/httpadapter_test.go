@@ -278,7 +278,7 @@ func TestStreamCloseWhileNextBlocks(t *testing.T) {
 	require.NoError(t, s.Close())
 	err = <-errc
 	assert.Equal(t, errcodes.Canceled, errcodes.Of(err), "a read Close broke is a cancel: %v", err)
-	assert.False(t, errcodes.As(err).Retryable)
+	assert.False(t, errcodes.From(err).Retryable)
 	_, err = s.Next()
 	assert.Equal(t, errcodes.Canceled, errcodes.Of(err), "the end is sticky")
 }
@@ -333,5 +333,5 @@ func TestStreamCloseEndingReadWithEOF(t *testing.T) {
 	require.NoError(t, s.Close())
 	err = <-errc
 	assert.Equal(t, errcodes.Canceled, errcodes.Of(err), "%v", err)
-	assert.False(t, errcodes.As(err).Retryable)
+	assert.False(t, errcodes.From(err).Retryable)
 }

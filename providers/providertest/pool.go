@@ -197,7 +197,7 @@ func runOwnTransport(t *testing.T, h PoolHarness) {
 	_, err := poolClient(t, ad).Invoke(ctx(t), h.Request())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, errcodes.Timeout)
-	assert.True(t, errcodes.As(err).Retryable)
+	assert.True(t, errcodes.From(err).Retryable)
 
 	hc := &http.Client{}
 	core = h.Core(h.NewAdapter(t, srv.URL, hc))

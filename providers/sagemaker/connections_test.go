@@ -208,7 +208,7 @@ func TestOwnTransport(t *testing.T) {
 	_, err := testClient(t, ad).Invoke(context.Background(), invokeCall("ep", `{}`).Request)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, errcodes.Timeout)
-	assert.True(t, errcodes.As(err).Retryable)
+	assert.True(t, errcodes.From(err).Retryable)
 
 	mine := &http.Client{}
 	b := newPoolAdapter(t, srv.URL, nil, func(o *Options) {

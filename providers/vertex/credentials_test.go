@@ -72,7 +72,7 @@ func TestNewCredentialsErrors(t *testing.T) {
 			t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(dir, name))
 			_, err := New(context.Background(), Options{Project: "p", Location: "us-central1"})
 			require.ErrorIs(t, err, errcodes.Unauthenticated)
-			e := errcodes.As(err)
+			e := errcodes.From(err)
 			assert.False(t, e.Retryable)
 			assert.Equal(t, cloudreq.ProviderGCP, e.Provider)
 		})
@@ -120,5 +120,5 @@ func TestNoCredentialsCall(t *testing.T) {
 		assert.Empty(t, srv.Records(), "no request reached the server")
 	}
 	require.ErrorIs(t, err, errcodes.Unauthenticated)
-	assert.False(t, errcodes.As(err).Retryable)
+	assert.False(t, errcodes.From(err).Retryable)
 }

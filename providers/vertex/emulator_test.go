@@ -241,7 +241,7 @@ func TestEmulatorFaults(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.Equal(t, tt.want, errcodes.Of(err), "%v", err)
-			e := errcodes.As(err)
+			e := errcodes.From(err)
 			assert.Equal(t, "gcp", e.Provider)
 			assert.Equal(t, tt.want.Retryable(), e.Retryable, "%v", err)
 			var ae *apierror.APIError

@@ -224,8 +224,8 @@ func TestMessageTooLarge(t *testing.T) {
 	} {
 		err := mapError(status.Error(codes.ResourceExhausted, msg))
 		assert.ErrorIs(t, err, errcodes.PayloadTooLarge, msg)
-		assert.False(t, errcodes.As(err).Retryable, msg)
-		assert.Equal(t, 429, errcodes.As(err).HTTPStatus, msg)
+		assert.False(t, errcodes.From(err).Retryable, msg)
+		assert.Equal(t, 429, errcodes.From(err).HTTPStatus, msg)
 	}
 	err := mapError(status.Error(codes.ResourceExhausted, "slow down"))
 	assert.ErrorIs(t, err, errcodes.Throttled)
@@ -264,7 +264,7 @@ func TestTransportBreak(t *testing.T) {
 func TestUnreadableMessage(t *testing.T) {
 	err := mapError(status.Error(codes.Internal, "grpc: failed to unmarshal the received message: proto: cannot parse invalid wire-format data"))
 	require.ErrorIs(t, err, errcodes.ModelError)
-	e := errcodes.As(err)
+	e := errcodes.From(err)
 	assert.False(t, e.Retryable)
 	assert.Equal(t, "INTERNAL", e.ProviderCode)
 	assert.Equal(t, 500, e.HTTPStatus)

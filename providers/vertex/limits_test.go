@@ -46,7 +46,7 @@ func TestMaxResponseBytes(t *testing.T) {
 
 	_, err = c.Invoke(context.Background(), invokeReq(strings.Repeat("a", limit+1), "text/csv"))
 	require.Error(t, err)
-	e := errcodes.As(err)
+	e := errcodes.From(err)
 	require.NotNil(t, e)
 	assert.Equal(t, errcodes.PayloadTooLarge, e.Code, "%v", err)
 	assert.False(t, e.Retryable)

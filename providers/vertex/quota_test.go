@@ -137,7 +137,7 @@ func TestQuotaClassification(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := errcodes.As(mapError(restStatus(t, tt.body).Err()))
+			e := errcodes.From(mapError(restStatus(t, tt.body).Err()))
 			require.NotNil(t, e)
 			assert.Equal(t, tt.want, e.Code, "%v", e)
 			assert.Equal(t, tt.want.Retryable(), e.Retryable)

@@ -411,7 +411,7 @@ func TestUnreachable(t *testing.T) {
 	_, err = a2.Invoke(context.Background(), &cloudreq.Call{Request: invokeReq("x", "text/plain"), Payload: invokeReq("x", "text/plain").Payload, Attempt: 1})
 	require.Error(t, err)
 	assert.Equal(t, errcodes.Unavailable, errcodes.Of(err))
-	assert.True(t, errcodes.As(err).Retryable)
+	assert.True(t, errcodes.From(err).Retryable)
 }
 
 // TestInsecureSendsNoCredentials: over plain text, credentials given in
