@@ -60,7 +60,7 @@ func TestLadderPacerDecidesAtItsHorizon(t *testing.T) {
 	assert.Equal(t, 200*ms, s.Horizon())
 	assert.Equal(t, 20.0, s.Rate())
 	assert.Equal(t, 100*ms, s.Next(), "the climbed step's first send, at its start")
-	s.Sent(t0.Add(100 * ms)).End(&sample, false)
+	s.Sent(t0.Add(100*ms)).End(&sample, false)
 	assert.Equal(t, 150*ms, s.Peek())
 
 	tr := s.Finish(130 * ms)
