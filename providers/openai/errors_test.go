@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 // TestErrorMapping holds the rows of the package doc's table.
@@ -111,32 +112,16 @@ func TestRetryAfterMs(t *testing.T) {
 	assert.Equal(t, 1500*time.Millisecond, e.RetryAfter)
 }
 
-// endless is an error body that never ends; it counts what was read.
-type endless struct{ n int64 }
-
-func (e *endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = 'x'
-	}
-	e.n += int64(len(p))
-	return len(p), nil
-}
-func (e *endless) Close() error { return nil }
-
-type roundTrip func(*http.Request) (*http.Response, error)
-
-func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 func TestHugeErrorBodyIsReadBounded(t *testing.T) {
-	body := &endless{}
-	hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+	body := &providertest.Endless{}
+	hc := &http.Client{Transport: providertest.RoundTrip(func(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 500, Header: http.Header{"Content-Type": {"text/html"}}, Body: body, Request: r}, nil
 	})}
 	a, err := New(Options{BaseURL: "https://example.invalid", HTTPClient: hc})
 	require.NoError(t, err)
 	_, err = client(t, a).Invoke(ctx(t), generateReq("m"))
 	assert.ErrorIs(t, err, errcodes.Internal)
-	assert.LessOrEqual(t, body.n, int64(httpadapter.DefaultMaxErrorBody+64<<10), "read %d bytes of an endless error page", body.n)
+	assert.LessOrEqual(t, body.N, int64(httpadapter.DefaultMaxErrorBody+64<<10), "read %d bytes of an endless error page", body.N)
 	assert.Contains(t, err.Error(), "HTML error page")
 }
 

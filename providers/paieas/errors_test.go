@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 // TestErrorMapping holds the rows of the package doc's table.
@@ -107,31 +108,16 @@ func TestQueueFullIsRetried(t *testing.T) {
 	assert.Equal(t, errcodes.Throttled, resp.Errors[0].Code)
 }
 
-type endless struct{ n int64 }
-
-func (e *endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = 'x'
-	}
-	e.n += int64(len(p))
-	return len(p), nil
-}
-func (e *endless) Close() error { return nil }
-
-type roundTrip func(*http.Request) (*http.Response, error)
-
-func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 func TestHugeErrorBodyIsReadBounded(t *testing.T) {
-	body := &endless{}
-	hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+	body := &providertest.Endless{}
+	hc := &http.Client{Transport: providertest.RoundTrip(func(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 503, Header: http.Header{}, Body: body, Request: r}, nil
 	})}
 	a, err := New(Options{Endpoint: "https://eas.invalid", HTTPClient: hc})
 	require.NoError(t, err)
 	_, err = client(t, a).Invoke(ctx(t), generateReq())
 	assert.ErrorIs(t, err, errcodes.Unavailable, "a 503 that does not say no instance is ready")
-	assert.LessOrEqual(t, body.n, int64(httpadapter.DefaultMaxErrorBody+64<<10))
+	assert.LessOrEqual(t, body.N, int64(httpadapter.DefaultMaxErrorBody+64<<10))
 	var e *errcodes.Error
 	require.True(t, errors.As(err, &e))
 	assert.LessOrEqual(t, len(e.Message), 600)

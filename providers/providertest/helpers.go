@@ -136,3 +136,25 @@ func Stream(t testing.TB, c *cloudreq.Client, r *cloudreq.CloudRequest) Streamed
 	out.Err, out.Resp = s.Err(), s.Response()
 	return out
 }
+
+// Endless is a response body that never ends (of 'x' bytes); N counts the
+// bytes read of it, for a test that a body is read bounded.
+type Endless struct{ N int64 }
+
+// Read implements io.Reader: p is filled.
+func (e *Endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	e.N += int64(len(p))
+	return len(p), nil
+}
+
+// Close implements io.Closer.
+func (e *Endless) Close() error { return nil }
+
+// RoundTrip is an http.RoundTripper that answers with a function.
+type RoundTrip func(*http.Request) (*http.Response, error)
+
+// RoundTrip implements http.RoundTripper.
+func (f RoundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
