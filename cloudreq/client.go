@@ -286,6 +286,7 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 	cl.tl.Streamed = stream
 	req.cloneInto(&cl.reqv)
 	cl.req = &cl.reqv
+	c.defaultService(cl.req)
 	for _, ob := range cl.o.Observers {
 		var co CallObserver
 		octx := ctx
@@ -359,6 +360,11 @@ func (c *Client) route(req *CloudRequest, stream bool) (*registered, *errcodes.E
 		return errcodes.Errorf(errcodes.InvalidParam, "cloudreq: unsupported %s; supported: %s", what, list)
 	}
 	r := c.find(req.Provider, req.Service)
+	if r == nil && req.Service == "" {
+		if svcs := c.services(req.Provider); len(svcs) > 1 {
+			return nil, errcodes.Errorf(errcodes.InvalidParam, "cloudreq: provider %q has adapters for services %s: set Service", req.Provider, strings.Join(svcs, ", "))
+		}
+	}
 	if r == nil {
 		return nil, unsupported(fmt.Sprintf("provider/service %q/%q", req.Provider, req.Service))
 	}
@@ -369,6 +375,38 @@ func (c *Client) route(req *CloudRequest, stream bool) (*registered, *errcodes.E
 		return nil, unsupported(fmt.Sprintf("streaming for %s/%s", req.Provider, req.Service))
 	}
 	return r, nil
+}
+
+// defaultService fills an empty req.Service with the service of the
+// adapter registered for req.Provider, when exactly one is.
+func (c *Client) defaultService(req *CloudRequest) {
+	if req.Service != "" {
+		return
+	}
+	var found *registered
+	for _, r := range c.adapters {
+		if r.id.provider == req.Provider {
+			if found != nil {
+				return // two: route names them
+			}
+			found = r
+		}
+	}
+	if found != nil {
+		req.Service = found.id.service
+	}
+}
+
+// services returns the services of the adapters registered for provider,
+// in registration order.
+func (c *Client) services(provider string) []string {
+	var out []string
+	for _, r := range c.adapters {
+		if r.id.provider == provider {
+			out = append(out, r.id.service)
+		}
+	}
+	return out
 }
 
 // find returns the adapter registered for provider and service, or nil.

@@ -37,10 +37,17 @@ const (
 // modifies the caller's CloudRequest: hooks work on a copy, which shares
 // Payload.Body's bytes (hooks replace the body, never write into it).
 type CloudRequest struct {
-	// Provider, Service and Action select the adapter and what it does.
+	// Provider and Service select the adapter, Action what it does.
 	Provider string
-	Service  string
-	Action   string
+	// Service may be left empty: the client then routes the request to the
+	// adapter registered for Provider when exactly one is (always the case
+	// with the built-in providers, each of which has one service), and
+	// fills Service on its working copy, so that hooks, observers, errors
+	// and endpoint keys see it. When two adapters of the Provider are
+	// registered, a request without Service fails with ERR_INVALID_PARAM
+	// naming their services.
+	Service string
+	Action  string
 	// Target says where the request goes.
 	Target Target
 	// Payload is the request body for ActionInvoke.
@@ -128,7 +135,19 @@ type Attributes struct {
 	InferenceID string
 	// TargetContainerHostname is SageMaker's multi-container target.
 	TargetContainerHostname string
-	// Extra holds any other provider-specific attribute by name.
+	// Dialect is the request format of an ActionGenerate call, for the
+	// providers that speak more than one: SageMaker (sagemaker.DialectMessages,
+	// sagemaker.DialectTGI) and PAI-EAS (paieas.DialectOpenAI,
+	// paieas.DialectLegacy). Empty: the adapter's configured dialect. An
+	// adapter refuses a value it does not know with ERR_INVALID_PARAM.
+	Dialect string
+	// Method is the RPC of a Vertex AI ActionInvoke call
+	// (vertex.MethodPredict or vertex.MethodRawPredict). Empty: the adapter
+	// chooses from the body. An unknown value is refused with
+	// ERR_INVALID_PARAM.
+	Method string
+	// Extra holds any other attribute by name, for adapters outside this
+	// module; the built-in adapters read none.
 	Extra map[string]string
 }
 
