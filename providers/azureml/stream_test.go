@@ -1,18 +1,17 @@
 package azureml
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 const (
@@ -77,26 +76,9 @@ func TestStreamEndings(t *testing.T) {
 }
 
 func TestStreamCancel(t *testing.T) {
-	released := make(chan struct{})
-	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
-		writeFlushed(w, "text/event-stream", sseHello)
-		<-r.Context().Done()
-		close(released)
-	})
-	c, cancel := context.WithCancel(ctx(t))
-	defer cancel()
-	s, err := client(t, a).Stream(c, generateReq())
-	require.NoError(t, err)
-	defer s.Close()
-	require.True(t, s.Next())
-	cancel()
-	assert.False(t, s.Next())
-	assert.Equal(t, errcodes.Canceled, errcodes.Of(s.Err()))
-	select {
-	case <-released:
-	case <-time.After(5 * time.Second):
-		t.Fatal("connection not released")
-	}
+	h, released := providertest.HoldAfter("text/event-stream", sseHello)
+	a, _ := server(t, h)
+	providertest.CancelMidStream(t, client(t, a), generateReq(), released)
 }
 
 func TestStreamOpenError(t *testing.T) {

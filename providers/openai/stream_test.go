@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 const (
@@ -166,31 +166,10 @@ func TestStreamConnectionCut(t *testing.T) {
 }
 
 func TestStreamCancelMidStream(t *testing.T) {
-	released := make(chan struct{})
-	a, _ := server(t, func(w http.ResponseWriter, r *http.Request) {
-		send := sseWriter(w)
-		send(helloChunk)
-		select {
-		case <-r.Context().Done():
-			close(released)
-		case <-time.After(5 * time.Second):
-		}
-	})
-	c, cancel := context.WithCancel(ctx(t))
-	defer cancel()
-	s, err := client(t, a).Stream(c, generateReq("m"))
-	require.NoError(t, err)
-	defer s.Close()
-	require.True(t, s.Next())
-	assert.Equal(t, "Hello", s.Chunk().Text)
-	cancel()
-	assert.False(t, s.Next())
-	assert.Equal(t, errcodes.Canceled, errcodes.Of(s.Err()), "%v", s.Err())
-	select {
-	case <-released:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server never saw the connection close")
-	}
+	h, released := providertest.HoldAfter("text/event-stream", helloChunk)
+	a, _ := server(t, h)
+	first := providertest.CancelMidStream(t, client(t, a), generateReq("m"), released)
+	assert.Equal(t, "Hello", first.Text)
 }
 
 func TestStreamCloseReleasesConnection(t *testing.T) {

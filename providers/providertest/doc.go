@@ -20,5 +20,14 @@
 //
 // RunPool checks an HTTP adapter's connections on an httptest server:
 // that concurrent calls reuse them, and that the adapter's Close closes the
-// idle connections of its own transport only.
+// idle connections of its own transport only; for an adapter on the HTTP
+// core (HTTPPool builds its harness), also that its own transport sends,
+// with the core's pool and response header timeout.
+//
+// The rest are the helpers the adapters' own tests share: Serve (an
+// httptest server and an adapter on it), Client (one attempt per call),
+// Context, GenerateRequest and InvokeRequest, WriteFlushed and Flushed
+// (a streamed answer), Stream (a stream read to its end, as Streamed),
+// HoldAfter and CancelMidStream (a stream canceled after its first
+// chunk), Endless and RoundTrip (an error body that never ends).
 package providertest

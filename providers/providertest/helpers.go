@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
+	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
 // Serve starts h on an httptest server and returns the adapter that
@@ -158,3 +160,42 @@ type RoundTrip func(*http.Request) (*http.Response, error)
 
 // RoundTrip implements http.RoundTripper.
 func (f RoundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// HoldAfter returns a handler that answers 200 with contentType and first,
+// flushed, then holds the request until the client goes away (at most
+// 10 s), and a channel closed when the client went away.
+func HoldAfter(contentType, first string) (http.HandlerFunc, <-chan struct{}) {
+	released := make(chan struct{})
+	return func(w http.ResponseWriter, r *http.Request) {
+		WriteFlushed(w, contentType, first)
+		select {
+		case <-r.Context().Done():
+			close(released)
+		case <-time.After(10 * time.Second):
+		}
+	}, released
+}
+
+// CancelMidStream opens r on c against a HoldAfter handler, reads the
+// first chunk, cancels the call's context and checks that the stream
+// ends at the next Next with ERR_CANCELED and that the server saw the
+// connection go (released closed). It returns the first chunk.
+func CancelMidStream(t *testing.T, c *cloudreq.Client, r *cloudreq.CloudRequest, released <-chan struct{}) cloudreq.StreamChunk {
+	t.Helper()
+	cctx, cancel := context.WithCancel(Context(t))
+	defer cancel()
+	s, err := c.Stream(cctx, r)
+	require.NoError(t, err)
+	defer s.Close()
+	require.True(t, s.Next(), "the first chunk: %v", s.Err())
+	first := s.Chunk()
+	cancel()
+	assert.False(t, s.Next())
+	assert.Equal(t, errcodes.Canceled, errcodes.Of(s.Err()), "%v", s.Err())
+	select {
+	case <-released:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server never saw the connection close")
+	}
+	return first
+}
