@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
@@ -76,7 +78,7 @@ type Config struct {
 	// KeepHeaders are the response headers kept in Metadata; the first
 	// present of IDHeaders is the request id.
 	KeepHeaders, IDHeaders []string
-	// Errors is the adapter's error table.
+	// Errors is the adapter's error table (nil: StatusError).
 	Errors ErrorTable
 }
 
@@ -109,7 +111,7 @@ func New(cfg Config) *Core {
 
 // Describe returns the adapter's cloudreq.Description.
 func (c *Core) Describe() cloudreq.Description {
-	return cloudreq.Description{Provider: c.cfg.Provider, Service: c.cfg.Service, Actions: c.cfg.Actions}
+	return cloudreq.Description{Provider: c.cfg.Provider, Service: c.cfg.Service, Actions: slices.Clone(c.cfg.Actions)}
 }
 
 // Close closes the idle connections of the transport the core built for
@@ -235,7 +237,23 @@ func (c *Core) Check(resp *http.Response) (*http.Response, error) {
 	}
 	defer resp.Body.Close()
 	body, _, _ := ReadLimited(resp.Body, c.cfg.Limits.MaxErrorBytes)
-	return nil, c.cfg.Errors(resp, body, FirstHeader(resp.Header, c.cfg.IDHeaders...))
+	rid := FirstHeader(resp.Header, c.cfg.IDHeaders...)
+	if c.cfg.Errors == nil {
+		return nil, StatusError(c.cfg.Provider, resp, body, rid)
+	}
+	return nil, c.cfg.Errors(resp, body, rid)
+}
+
+// StatusError is the error table of a provider that has none of its own:
+// the code errcodes.ForHTTPStatus gives the status (ERR_UNKNOWN for one
+// it does not know), the status as ProviderCode and the body's text
+// (ErrorText) as the message.
+func StatusError(provider string, resp *http.Response, body []byte, requestID string) *errcodes.Error {
+	code := errcodes.ForHTTPStatus(resp.StatusCode)
+	if code == "" {
+		code = errcodes.Unknown
+	}
+	return NewError(code, provider, resp, strconv.Itoa(resp.StatusCode), ErrorText(body, resp.Header.Get("Content-Type")), requestID, nil)
 }
 
 // Head returns the CloudResponse known from a response's status and

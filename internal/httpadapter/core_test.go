@@ -84,8 +84,11 @@ func TestLimitsDefaults(t *testing.T) {
 func TestDescribe(t *testing.T) {
 	d := New(Config{Provider: "p", Service: "s"}).Describe()
 	assert.Equal(t, cloudreq.Description{Provider: "p", Service: "s", Actions: []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate}}, d)
-	d = New(Config{Provider: "p", Service: "s", Actions: []string{cloudreq.ActionInvoke}}).Describe()
+	c := New(Config{Provider: "p", Service: "s", Actions: []string{cloudreq.ActionInvoke}})
+	d = c.Describe()
 	assert.Equal(t, []string{cloudreq.ActionInvoke}, d.Actions)
+	d.Actions[0] = "changed"
+	assert.Equal(t, []string{cloudreq.ActionInvoke}, c.Describe().Actions, "each Description is the caller's")
 }
 
 func TestCheckURL(t *testing.T) {
@@ -212,6 +215,18 @@ func TestDoErrors(t *testing.T) {
 	assert.ErrorIs(t, err, native)
 	assert.Equal(t, "01234567", string(tableBody), "the error body, read up to MaxErrorBytes")
 	assert.Equal(t, "rid-1", tableRID)
+
+	// Without an error table, the status decides.
+	_, err = testCore(nil).Do(context.Background(), testCall(cloudreq.ActionInvoke, cloudreq.Payload{}, nil), Request{URL: srv.URL})
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, errcodes.Unavailable, e.Code)
+	assert.Equal(t, "503", e.ProviderCode)
+	assert.Equal(t, "01234567", e.Message, "the error body's text")
+	assert.Equal(t, "rid-1", e.RequestID)
+	assert.Equal(t, "p", e.Provider)
+	e = StatusError("p", &http.Response{StatusCode: 302, Header: http.Header{}}, nil, "")
+	assert.Equal(t, errcodes.Unknown, e.Code)
+	assert.Equal(t, "Found", e.Message)
 
 	// A transport failure names the provider.
 	dead := httptest.NewServer(http.NotFoundHandler())

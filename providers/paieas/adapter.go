@@ -326,20 +326,20 @@ func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*ht
 		}
 		req.Body = bytes.NewReader(raw)
 	}
-	req.Prepare = func(req *http.Request) {
+	req.Prepare = func(hr *http.Request) {
 		switch {
 		case tok == "":
 		case a.opts.Auth == AuthToken, a.opts.Auth == AuthAuto && !openaiPath:
-			req.Header.Set("Authorization", tok)
+			hr.Header.Set("Authorization", tok)
 		case a.opts.Auth == AuthBearer, a.opts.Auth == AuthAuto:
-			req.Header.Set("Authorization", "Bearer "+tok)
+			hr.Header.Set("Authorization", "Bearer "+tok)
 		case a.opts.Auth == AuthSignature:
 			date := a.opts.Now().UTC().Format(http.TimeFormat)
-			auth, sum := sign(tok, req.URL.Path, date, raw)
-			req.Header.Set("Content-Type", signedContentType)
-			req.Header.Set("Content-MD5", sum)
-			req.Header.Set("Date", date)
-			req.Header.Set("Authorization", auth)
+			auth, sum := sign(tok, hr.URL.Path, date, raw)
+			hr.Header.Set("Content-Type", signedContentType)
+			hr.Header.Set("Content-MD5", sum)
+			hr.Header.Set("Date", date)
+			hr.Header.Set("Authorization", auth)
 		}
 	}
 	return a.core.Do(ctx, call, req)
