@@ -40,8 +40,8 @@ func Example() {
 
 	ctx := context.Background()
 	resp, err := client.Invoke(ctx, &cloudreq.CloudRequest{
-		Provider: cloudreq.ProviderOpenAI, Service: cloudreq.ServiceOpenAICompatible,
-		Action: cloudreq.ActionGenerate,
+		// Service may be left out: the client fills it from the Provider's adapter.
+		Provider: cloudreq.ProviderOpenAI, Action: cloudreq.ActionGenerate,
 		Target: cloudreq.Target{Model: "llama-3-8b"},
 		Generate: &cloudreq.GenerateInput{
 			Messages:  []cloudreq.Message{{Role: "user", Content: "Say hello."}},

@@ -39,7 +39,7 @@ func Example() {
 	defer client.Close()
 
 	resp, err := client.Invoke(context.Background(), &cloudreq.CloudRequest{
-		Provider: cloudreq.ProviderAzure, Service: cloudreq.ServiceAzureML, Action: cloudreq.ActionGenerate,
+		Provider: cloudreq.ProviderAzure, Action: cloudreq.ActionGenerate,
 		Target: cloudreq.Target{Endpoint: "llama-3-8b"},
 		Generate: &cloudreq.GenerateInput{
 			Messages:  []cloudreq.Message{{Role: "user", Content: "Say hello."}},

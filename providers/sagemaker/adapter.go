@@ -35,10 +35,6 @@ const (
 	HeaderCustomAttributes = "X-Amzn-SageMaker-Custom-Attributes"
 )
 
-// ExtraDialect is the cloudreq.Attributes.Extra key that chooses the
-// generate dialect for one request ("messages" or "tgi").
-const ExtraDialect = "dialect"
-
 // Options configures an Adapter. Pass it to New; option functions change a
 // copy.
 type Options struct {

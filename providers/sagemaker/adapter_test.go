@@ -284,7 +284,7 @@ func TestEncode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := tc.gen
 			req := &cloudreq.CloudRequest{Target: cloudreq.Target{Endpoint: "e"}, Generate: &g,
-				Attributes: cloudreq.Attributes{Extra: map[string]string{ExtraDialect: string(tc.dialect)}}}
+				Attributes: cloudreq.Attributes{Dialect: string(tc.dialect)}}
 			p, err := ad.Encode(req, tc.stream)
 			require.NoError(t, err)
 			assert.JSONEq(t, tc.want, string(p.Body))
@@ -310,8 +310,8 @@ func TestDialectSelection(t *testing.T) {
 		o.Dialect = DialectTGI
 		o.EndpointDialects = map[string]Dialect{"chat-ep": DialectMessages}
 	})
-	enc := func(ep string, extra map[string]string) string {
-		req := &cloudreq.CloudRequest{Target: cloudreq.Target{Endpoint: ep}, Attributes: cloudreq.Attributes{Extra: extra},
+	enc := func(ep string, dialect string) string {
+		req := &cloudreq.CloudRequest{Target: cloudreq.Target{Endpoint: ep}, Attributes: cloudreq.Attributes{Dialect: dialect},
 			Generate: &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "x"}}}}
 		p, err := ad.Encode(req, false)
 		require.NoError(t, err)
@@ -322,13 +322,21 @@ func TestDialectSelection(t *testing.T) {
 		}
 		return "messages"
 	}
-	assert.Equal(t, "tgi", enc("other", nil))
-	assert.Equal(t, "messages", enc("chat-ep", nil))
-	assert.Equal(t, "tgi", enc("chat-ep", map[string]string{ExtraDialect: "tgi"}))
+	assert.Equal(t, "tgi", enc("other", ""))
+	assert.Equal(t, "messages", enc("chat-ep", ""))
+	assert.Equal(t, "tgi", enc("chat-ep", string(DialectTGI)))
+	assert.Equal(t, "messages", enc("other", string(DialectMessages)))
+	// Extra is not read: a key named "dialect" there changes nothing.
+	req := &cloudreq.CloudRequest{Target: cloudreq.Target{Endpoint: "other"}, Attributes: cloudreq.Attributes{Extra: map[string]string{"dialect": "messages"}},
+		Generate: &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "x"}}}}
+	p, err := ad.Encode(req, false)
+	require.NoError(t, err)
+	assert.Contains(t, string(p.Body), `"inputs"`)
 
-	_, err := ad.Encode(&cloudreq.CloudRequest{Attributes: cloudreq.Attributes{Extra: map[string]string{ExtraDialect: "klingon"}},
+	_, err = ad.Encode(&cloudreq.CloudRequest{Attributes: cloudreq.Attributes{Dialect: "klingon"},
 		Generate: &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Content: "x"}}}}, false)
 	assert.Equal(t, errcodes.InvalidParam, errcodes.Of(err))
+	assert.ErrorContains(t, err, `Attributes.Dialect "klingon"`)
 	_, err = ad.Encode(&cloudreq.CloudRequest{}, false)
 	assert.Equal(t, errcodes.InvalidParam, errcodes.Of(err))
 }

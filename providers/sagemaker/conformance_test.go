@@ -47,7 +47,7 @@ func TestConformance(t *testing.T) {
 				InvokeBody:       []byte(`{"inputs":"Say hello.","parameters":{"max_new_tokens":16}}`),
 				StreamInvoke:     true,
 				InvokeStreamBody: []byte(`{"inputs":"Say hello.","parameters":{"max_new_tokens":16},"stream":true}`),
-				Attributes:       cloudreq.Attributes{Extra: map[string]string{ExtraDialect: string(d)}},
+				Attributes:       cloudreq.Attributes{Dialect: string(d)},
 				Errors:           errs,
 				// The emulator opens the stream with a ModelStreamError
 				// whose ErrorCode is ModelInvocationTimeExceeded.

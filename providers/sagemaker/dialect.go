@@ -28,15 +28,18 @@ const (
 
 func (d Dialect) valid() bool { return d == "" || d == DialectMessages || d == DialectTGI }
 
-// dialect returns the dialect of req: its "dialect" attribute, its
+// dialect returns the dialect of req: its Attributes.Dialect, its
 // endpoint's, or the adapter's default.
 func (a *Adapter) dialect(req *cloudreq.CloudRequest) (Dialect, error) {
+	if v := Dialect(req.Attributes.Dialect); v != "" {
+		if !v.valid() {
+			return "", errcodes.Errorf(errcodes.InvalidParam, "sagemaker: unknown Attributes.Dialect %q (want %q or %q)", v, DialectMessages, DialectTGI)
+		}
+		return v, nil
+	}
 	d := a.opts.Dialect
 	if v, ok := a.opts.EndpointDialects[req.Target.Endpoint]; ok {
 		d = v
-	}
-	if v, ok := req.Attributes.Extra[ExtraDialect]; ok {
-		d = Dialect(v)
 	}
 	if !d.valid() {
 		return "", errcodes.Errorf(errcodes.InvalidParam, "sagemaker: unknown dialect %q (want %q or %q)", d, DialectMessages, DialectTGI)

@@ -35,7 +35,8 @@
 // Messages API of LMI and TGI containers, or DialectTGI, the
 // {"inputs","parameters"} body of Hugging Face TGI containers. The dialect is
 // chosen by Options.Dialect, per endpoint by Options.EndpointDialects, and per
-// request by Attributes.Extra["dialect"].
+// request by Attributes.Dialect (a Dialect's string; another value is
+// refused with ERR_INVALID_PARAM naming Attributes.Dialect).
 //
 // # Responses
 //

@@ -32,7 +32,7 @@ func genRequest(dialect Dialect, maxTokens int) *cloudreq.CloudRequest {
 		Provider: cloudreq.ProviderAWS, Service: cloudreq.ServiceSageMaker, Action: cloudreq.ActionGenerate,
 		Target:     cloudreq.Target{Endpoint: "llama-3-8b"},
 		Generate:   &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "Say hello."}}, MaxTokens: maxTokens},
-		Attributes: cloudreq.Attributes{Extra: map[string]string{ExtraDialect: string(dialect)}},
+		Attributes: cloudreq.Attributes{Dialect: string(dialect)},
 		Header:     http.Header{},
 	}
 }

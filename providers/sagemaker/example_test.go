@@ -46,7 +46,7 @@ func Example() {
 	defer client.Close()
 
 	req := &cloudreq.CloudRequest{
-		Provider: cloudreq.ProviderAWS, Service: cloudreq.ServiceSageMaker, Action: cloudreq.ActionGenerate,
+		Provider: cloudreq.ProviderAWS, Action: cloudreq.ActionGenerate,
 		Target:   cloudreq.Target{Endpoint: "llama-3-8b"},
 		Generate: &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "Say hello."}}, MaxTokens: 16},
 	}

@@ -150,7 +150,7 @@ func genCall(endpoint string, stream bool, ad *Adapter, dialect Dialect) (*cloud
 		Generate: &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "Hi"}}, MaxTokens: 8},
 	}
 	if dialect != "" {
-		req.Attributes.Extra = map[string]string{ExtraDialect: string(dialect)}
+		req.Attributes.Dialect = string(dialect)
 	}
 	p, err := ad.Encode(req, stream)
 	if err != nil {
