@@ -33,9 +33,9 @@
 // and, optionally, "parameters", sent with a JSON content type (or none),
 // goes to Predict; anything else goes to RawPredict as a google.api.HttpBody
 // of Payload.ContentType (default application/json). Set
-// CloudRequest.Attributes.Extra[AttrMethod] ("vertex.method") to
-// MethodPredict or MethodRawPredict to force one; forcing predict with a
-// body that is not a predict request is ERR_INVALID_PARAM.
+// CloudRequest.Attributes.Method to MethodPredict or MethodRawPredict to
+// force one; another value, or forcing predict with a body that is not a
+// predict request, is ERR_INVALID_PARAM naming Attributes.Method.
 //
 // A generate call's body is written by Encode: the JSON form of a
 // GenerateContentRequest, as the REST API takes it — user and assistant

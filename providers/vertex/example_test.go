@@ -47,7 +47,7 @@ func Example() {
 	defer client.Close() // closes the adapter too
 
 	req := &cloudreq.CloudRequest{
-		Provider: cloudreq.ProviderGCP, Service: cloudreq.ServiceVertex, Action: cloudreq.ActionGenerate,
+		Provider: cloudreq.ProviderGCP, Action: cloudreq.ActionGenerate,
 		Target:   cloudreq.Target{Endpoint: "llama-3-8b"}, // completed to projects/my-project/locations/us-central1/endpoints/llama-3-8b
 		Generate: &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "Say hello."}}, MaxTokens: 16},
 	}

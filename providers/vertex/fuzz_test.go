@@ -54,7 +54,7 @@ func FuzzInvokeMethod(f *testing.F) {
 	f.Add([]byte(`{"instances":[1]}`), "text/csv", "predict")
 	f.Add([]byte(`a,b`), "text/csv", "rawPredict")
 	f.Fuzz(func(t *testing.T, body []byte, ct, forced string) {
-		req := &cloudreq.CloudRequest{Attributes: cloudreq.Attributes{Extra: map[string]string{AttrMethod: forced}}}
+		req := &cloudreq.CloudRequest{Attributes: cloudreq.Attributes{Method: forced}}
 		m, pr, err := invokeMethod(req, cloudreq.Payload{Body: body, ContentType: ct})
 		if err != nil {
 			if forced != MethodPredict && forced != MethodRawPredict && forced != "" {

@@ -13,12 +13,8 @@ import (
 	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
-// AttrMethod is the CloudRequest.Attributes.Extra key that forces the RPC of
-// an invoke call: MethodPredict or MethodRawPredict. Without it the body
-// decides (see the package doc).
-const AttrMethod = "vertex.method"
-
-// Values of AttrMethod.
+// Values of cloudreq.Attributes.Method, which forces the RPC of an invoke
+// call; when it is empty the body decides (see the package doc).
 const (
 	MethodPredict    = "predict"
 	MethodRawPredict = "rawPredict"
@@ -27,19 +23,19 @@ const (
 // invokeMethod picks the RPC of a non-streaming invoke call and, for
 // predict, decodes the body into the request.
 func invokeMethod(req *cloudreq.CloudRequest, p cloudreq.Payload) (string, *aiplatformpb.PredictRequest, *errcodes.Error) {
-	forced := req.Attributes.Extra[AttrMethod]
+	forced := req.Attributes.Method
 	switch forced {
 	case MethodRawPredict:
 		return MethodRawPredict, nil, nil
 	case MethodPredict:
 		pr, err := decodePredict(p.Body)
 		if err != nil {
-			return "", nil, invalid("%s=%s needs a JSON body {\"instances\":[…],\"parameters\":…}: %v", AttrMethod, MethodPredict, err)
+			return "", nil, invalid("Attributes.Method %q needs a JSON body {\"instances\":[…],\"parameters\":…}: %v", MethodPredict, err)
 		}
 		return MethodPredict, pr, nil
 	case "":
 	default:
-		return "", nil, invalid("unknown %s %q: want %q or %q", AttrMethod, forced, MethodPredict, MethodRawPredict)
+		return "", nil, invalid("unknown Attributes.Method %q: want %q or %q", forced, MethodPredict, MethodRawPredict)
 	}
 	if isPredictBody(p.Body, p.ContentType) {
 		if pr, err := decodePredict(p.Body); err == nil {

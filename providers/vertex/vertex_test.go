@@ -115,11 +115,11 @@ func TestForcedMethod(t *testing.T) {
 	f, addr := startFake(t)
 	c, _ := newFakeClient(t, addr)
 	req := invokeReq(`{"instances":[1]}`, "")
-	req.Attributes.Extra = map[string]string{AttrMethod: MethodRawPredict}
+	req.Attributes.Method = MethodRawPredict
 	_, err := c.Invoke(context.Background(), req)
 	require.NoError(t, err)
 	req = invokeReq(`{"instances":[1],"other":true}`, "")
-	req.Attributes.Extra = map[string]string{AttrMethod: MethodPredict}
+	req.Attributes.Method = MethodPredict
 	_, err = c.Invoke(context.Background(), req)
 	assert.ErrorIs(t, err, errcodes.InvalidParam)
 	calls := f.Calls()
@@ -148,17 +148,20 @@ func TestInvokeMethodRule(t *testing.T) {
 		{"forced predict", `{"instances":[1]}`, "text/plain", MethodPredict, MethodPredict, false},
 		{"forced predict bad", `nope`, "", MethodPredict, "", true},
 		{"unknown method", `{}`, "", "explain", "", true},
+		{"extra is not read", `{"instances":[1]}`, "", "", MethodPredict, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := invokeReq(tt.body, tt.ct)
 			if tt.forced != "" {
-				req.Attributes.Extra = map[string]string{AttrMethod: tt.forced}
+				req.Attributes.Method = tt.forced
 			}
+			req.Attributes.Extra = map[string]string{"vertex.method": MethodRawPredict}
 			m, pr, err := invokeMethod(req, req.Payload)
 			if tt.wantErr {
 				require.Error(t, err)
 				assert.Equal(t, errcodes.InvalidParam, err.Code)
+				assert.Contains(t, err.Error(), "Attributes.Method")
 				assert.Equal(t, "gcp", err.Provider)
 				return
 			}
