@@ -64,10 +64,6 @@ const (
 	LegacyDelta      LegacyStream = "delta"
 )
 
-// ExtraDialect is the cloudreq.Attributes.Extra key that sets the generate
-// dialect of one request ("openai" or "legacy").
-const ExtraDialect = "dialect"
-
 // Defaults.
 const (
 	// OpenAIChatPath is the generate path of the OpenAI dialect.
@@ -209,12 +205,13 @@ func (a *Adapter) Describe() cloudreq.Description { return a.core.Describe() }
 // flight are not interrupted.
 func (a *Adapter) Close() error { return a.core.Close() }
 
-// dialect returns the generate dialect of r.
+// dialect returns the generate dialect of r: its Attributes.Dialect, or
+// the adapter's.
 func (a *Adapter) dialect(r *cloudreq.CloudRequest) (Dialect, error) {
-	if v, ok := r.Attributes.Extra[ExtraDialect]; ok {
+	if v := r.Attributes.Dialect; v != "" {
 		d := Dialect(v)
 		if !d.valid() {
-			return "", invalid("Attributes.Extra[%q] = %q: want %q or %q", ExtraDialect, v, DialectOpenAI, DialectLegacy)
+			return "", invalid("unknown Attributes.Dialect %q (want %q or %q)", v, DialectOpenAI, DialectLegacy)
 		}
 		return d, nil
 	}

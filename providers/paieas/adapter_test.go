@@ -129,15 +129,23 @@ func TestEncodeLegacy(t *testing.T) {
 
 	// The per-request attribute wins over the option.
 	r = generateReq()
-	r.Attributes.Extra = map[string]string{ExtraDialect: "openai"}
+	r.Attributes.Dialect = string(DialectOpenAI)
 	p, err = a.Encode(r, true)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true,"stream_options":{"include_usage":true}}`, string(p.Body))
 	assert.Equal(t, "text/event-stream", p.Accept)
 
-	r.Attributes.Extra[ExtraDialect] = "klingon"
+	r.Attributes.Dialect = "klingon"
 	_, err = a.Encode(r, true)
 	assert.ErrorIs(t, err, errcodes.InvalidParam)
+	assert.ErrorContains(t, err, `Attributes.Dialect "klingon"`)
+
+	// Extra is not read: a key named "dialect" there changes nothing.
+	r = generateReq()
+	r.Attributes.Extra = map[string]string{"dialect": "openai"}
+	p, err = a.Encode(r, false)
+	require.NoError(t, err)
+	assert.Contains(t, string(p.Body), `"prompt"`)
 }
 
 func TestGenerateLegacy(t *testing.T) {

@@ -24,8 +24,9 @@
 // AuthBearer for their /v1/… routes.
 //
 // Action invoke sends the caller's bytes as they are. Action generate
-// writes one of two dialects (Options.Dialect, or per request the
-// Attributes.Extra["dialect"]):
+// writes one of two dialects (Options.Dialect, or per request
+// Attributes.Dialect, a Dialect's string: another value is refused with
+// ERR_INVALID_PARAM naming Attributes.Dialect):
 //
 //   - DialectOpenAI (default): OpenAI chat JSON on /v1/chat/completions (the
 //     vLLM, SGLang and BladeLLM images); streams are SSE with usage.

@@ -46,7 +46,7 @@ func genReq(dialect paieas.Dialect) *cloudreq.CloudRequest {
 	return &cloudreq.CloudRequest{
 		Provider: cloudreq.ProviderAlibaba, Service: cloudreq.ServicePAIEAS, Action: cloudreq.ActionGenerate,
 		Target:     cloudreq.Target{Endpoint: "llama-3-8b"},
-		Attributes: cloudreq.Attributes{Extra: map[string]string{paieas.ExtraDialect: string(dialect)}},
+		Attributes: cloudreq.Attributes{Dialect: string(dialect)},
 		Generate:   &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "Tell me a story."}}, MaxTokens: 12},
 	}
 }

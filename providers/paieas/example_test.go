@@ -34,8 +34,8 @@ func Example() {
 	defer client.Close()
 
 	resp, err := client.Invoke(context.Background(), &cloudreq.CloudRequest{
-		Provider: cloudreq.ProviderAlibaba, Service: cloudreq.ServicePAIEAS,
-		Action: cloudreq.ActionGenerate, Target: cloudreq.Target{Endpoint: "llama-3-8b"},
+		Provider: cloudreq.ProviderAlibaba, Action: cloudreq.ActionGenerate,
+		Target: cloudreq.Target{Endpoint: "llama-3-8b"},
 		Generate: &cloudreq.GenerateInput{
 			Messages:  []cloudreq.Message{{Role: "user", Content: "Say hello."}},
 			MaxTokens: 8,

@@ -31,7 +31,7 @@ func generateReq() *cloudreq.CloudRequest {
 
 func legacyReq() *cloudreq.CloudRequest {
 	r := generateReq()
-	r.Attributes.Extra = map[string]string{ExtraDialect: string(DialectLegacy)}
+	r.Attributes.Dialect = string(DialectLegacy)
 	return r
 }
 
