@@ -23,7 +23,9 @@
 //	alibaba   pai-eas            invoke, generate
 //	openai    openai-compatible  invoke, generate
 //
-// Whether a call streams is the method (Invoke or Stream), not the action. A
+// Each provider has one service, so Service may be left empty: the client
+// fills it from the adapter registered for the Provider. Whether a call
+// streams is the method (Invoke or Stream), not the action. A
 // combination no registered adapter supports fails with ERR_INVALID_PARAM and
 // a message listing what is supported.
 //
