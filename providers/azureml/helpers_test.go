@@ -1,8 +1,6 @@
 package azureml
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
@@ -11,14 +9,11 @@ import (
 
 const key = "aml-endpoint-key-secret"
 
-func server(t *testing.T, h http.HandlerFunc, optFns ...func(*Options)) (*Adapter, *httptest.Server) {
-	t.Helper()
-	return providertest.Serve(t, h, func(url string) (*Adapter, error) {
+var (
+	// server starts a handler and an adapter that sends it key.
+	server = providertest.Server(func(url string, optFns ...func(*Options)) (*Adapter, error) {
 		return New(Options{EndpointURL: url + "/azureml/{endpoint}", Key: key, AllowInsecureHTTP: true}, optFns...)
 	})
-}
-
-var (
 	client       = providertest.Client
 	ctx          = providertest.Context
 	writeFlushed = providertest.WriteFlushed

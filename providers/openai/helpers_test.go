@@ -2,7 +2,6 @@ package openai
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,18 +10,15 @@ import (
 	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
-// server starts an httptest server with h and an adapter pointed at it.
-func server(t *testing.T, h http.HandlerFunc, optFns ...func(*Options)) (*Adapter, *httptest.Server) {
-	t.Helper()
-	return providertest.Serve(t, h, func(url string) (*Adapter, error) {
+var (
+	// server starts an httptest server with h and an adapter pointed at it.
+	server = providertest.Server(func(url string, optFns ...func(*Options)) (*Adapter, error) {
 		return New(Options{BaseURL: url, APIKey: "sk-test-secret", AllowInsecureHTTP: true}, optFns...)
 	})
-}
-
-// client returns a cloudreq.Client on a with one attempt per call.
-var client = providertest.Client
-
-var ctx = providertest.Context
+	// client returns a cloudreq.Client on a with one attempt per call.
+	client = providertest.Client
+	ctx    = providertest.Context
+)
 
 func generateReq(model string) *cloudreq.CloudRequest {
 	return providertest.GenerateRequest(cloudreq.ProviderOpenAI, cloudreq.ServiceOpenAICompatible, cloudreq.Target{Model: model})

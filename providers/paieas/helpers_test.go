@@ -1,8 +1,6 @@
 package paieas
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -12,14 +10,11 @@ import (
 
 const token = "eas-token-secret"
 
-func server(t *testing.T, h http.HandlerFunc, optFns ...func(*Options)) (*Adapter, *httptest.Server) {
-	t.Helper()
-	return providertest.Serve(t, h, func(url string) (*Adapter, error) {
+var (
+	// server starts a handler and an adapter that sends it the token.
+	server = providertest.Server(func(url string, optFns ...func(*Options)) (*Adapter, error) {
 		return New(Options{Endpoint: url, Token: token, AllowInsecureHTTP: true}, optFns...)
 	})
-}
-
-var (
 	client       = providertest.Client
 	ctx          = providertest.Context
 	writeFlushed = providertest.WriteFlushed

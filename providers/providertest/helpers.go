@@ -30,6 +30,17 @@ func Serve[A io.Closer](t testing.TB, h http.HandlerFunc, newAdapter func(url st
 	return ad, srv
 }
 
+// Server returns a test's server function for an adapter that newAdapter
+// builds for a server URL with option functions: it starts a handler on
+// an httptest server (Serve) and returns the adapter for it, with the
+// option functions applied, and the server.
+func Server[A io.Closer, O any](newAdapter func(url string, optFns ...func(*O)) (A, error)) func(t *testing.T, h http.HandlerFunc, optFns ...func(*O)) (A, *httptest.Server) {
+	return func(t *testing.T, h http.HandlerFunc, optFns ...func(*O)) (A, *httptest.Server) {
+		t.Helper()
+		return Serve(t, h, func(url string) (A, error) { return newAdapter(url, optFns...) })
+	}
+}
+
 // Client returns a cloudreq.Client on ad that makes one attempt per call
 // and does not wait out a model that is not ready: each call is one
 // answer of the server.
