@@ -25,9 +25,9 @@
 // with the core's pool and response header timeout.
 //
 // The rest are the helpers the adapters' own tests share: Serve and
-// Server (an httptest server and an adapter on it), Client (one attempt per call),
-// Context, GenerateRequest and InvokeRequest, WriteFlushed and Flushed
-// (a streamed answer), Stream (a stream read to its end, as Streamed),
-// HoldAfter and CancelMidStream (a stream canceled after its first
-// chunk), Endless and RoundTrip (an error body that never ends).
+// Server (an httptest server and an adapter on it), Client (one attempt
+// per call), Context, GenerateRequest and InvokeRequest, WriteFlushed and
+// Flushed (a streamed answer), Stream (a stream read to its end, as
+// Streamed), HoldAfter and CancelMidStream (a stream canceled after its
+// first chunk), Endless and RoundTrip (an error body that never ends).
 package providertest
