@@ -44,13 +44,16 @@ var emulatorMatrix = map[emulator.Fault][2]faultCase{
 	emulator.FaultForbidden: {
 		{code: errcodes.PermissionDenied, override: map[string]errcodes.Code{"paieas": errcodes.Unauthenticated}},
 		{code: errcodes.PermissionDenied, override: map[string]errcodes.Code{"paieas": errcodes.Unauthenticated}}},
-	emulator.FaultInternal: {{code: errcodes.Internal, retryable: true}, {code: errcodes.Internal, retryable: true}},
-	emulator.FaultUnavailable: {
-		{code: errcodes.Unavailable, retryable: true, override: map[string]errcodes.Code{"paieas": errcodes.ModelNotReady}},
-		{code: errcodes.Unavailable, retryable: true, override: map[string]errcodes.Code{"paieas": errcodes.ModelNotReady}}},
-	emulator.FaultTimeout:            {{code: errcodes.Timeout, retryable: true}, {code: errcodes.Timeout, retryable: true}},
-	emulator.FaultPayloadTooLarge:    {{code: errcodes.PayloadTooLarge}, {code: errcodes.PayloadTooLarge}},
-	emulator.FaultQueueFull:          {{code: errcodes.Throttled, retryable: true}, {code: errcodes.Throttled, retryable: true}},
+	emulator.FaultInternal:        {{code: errcodes.Internal, retryable: true}, {code: errcodes.Internal, retryable: true}},
+	emulator.FaultUnavailable:     {{code: errcodes.Unavailable, retryable: true}, {code: errcodes.Unavailable, retryable: true}},
+	emulator.FaultTimeout:         {{code: errcodes.Timeout, retryable: true}, {code: errcodes.Timeout, retryable: true}},
+	emulator.FaultPayloadTooLarge: {{code: errcodes.PayloadTooLarge}, {code: errcodes.PayloadTooLarge}},
+	emulator.FaultQueueFull:       {{code: errcodes.Throttled, retryable: true}, {code: errcodes.Throttled, retryable: true}},
+	// The model container's own back-pressure, wrapped (SageMaker, Azure)
+	// or relayed, and a fronting proxy's 503: the same code everywhere.
+	emulator.FaultModelOverloaded:    {{code: errcodes.Throttled, retryable: true}, {code: errcodes.Throttled, retryable: true}},
+	emulator.FaultModelUnavailable:   {{code: errcodes.Unavailable, retryable: true}, {code: errcodes.Unavailable, retryable: true}},
+	emulator.FaultGatewayOverflow:    {{code: errcodes.Unavailable, retryable: true}, {code: errcodes.Unavailable, retryable: true}},
 	emulator.FaultResetBeforeHeaders: {{code: errcodes.Unavailable, retryable: true}, {code: errcodes.Unavailable, retryable: true}},
 	emulator.FaultHTML502:            {{code: errcodes.Unavailable, retryable: true}, {code: errcodes.Unavailable, retryable: true}},
 	// Mid-stream faults: a non-streaming call sees a body that breaks off
@@ -58,10 +61,16 @@ var emulatorMatrix = map[emulator.Fault][2]faultCase{
 	// is never retried nor reported a success.
 	emulator.FaultCloseMidStream: {{code: errcodes.Unavailable, retryable: true}, {code: errcodes.StreamInterrupted}},
 	emulator.FaultStallMidStream: {{code: errcodes.Unavailable, retryable: true}, {code: errcodes.StreamInterrupted}},
-	emulator.FaultMalformedBody:  {{}, {}},
+	emulator.FaultMalformedBody:  {{code: errcodes.ModelError}, {code: errcodes.StreamInterrupted}},
 	emulator.FaultStreamError: {
 		{code: errcodes.ModelError, override: map[string]errcodes.Code{"openai": errcodes.Internal, "paieas": errcodes.Internal}},
-		{code: errcodes.StreamInterrupted, override: map[string]errcodes.Code{"vertex": errcodes.Internal}}},
+		{code: errcodes.StreamInterrupted}},
+	// An in-band error before any content is the whole answer: a rate
+	// limit, except SageMaker, whose in-stream errors name no rate limit
+	// (the emulator sends ModelStreamError ModelInvocationTimeExceeded).
+	emulator.FaultStreamErrorFirst: {
+		{code: errcodes.Throttled, retryable: true},
+		{code: errcodes.Throttled, retryable: true, override: map[string]errcodes.Code{"sagemaker": errcodes.Timeout}}},
 }
 
 // waitRecords waits until the emulator recorded at least want requests
@@ -116,7 +125,7 @@ func TestEmulatorFaultMatrix(t *testing.T) {
 						_, err = c.Invoke(context.Background(), req, noBudget)
 					}
 					require.Error(t, err, "a fault never ends as a success")
-					e := errcodes.As(err)
+					e := errcodes.From(err)
 					assert.NotEmpty(t, e.Provider)
 					fc := want[i]
 					if fc.code == "" {

@@ -48,14 +48,18 @@ func TestMalformedResponses(t *testing.T) {
 		{"empty-500", respond(500, "", ""), []errcodes.Code{errcodes.Internal}, 0},
 		{"200-error-body", respond(200, "application/json", `{"error":{"message":"model crashed","type":"server_error","code":500}}`),
 			[]errcodes.Code{errcodes.Internal, errcodes.ModelError, errcodes.Unknown, errcodes.StreamInterrupted}, 0},
+		// A 2xx body that does not parse is ERR_MODEL_ERROR on every
+		// provider (the cross-provider contract), streamed or not.
 		{"200-cut-json", respond(200, "application/json", `{"choices":[{"message":{"content":"o`),
-			[]errcodes.Code{errcodes.Unknown, errcodes.ModelError, errcodes.StreamInterrupted}, 0},
+			[]errcodes.Code{errcodes.ModelError}, 0},
 		{"200-html", respond(200, "text/html", "<html><body>Welcome to nginx!</body></html>"),
-			[]errcodes.Code{errcodes.Unknown, errcodes.ModelError, errcodes.StreamInterrupted}, 0},
+			[]errcodes.Code{errcodes.ModelError}, 0},
+		// As SSE it is well formed, empty and unterminated (truncated); as
+		// an eventstream (SageMaker) it does not parse.
 		{"stream-not-sse", respond(200, "text/event-stream", "hello world, no events here\n"),
-			[]errcodes.Code{errcodes.StreamInterrupted}, 2},
+			[]errcodes.Code{errcodes.StreamInterrupted, errcodes.ModelError}, 2},
 		{"stream-garbage-events", respond(200, "text/event-stream", "data: {not json\n\ndata: [1,2\n\n"),
-			[]errcodes.Code{errcodes.StreamInterrupted, errcodes.Unknown}, 2},
+			[]errcodes.Code{errcodes.ModelError}, 2},
 	}
 	for _, b := range httpBackends() {
 		for _, c := range cases {
@@ -112,7 +116,8 @@ func TestVertexNonGRPCAnswers(t *testing.T) {
 	}{
 		{"html-502", 502, "text/html", html502, errcodes.Unavailable, true},
 		{"html-200", 200, "text/html", "<html>hi</html>", errcodes.Unknown, false},
-		{"grpc-garbage", 200, "application/grpc", "\x00\x00\x00\x00\x05hello", errcodes.Internal, true},
+		// An answer whose bytes do not unmarshal: a 2xx body that does not parse.
+		{"grpc-garbage", 200, "application/grpc", "\x00\x00\x00\x00\x05hello", errcodes.ModelError, false},
 	}
 	for _, c := range cases {
 		for _, stream := range modes() {

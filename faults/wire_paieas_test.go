@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
-	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/providers/paieas"
 )
 
@@ -29,8 +28,8 @@ func paieasBackend() backend {
 			// container's 424.
 			return a.status != 530 && a.status != 424
 		},
-		// 503 is EAS's "no ready instance": a service scaling from zero.
-		matrix: map[string]errcodes.Code{"503": errcodes.ModelNotReady},
+		// A plain 503 is not EAS's "no ready instance" answer (the
+		// model-not-ready row sends that): ERR_UNAVAILABLE, as elsewhere.
 		start: func(t testing.TB, env startEnv) cloudreq.Adapter {
 			base, hc := serveEnv(t, paieasWire{}, env)
 			return newPAIEAS(t, base, hc)

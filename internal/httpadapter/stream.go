@@ -251,6 +251,9 @@ func (s *Stream) endError(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		// A body cut inside a chunk, or an SSE stream ended inside an event.
 		return Interrupted(s.cfg.Provider, "stream ended before its end (truncated)", err)
+	case errors.Is(err, errHTMLStream):
+		// Found before the first frame: a 2xx answer that is no stream.
+		return Malformed(s.cfg.Provider, errHTMLStream.Error(), nil)
 	case errors.Is(err, sse.ErrLineTooLong), errors.Is(err, sse.ErrEventTooLarge):
 		e := errcodes.Wrap(err, errcodes.PayloadTooLarge, "stream frame too large: "+err.Error())
 		e.Provider = s.cfg.Provider

@@ -318,6 +318,13 @@ func (s *chunkStream) streamError(err error) *errcodes.Error {
 		return s.inband(e)
 	}
 	e := errcodes.FromTransport(err)
+	if !s.yielded && e.Code == errcodes.Unknown {
+		// Not a frame could be read: the 2xx answer is no event stream,
+		// a body that does not parse (ERR_MODEL_ERROR, as on every provider).
+		m := errcodes.Wrap(err, errcodes.ModelError, "sagemaker: the answer is not an event stream: "+err.Error())
+		m.Retryable = false
+		return m
+	}
 	if s.yielded || e.Code == errcodes.Unknown {
 		msg := "sagemaker: the response stream broke"
 		if e.Message != "" {
