@@ -10,13 +10,17 @@
 //     that uses a Client.
 //   - errcodes: the closed set of portable error codes.
 //   - hooks: PreValidate, PreSerialize and PostDeserialize chains.
-//   - latency: timelines, TTFT/TPOT/ITL/E2E, cold/warm starts, SLA reports.
+//   - latency: the per-call model: timelines, TTFT/TPOT/ITL/E2E, cold/warm
+//     starts; latency/stats: recorders, SLAs and reports over many calls.
 //   - providers/...: one adapter per cloud.
 //   - emulator: a local server speaking every provider's wire protocol.
-//   - telemetry: OpenTelemetry spans and metrics, redacting logs.
+//   - telemetry: OpenTelemetry spans and metrics and slog logging, as
+//     observers writing an allow-listed field set.
 //   - impair: network impairment (delay, jitter, loss, bandwidth) in a
 //     client's connections.
 //   - bench: load generation and reports, behind `cloudinfer bench`.
+//   - e2e/...: the end-to-end suites (faults, measurement ground truth).
 //
+// docs/architecture.md gives the path of one request and the layers.
 // See the README for the quick start, which example_test.go runs.
 package cloudinfer

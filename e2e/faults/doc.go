@@ -26,9 +26,9 @@
 //
 // Fuzz targets cover the parsers a server's bytes reach. Run the suite with
 //
-//	go test -race ./faults/
+//	go test -race ./e2e/faults/
 //
 // and a fuzz target with, for example,
 //
-//	go test ./faults/ -run '^$' -fuzz '^FuzzRetryAfter$' -fuzztime 60s
+//	go test ./e2e/faults/ -run '^$' -fuzz '^FuzzRetryAfter$' -fuzztime 60s
 package faults

@@ -1,4 +1,4 @@
-package emulatortest
+package groundtruth
 
 import (
 	"context"

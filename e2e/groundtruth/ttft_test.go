@@ -3,7 +3,7 @@
 
 //go:build !race
 
-package emulatortest
+package groundtruth
 
 import (
 	"runtime"
