@@ -117,25 +117,15 @@ type chatMessage struct {
 }
 
 // maxTokensField is an optional positive integer.
-type maxTokensField struct {
-	set bool
-	n   int
-}
+type maxTokensField struct{ intField }
 
-// UnmarshalJSON accepts null or a positive integer.
+// UnmarshalJSON accepts null or an integer from 1 to 1<<20.
 func (m *maxTokensField) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		return nil
-	}
-	var n json.Number
-	if err := json.Unmarshal(b, &n); err != nil {
-		return errors.New("must be an integer")
-	}
-	v, err := n.Int64()
-	if err != nil || v < 1 || v > 1<<20 {
+	var f intField
+	if err := f.UnmarshalJSON(b); err != nil || (f.set && (f.n < 1 || f.n > 1<<20)) {
 		return fmt.Errorf("must be an integer between 1 and %d", 1<<20)
 	}
-	m.set, m.n = true, int(v)
+	m.intField = f
 	return nil
 }
 
