@@ -191,7 +191,12 @@ type CloudResponse struct {
 	Data []byte
 	// ContentType is the body's media type, if known.
 	ContentType string
-	// Text is the generated text of a non-streaming generate call.
+	// Text is the generated text of a non-streaming call: always for
+	// ActionGenerate; for ActionInvoke, on every provider, when the body is
+	// recognisably a generation in a dialect the adapter knows (OpenAI chat
+	// or completions, TGI generated_text, Vertex predictions or
+	// GenerateContentResponse, EAS's response) and holds text, else empty
+	// (the bytes are in Data either way).
 	Text string
 	// FinishReason is why generation stopped ("stop", "length", …), if known.
 	FinishReason string
