@@ -2,17 +2,14 @@ package azureml
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
-	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 // TestValidate: a request needs the endpoint, by name (with a region when
@@ -49,11 +46,7 @@ func TestValidate(t *testing.T) {
 				assert.NoError(t, err)
 				return
 			}
-			var e *errcodes.Error
-			require.ErrorAs(t, err, &e)
-			assert.Equal(t, errcodes.InvalidParam, e.Code)
-			assert.Equal(t, cloudreq.ProviderAzure, e.Provider)
-			assert.Contains(t, e.Message, tc.want)
+			providertest.CheckInvalid(t, err, cloudreq.ProviderAzure, tc.want)
 		})
 	}
 }
@@ -62,13 +55,7 @@ func TestValidate(t *testing.T) {
 // endpoint is sent, and one naming only a model fails before anything is
 // sent.
 func TestValidateThroughClient(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ok":1}`))
-	}))
-	t.Cleanup(srv.Close)
+	srv, hits := providertest.CountingServer(t)
 	a, err := New(Options{EndpointURL: srv.URL + "/azureml/{endpoint}", Anonymous: true})
 	require.NoError(t, err)
 	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}},
@@ -85,10 +72,7 @@ func TestValidateThroughClient(t *testing.T) {
 	require.Equal(t, int32(1), hits.Load())
 
 	_, err = c.Invoke(context.Background(), req(cloudreq.Target{Model: "Phi-3-mini"}))
-	var e *errcodes.Error
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, errcodes.InvalidParam, e.Code)
-	assert.False(t, e.Retryable)
+	e := providertest.CheckInvalid(t, err, cloudreq.ProviderAzure, "azureml needs Target.Endpoint")
 	assert.Contains(t, e.Error(), "azure: azureml needs Target.Endpoint")
 	assert.Equal(t, int32(1), hits.Load(), "nothing sent")
 }

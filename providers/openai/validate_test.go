@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
-	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 // TestValidate: a request needs a model name or an endpoint, which is the
@@ -41,11 +41,7 @@ func TestValidate(t *testing.T) {
 					assert.NoError(t, err)
 					continue
 				}
-				var e *errcodes.Error
-				require.ErrorAs(t, err, &e)
-				assert.Equal(t, errcodes.InvalidParam, e.Code)
-				assert.Equal(t, cloudreq.ProviderOpenAI, e.Provider)
-				assert.Contains(t, e.Message, tc.want)
+				providertest.CheckInvalid(t, err, cloudreq.ProviderOpenAI, tc.want)
 			}
 		})
 	}

@@ -2,17 +2,14 @@ package paieas
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
-	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 // TestValidate: a request needs the service, by URL or by name with the
@@ -46,11 +43,7 @@ func TestValidate(t *testing.T) {
 				assert.NoError(t, err)
 				return
 			}
-			var e *errcodes.Error
-			require.ErrorAs(t, err, &e)
-			assert.Equal(t, errcodes.InvalidParam, e.Code)
-			assert.Equal(t, cloudreq.ProviderAlibaba, e.Provider)
-			assert.Contains(t, e.Message, tc.want)
+			providertest.CheckInvalid(t, err, cloudreq.ProviderAlibaba, tc.want)
 		})
 	}
 }
@@ -59,13 +52,7 @@ func TestValidate(t *testing.T) {
 // service is sent, and one naming only a model fails before anything is
 // sent.
 func TestValidateThroughClient(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ok":1}`))
-	}))
-	t.Cleanup(srv.Close)
+	srv, hits := providertest.CountingServer(t)
 	a, err := New(Options{Endpoint: srv.URL})
 	require.NoError(t, err)
 	c, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{a}},
@@ -82,10 +69,7 @@ func TestValidateThroughClient(t *testing.T) {
 	require.Equal(t, int32(1), hits.Load())
 
 	_, err = c.Invoke(context.Background(), req(cloudreq.Target{Model: "qwen"}))
-	var e *errcodes.Error
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, errcodes.InvalidParam, e.Code)
-	assert.False(t, e.Retryable)
+	e := providertest.CheckInvalid(t, err, cloudreq.ProviderAlibaba, "pai-eas needs Target.Endpoint")
 	assert.Contains(t, e.Error(), "alibaba: pai-eas needs Target.Endpoint")
 	assert.Equal(t, int32(1), hits.Load(), "nothing sent")
 }

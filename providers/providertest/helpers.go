@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,4 +210,33 @@ func CancelMidStream(t *testing.T, c *cloudreq.Client, r *cloudreq.CloudRequest,
 		t.Fatal("the server never saw the connection close")
 	}
 	return first
+}
+
+// CheckInvalid asserts that err is a final ERR_INVALID_PARAM from provider
+// whose message holds want, as an adapter's Validate must return, and
+// returns it.
+func CheckInvalid(t testing.TB, err error, provider, want string) *errcodes.Error {
+	t.Helper()
+	var e *errcodes.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, errcodes.InvalidParam, e.Code, "%v", err)
+	assert.Equal(t, provider, e.Provider)
+	assert.False(t, e.Retryable, "a refused request is never retried")
+	assert.Contains(t, e.Message, want)
+	return e
+}
+
+// CountingServer starts an httptest server that answers every request
+// with the JSON {"ok":1} and counts the requests; it is closed when the
+// test ends.
+func CountingServer(t testing.TB) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	hits := new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":1}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, hits
 }

@@ -2,9 +2,6 @@ package sagemaker
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -12,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
-	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 // TestValidate: a request needs the endpoint name; a target model or
@@ -40,11 +37,7 @@ func TestValidate(t *testing.T) {
 					assert.NoError(t, err)
 					continue
 				}
-				var e *errcodes.Error
-				require.ErrorAs(t, err, &e)
-				assert.Equal(t, errcodes.InvalidParam, e.Code)
-				assert.Equal(t, cloudreq.ProviderAWS, e.Provider)
-				assert.Contains(t, e.Message, tc.want)
+				providertest.CheckInvalid(t, err, cloudreq.ProviderAWS, tc.want)
 			}
 		})
 	}
@@ -54,13 +47,7 @@ func TestValidate(t *testing.T) {
 // endpoint is sent, and one naming only a target model fails before
 // anything is sent.
 func TestValidateThroughClient(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ok":1}`))
-	}))
-	t.Cleanup(srv.Close)
+	srv, hits := providertest.CountingServer(t)
 	ad, err := New(context.Background(), Options{Region: "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTESTTESTTEST", "secret", ""),
 		BaseEndpoint: srv.URL, AllowInsecureHTTP: true})
@@ -80,10 +67,7 @@ func TestValidateThroughClient(t *testing.T) {
 	require.Equal(t, int32(1), hits.Load())
 
 	_, err = c.Invoke(context.Background(), req(cloudreq.Target{Model: "model-a.tar.gz"}))
-	var e *errcodes.Error
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, errcodes.InvalidParam, e.Code)
-	assert.False(t, e.Retryable)
+	e := providertest.CheckInvalid(t, err, cloudreq.ProviderAWS, "sagemaker needs Target.Endpoint")
 	assert.Contains(t, e.Error(), "aws: sagemaker needs Target.Endpoint")
 	assert.Equal(t, int32(1), hits.Load(), "nothing sent")
 }

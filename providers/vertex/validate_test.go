@@ -10,8 +10,8 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/emulator"
-	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/providers/providertest"
 )
 
 // TestValidate: a request needs an endpoint or a publisher model, and a
@@ -47,11 +47,7 @@ func TestValidate(t *testing.T) {
 					assert.NoError(t, err)
 					continue
 				}
-				var e *errcodes.Error
-				require.ErrorAs(t, err, &e)
-				assert.Equal(t, errcodes.InvalidParam, e.Code)
-				assert.Equal(t, cloudreq.ProviderGCP, e.Provider)
-				assert.Contains(t, e.Message, tc.want)
+				providertest.CheckInvalid(t, err, cloudreq.ProviderGCP, tc.want)
 			}
 		})
 	}
@@ -87,9 +83,6 @@ func TestPublisherModelThroughDefaultHooks(t *testing.T) {
 	}
 
 	_, err = c.Invoke(context.Background(), gen(cloudreq.Target{Variant: "v1"}))
-	var e *errcodes.Error
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, errcodes.InvalidParam, e.Code)
-	assert.False(t, e.Retryable)
+	e := providertest.CheckInvalid(t, err, cloudreq.ProviderGCP, "vertex needs Target.Endpoint")
 	assert.Contains(t, e.Error(), "gcp: vertex needs Target.Endpoint")
 }
