@@ -135,6 +135,10 @@ type Load struct {
 	// LateAfter is the schedule lag beyond which a send counts as late
 	// (default 10 ms).
 	LateAfter Duration `json:"late_after,omitempty" yaml:"late_after,omitempty"`
+
+	// phase offsets a constant-rate schedule's sends: a shard's (see
+	// Plan.ShardPlan), so that the shards' sends interleave.
+	phase time.Duration
 }
 
 // Load models.

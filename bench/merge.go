@@ -20,7 +20,10 @@ import (
 // result. The inputs are not modified. The same run twice (also inside a
 // result merged before), or runs of different plans, are refused; the
 // seeds may differ, and should (give each machine its own --seed), or
-// every machine sends the same arrival times and mix order.
+// every machine sends the same arrival times and mix order. The shards of
+// a sharded run (RunShard) merge only all together: shards of different
+// plans, a shard given twice and a missing shard are refused; the merged
+// result lists them (Shards) and the spread of their starts (StartSpread).
 func Merge(results ...*Result) (*Result, error) {
 	if len(results) == 0 {
 		return nil, errcodes.New(errcodes.InvalidParam, "bench: nothing to merge")
@@ -31,6 +34,9 @@ func Merge(results ...*Result) (*Result, error) {
 		}
 	}
 	if err := mergeable(results); err != nil {
+		return nil, err
+	}
+	if err := checkShards(results); err != nil {
 		return nil, err
 	}
 	out := &Result{Version: ResultVersion, Plan: results[0].Plan, Begin: results[0].Begin, End: results[0].End}
@@ -56,6 +62,7 @@ func Merge(results ...*Result) (*Result, error) {
 			}
 		}
 	}
+	mergeShards(out, results)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, t := range out.Targets {
 		if len(t.Points) > MaxPoints {

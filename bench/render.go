@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
@@ -625,6 +626,16 @@ func (r *Result) describe(w io.Writer) {
 	hosts := ""
 	if len(r.Hosts) > 1 {
 		hosts = fmt.Sprintf(" — merged from %d machines", len(r.Hosts))
+	}
+	if len(r.Shards) > 0 {
+		var spread Duration
+		for _, tr := range r.Targets {
+			spread = max(spread, tr.StartSpread)
+		}
+		hosts += fmt.Sprintf(" (%d shards, their starts %v apart)", len(r.Shards), spread.D().Round(time.Microsecond))
+	}
+	if r.Shard != nil {
+		hosts += fmt.Sprintf(" — shard %d of %d of plan %s", r.Shard.Index, r.Shard.Count, r.Shard.Plan)
 	}
 	fmt.Fprintf(w, "%s%s\n\n", strings.Join(parts, ", "), hosts)
 }

@@ -35,6 +35,11 @@ type Result struct {
 	Targets []*TargetResult `json:"targets"`
 	// Interrupted is set when the run was stopped before its limits.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Shard, on one worker's result of a sharded run (bench --shards),
+	// says which part of the plan it ran (Plan is the whole plan).
+	Shard *Shard `json:"shard,omitempty"`
+	// Shards, on a merged result of a sharded run, lists its shards.
+	Shards []ShardRun `json:"shards,omitempty"`
 }
 
 // Host is a machine that contributed to a result.
@@ -104,6 +109,9 @@ type TargetResult struct {
 	Fatal string `json:"fatal,omitempty"`
 	// Machines is how many runs were merged into this one.
 	Machines int `json:"machines,omitempty"`
+	// StartSpread, on a merged result of a sharded run, is how far apart
+	// the shards' measured runs of the target started (their Begin).
+	StartSpread Duration `json:"start_spread,omitempty"`
 }
 
 // TagStats is the requests with one value of a tag dimension.

@@ -98,7 +98,11 @@ func newSchedule(ld Load, seed uint64) Adaptive {
 	case LoadPoisson:
 		return planned{NewPacer(Poisson, ld.Rate, seed)}
 	default:
-		return planned{NewPacer(Uniform, ld.Rate, seed)}
+		pc := NewPacer(Uniform, ld.Rate, seed)
+		if ld.phase > 0 {
+			pc.Rebase(ld.phase, ld.Rate) // a shard's sends, between the others'
+		}
+		return planned{pc}
 	}
 }
 
