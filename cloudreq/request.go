@@ -112,6 +112,14 @@ type GenerateInput struct {
 	TopP        *float64
 	// Stop holds stop sequences.
 	Stop []string
+	// IgnoreEOS asks the server to go on past the end-of-sequence token
+	// until MaxTokens, so that the output has exactly MaxTokens tokens
+	// (benchmarks that replay output lengths). It is vLLM's ignore_eos
+	// request field, written by the OpenAI-compatible encoders (openai,
+	// PAI-EAS's OpenAI dialect); a server that does not know it may
+	// refuse the request (Azure's serverless API without
+	// extra-parameters), and the other dialects leave it out.
+	IgnoreEOS bool
 }
 
 // Message is one chat message.

@@ -29,6 +29,8 @@ type ChatRequest struct {
 	Stop          []string       `json:"stop,omitempty"`
 	Stream        bool           `json:"stream,omitempty"`
 	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
+	// IgnoreEOS is vLLM's ignore_eos: generate until max_tokens.
+	IgnoreEOS bool `json:"ignore_eos,omitempty"`
 }
 
 // CompletionRequest is the body of POST /v1/completions as this package
@@ -42,6 +44,8 @@ type CompletionRequest struct {
 	Stop          []string       `json:"stop,omitempty"`
 	Stream        bool           `json:"stream,omitempty"`
 	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
+	// IgnoreEOS is vLLM's ignore_eos: generate until max_tokens.
+	IgnoreEOS bool `json:"ignore_eos,omitempty"`
 }
 
 // EncodeOptions tunes the request encoders.
@@ -65,6 +69,7 @@ func Chat(g *cloudreq.GenerateInput, o EncodeOptions) ChatRequest {
 	r := ChatRequest{
 		Model: o.Model, Messages: msgs, MaxTokens: g.MaxTokens,
 		Temperature: g.Temperature, TopP: g.TopP, Stop: g.Stop, Stream: o.Stream,
+		IgnoreEOS: g.IgnoreEOS,
 	}
 	if o.Stream && !o.OmitUsage {
 		r.StreamOptions = &StreamOptions{IncludeUsage: true}
@@ -84,6 +89,7 @@ func EncodeCompletion(g *cloudreq.GenerateInput, o EncodeOptions) ([]byte, error
 	r := CompletionRequest{
 		Model: o.Model, Prompt: Prompt(g.Messages), MaxTokens: g.MaxTokens,
 		Temperature: g.Temperature, TopP: g.TopP, Stop: g.Stop, Stream: o.Stream,
+		IgnoreEOS: g.IgnoreEOS,
 	}
 	if o.Stream && !o.OmitUsage {
 		r.StreamOptions = &StreamOptions{IncludeUsage: true}
