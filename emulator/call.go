@@ -58,6 +58,13 @@ type Record struct {
 	PromptTokens int `json:"prompt_tokens"`
 	// MaxTokens is the client's output limit (0: none).
 	MaxTokens int `json:"max_tokens,omitempty"`
+	// IgnoreEOS says the request asked for its max tokens past the end of
+	// sequence (vLLM's ignore_eos): OutputTokens is then MaxTokens.
+	IgnoreEOS bool `json:"ignore_eos,omitempty"`
+	// CachedTokens is the prompt's part found in the endpoint's prefix
+	// cache (whole blocks; see Profile.PrefixCacheTokens), left out of its
+	// prefill time.
+	CachedTokens int `json:"cached_tokens,omitempty"`
 	// OutputTokens is the number of tokens planned (the usage the response reports).
 	OutputTokens int `json:"output_tokens"`
 	// TokensSent is how many tokens were written before the response ended.
@@ -70,6 +77,8 @@ type Record struct {
 	Outcome string `json:"outcome"`
 	// TimeScale is the time scale the request ran under.
 	TimeScale float64 `json:"time_scale"`
+
+	cacheQueried bool // the prefix cache was looked up (the request reached its prefill)
 }
 
 // Ground-truth and control header names (gRPC metadata uses them in lower case).
@@ -142,10 +151,11 @@ func (s *Server) newCall(ep *endpoint, prov Provider, route string, gen genReque
 		Arrival:      arrival,
 		PromptTokens: gen.promptTokens,
 		MaxTokens:    gen.maxTokens,
+		IgnoreEOS:    gen.ignoreEOS && gen.maxTokens > 0,
 		TimeScale:    s.scale,
 	}
 	p := ep.prof
-	d := drawRequest(p, gen.maxTokens, c.rng)
+	d := drawRequestN(p, gen.maxTokens, c.rec.IgnoreEOS, c.rng)
 	u := d.u
 	c.coldMs, c.prefill, c.tpot, c.n, c.finish, c.gapsRaw, c.words = d.coldMs, d.prefillMs, d.tpotMs, d.n, d.finish, d.gapsMs, d.words
 	c.breakAt = max(1, (c.n+1)/2)
@@ -181,13 +191,19 @@ type draws struct {
 // drawRequest draws a request's values in a fixed order: fault, cold start,
 // prefill, decode speed, length, gaps, words.
 func drawRequest(p Profile, maxTokens int, r *rand.Rand) draws {
+	return drawRequestN(p, maxTokens, false, r)
+}
+
+// drawRequestN is drawRequest; with exact (ignore_eos) the output is
+// maxTokens long, its drawn length left unused.
+func drawRequestN(p Profile, maxTokens int, exact bool, r *rand.Rand) draws {
 	d := draws{u: r.Float64()}
 	d.coldMs = p.ColdStartMs.sample(r)
 	d.prefillMs = p.TTFTMs.sample(r)
 	d.tpotMs = p.TPOTMs.sample(r)
 	d.n = sampleLength(p.OutputTokens, r)
 	d.finish = "stop"
-	if maxTokens > 0 && d.n > maxTokens {
+	if maxTokens > 0 && (d.n > maxTokens || exact) {
 		d.n, d.finish = maxTokens, "length"
 	}
 	d.gapsMs = make([]float64, max(d.n-1, 0))
@@ -333,7 +349,11 @@ func (c *call) admit(ctx context.Context) error {
 	c.rec.QueueMs = ms(start.Sub(q0))
 	c.rec.Active = active
 
-	prefill := c.prefill + p.PrefillMsPer1K*float64(c.gen.promptTokens-p.RefPromptTokens)/1000 + p.BatchPenaltyMs*float64(active-1)
+	if c.ep.cache != nil {
+		c.rec.CachedTokens = min(c.ep.cache.lookup(c.gen.prompt), c.gen.promptTokens)
+		c.rec.cacheQueried = true
+	}
+	prefill := c.prefill + p.PrefillMsPer1K*float64(c.gen.promptTokens-c.rec.CachedTokens-p.RefPromptTokens)/1000 + p.BatchPenaltyMs*float64(active-1)
 	prefill = math.Max(prefill, 0)
 	c.firstAt = start.Add(c.ep.scaled(prefill))
 	if c.firstAt.Before(c.holdUntil) {

@@ -194,6 +194,8 @@ type endpoint struct {
 	scaled0  bool      // scaled to zero
 	tokens   float64   // throttle bucket
 	refillAt time.Time
+
+	cache *prefixCache // nil: no prefix cache
 }
 
 // seqCounter hands out request sequence numbers.
@@ -225,6 +227,9 @@ func newEndpoint(e Endpoint, scale float64, seed uint64) *endpoint {
 	if p.Throttle != nil {
 		ep.tokens = p.Throttle.Burst
 		ep.refillAt = time.Now()
+	}
+	if p.PrefixCacheTokens > 0 {
+		ep.cache = newPrefixCache(p.PrefixCacheTokens)
 	}
 	return ep
 }

@@ -34,6 +34,10 @@ type genRequest struct {
 	choices      int  // OpenAI "n" (0 or 1: one choice)
 	logprobs     bool // OpenAI logprobs asked for (chat: logprobs true; completions: logprobs k)
 	topLogprobs  int  // OpenAI top_logprobs (chat) or logprobs (completions) k
+	ignoreEOS    bool // vLLM's ignore_eos: generate maxTokens tokens
+	// prompt is the prompt's text (the messages' contents, in order), for
+	// the prefix cache.
+	prompt string
 }
 
 // promptTokens estimates tokens the way the profiles assume: one token per
@@ -80,7 +84,10 @@ func jsonErrText(err error) string {
 }
 
 // textContent is OpenAI message content: a string, null, or a list of parts.
-type textContent struct{ n int }
+type textContent struct {
+	n    int
+	text string
+}
 
 // UnmarshalJSON accepts a string, null, or [{"type":"text","text":…},…].
 func (t *textContent) UnmarshalJSON(b []byte) error {
@@ -93,7 +100,7 @@ func (t *textContent) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
-		t.n = len(s)
+		t.n, t.text = len(s), s
 		return nil
 	case len(b) > 0 && b[0] == '[':
 		var parts []struct {
@@ -105,6 +112,7 @@ func (t *textContent) UnmarshalJSON(b []byte) error {
 		}
 		for _, p := range parts {
 			t.n += len(p.Text)
+			t.text += p.Text
 		}
 		return nil
 	}
@@ -177,6 +185,16 @@ type chatBody struct {
 	N           intField `json:"n"`
 	Logprobs    boolish  `json:"logprobs"`
 	TopLogprobs intField `json:"top_logprobs"`
+	IgnoreEOS   boolish  `json:"ignore_eos"`
+}
+
+// joinContents returns the messages' contents, in order.
+func joinContents(msgs []chatMessage) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Content.text)
+	}
+	return b.String()
 }
 
 // parseChat parses an OpenAI chat completions body.
@@ -200,7 +218,8 @@ func parseChat(body []byte) (genRequest, error) {
 		}
 		n += m.Content.n
 	}
-	g := genRequest{dialect: dialectChat, promptTokens: countTokens(n), maxTokens: c.MaxCompletionTokens.or(c.MaxTokens), stream: bool(c.Stream)}
+	g := genRequest{dialect: dialectChat, promptTokens: countTokens(n), maxTokens: c.MaxCompletionTokens.or(c.MaxTokens), stream: bool(c.Stream),
+		ignoreEOS: bool(c.IgnoreEOS), prompt: joinContents(c.Messages)}
 	if c.Model != nil {
 		g.model = *c.Model
 	}
@@ -215,8 +234,9 @@ func parseChat(body []byte) (genRequest, error) {
 
 // promptField is a completions prompt: a string, a list of strings, or token ids.
 type promptField struct {
-	set bool
-	n   int // tokens
+	set  bool
+	n    int // tokens
+	text string
 }
 
 // UnmarshalJSON accepts a string, a list of strings, or a list of token ids.
@@ -227,7 +247,7 @@ func (p *promptField) UnmarshalJSON(b []byte) error {
 	}
 	switch t := x.(type) {
 	case string:
-		p.set, p.n = true, countTokens(len(t))
+		p.set, p.n, p.text = true, countTokens(len(t)), t
 		return nil
 	case []any:
 		bytes, ids := 0, 0
@@ -235,6 +255,7 @@ func (p *promptField) UnmarshalJSON(b []byte) error {
 			switch v := e.(type) {
 			case string:
 				bytes += len(v)
+				p.text += v
 			case float64:
 				ids++
 			default:
@@ -255,8 +276,9 @@ type completionBody struct {
 	StreamOptions *struct {
 		IncludeUsage boolish `json:"include_usage"`
 	} `json:"stream_options"`
-	N        intField `json:"n"`
-	Logprobs intField `json:"logprobs"`
+	N         intField `json:"n"`
+	Logprobs  intField `json:"logprobs"`
+	IgnoreEOS boolish  `json:"ignore_eos"`
 }
 
 // parseCompletion parses an OpenAI completions body.
@@ -268,7 +290,8 @@ func parseCompletion(body []byte) (genRequest, error) {
 	if !c.Prompt.set {
 		return genRequest{}, errors.New("field \"prompt\" is required")
 	}
-	g := genRequest{dialect: dialectCompletion, promptTokens: c.Prompt.n, maxTokens: c.MaxTokens.n, stream: bool(c.Stream)}
+	g := genRequest{dialect: dialectCompletion, promptTokens: c.Prompt.n, maxTokens: c.MaxTokens.n, stream: bool(c.Stream),
+		ignoreEOS: bool(c.IgnoreEOS), prompt: c.Prompt.text}
 	if c.Model != nil {
 		g.model = *c.Model
 	}
@@ -310,7 +333,7 @@ func parseSageMakerLLM(body []byte) (genRequest, error) {
 	if t.Inputs == nil {
 		return genRequest{}, errors.New("field \"inputs\" must be a string")
 	}
-	g := genRequest{dialect: dialectTGI, promptTokens: countTokens(len(*t.Inputs)), stream: bool(t.Stream)}
+	g := genRequest{dialect: dialectTGI, promptTokens: countTokens(len(*t.Inputs)), stream: bool(t.Stream), prompt: *t.Inputs}
 	if t.Parameters != nil {
 		g.maxTokens = t.Parameters.MaxNewTokens.n
 		g.details = bool(t.Parameters.Details)
@@ -416,7 +439,7 @@ func parseEASPrompt(body []byte) (genRequest, error) {
 	if b.Prompt == nil {
 		return genRequest{}, errors.New("field \"prompt\" is required")
 	}
-	return genRequest{dialect: dialectEASPrompt, promptTokens: countTokens(len(*b.Prompt)), maxTokens: b.MaxNewTokens.or(b.MaxTokens), stream: bool(b.UseStreamChat)}, nil
+	return genRequest{dialect: dialectEASPrompt, promptTokens: countTokens(len(*b.Prompt)), maxTokens: b.MaxNewTokens.or(b.MaxTokens), stream: bool(b.UseStreamChat), prompt: *b.Prompt}, nil
 }
 
 type amlBody struct {
@@ -451,7 +474,7 @@ func parseAMLScore(body []byte) (genRequest, error) {
 	for _, m := range b.InputData.InputString {
 		n += m.Content.n
 	}
-	g := genRequest{dialect: dialectAMLInput, promptTokens: countTokens(n)}
+	g := genRequest{dialect: dialectAMLInput, promptTokens: countTokens(n), prompt: joinContents(b.InputData.InputString)}
 	if p := b.InputData.Parameters; p != nil {
 		g.maxTokens = p.MaxNewTokens.or(p.MaxTokens)
 	}

@@ -16,6 +16,7 @@ type metrics struct {
 
 	ttft, itl, tpot, e2e, queue, prefill, decode *prometheus.HistogramVec
 	promptTokens, genTokens                      *prometheus.CounterVec
+	cacheQueries, cacheHits                      *prometheus.CounterVec
 	requests                                     *prometheus.CounterVec
 }
 
@@ -43,7 +44,9 @@ func newMetrics(s *Server) *metrics {
 	m.promptTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:prompt_tokens_total", Help: "Number of prefill tokens processed."}, []string{"model_name"})
 	m.genTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:generation_tokens_total", Help: "Number of generation tokens processed."}, []string{"model_name"})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "emulator_requests_total", Help: "Requests answered by the emulator."}, []string{"model_name", "provider", "status", "fault"})
-	m.reg.MustRegister(m.promptTokens, m.genTokens, m.requests)
+	m.cacheQueries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:prefix_cache_queries_total", Help: "Prefix cache queries, in terms of number of queried tokens."}, []string{"model_name"})
+	m.cacheHits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:prefix_cache_hits_total", Help: "Prefix cache hits, in terms of number of cached tokens."}, []string{"model_name"})
+	m.reg.MustRegister(m.promptTokens, m.genTokens, m.cacheQueries, m.cacheHits, m.requests)
 	for _, name := range s.order {
 		ep := s.endpoints[name]
 		labels := prometheus.Labels{"model_name": name}
@@ -65,6 +68,10 @@ func (s *Server) observe(r *Record) {
 	m := s.metrics
 	name := r.Endpoint
 	m.requests.WithLabelValues(name, string(r.Provider), strconv.Itoa(r.Status), string(r.Fault)).Inc()
+	if r.cacheQueried {
+		m.cacheQueries.WithLabelValues(name).Add(float64(r.PromptTokens))
+		m.cacheHits.WithLabelValues(name).Add(float64(r.CachedTokens))
+	}
 	if r.TokensSent == 0 {
 		return
 	}

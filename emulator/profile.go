@@ -84,7 +84,7 @@ type TokenBucket struct {
 // refused with the provider's overload error). Its time to first token is
 //
 //	TTFT = sample(TTFTMs)
-//	     + PrefillMsPer1K × (promptTokens − RefPromptTokens) / 1000
+//	     + PrefillMsPer1K × (promptTokens − cachedTokens − RefPromptTokens) / 1000
 //	     + BatchPenaltyMs × (requests being served, itself excluded)
 //
 // plus the queue and cold-start waits. It produces N tokens, N drawn from
@@ -110,6 +110,10 @@ type Profile struct {
 	RefPromptTokens int `json:"ref_prompt_tokens"`
 	// PrefillMsPer1K is the TTFT added per extra 1,000 prompt tokens (removed for shorter prompts).
 	PrefillMsPer1K float64 `json:"prefill_ms_per_1k_tokens"`
+	// PrefixCacheTokens, when set, gives the endpoint a prefix cache of
+	// that many tokens (see the package doc's prefix cache): the prompt
+	// tokens found there are left out of the prefill term.
+	PrefixCacheTokens int `json:"prefix_cache_tokens,omitempty"`
 	// Slots is how many requests are served at once (default 256).
 	Slots int `json:"slots"`
 	// MaxQueue is how many requests may wait for a slot; 0 means 4 × Slots, negative means none.
@@ -176,6 +180,9 @@ func (p Profile) Validate() error {
 	}
 	if p.RefPromptTokens < 0 {
 		return fmt.Errorf("profile %q: ref_prompt_tokens must be >= 0", p.Name)
+	}
+	if p.PrefixCacheTokens < 0 || p.PrefixCacheTokens > maxPrefixCacheTokens {
+		return fmt.Errorf("profile %q: prefix_cache_tokens must be between 0 and %d", p.Name, maxPrefixCacheTokens)
 	}
 	// Bounds keep one request's memory and time reasonable.
 	const hour = 3600e3
@@ -253,6 +260,9 @@ func overlay(base, p Profile) Profile {
 	set(&out.RequestTimeoutMs, p.RequestTimeoutMs)
 	if p.RefPromptTokens != 0 {
 		out.RefPromptTokens = p.RefPromptTokens
+	}
+	if p.PrefixCacheTokens != 0 {
+		out.PrefixCacheTokens = p.PrefixCacheTokens
 	}
 	if p.ColdStartMs != (Dist{}) {
 		out.ColdStartMs = p.ColdStartMs
