@@ -49,12 +49,17 @@ type collector struct {
 
 	scheduled atomic.Uint64 // float64 bits
 
+	// sessionsOpened and sessionsClosed count the sessions model's
+	// stateful sessions (SageMaker).
+	sessionsOpened, sessionsClosed atomic.Int64
+
 	ladderTrace *LadderTrace
 
 	rec *stats.Recorder
 
 	mu       sync.Mutex
 	tags     map[string]map[string]*TagStats
+	turns    []*TurnStats // by turn index − 1 (the sessions model)
 	examples map[string]string
 	series   *Series
 	points   []Point
@@ -92,7 +97,15 @@ func (c *collector) setScheduled(r float64) { c.scheduled.Store(math.Float64bits
 
 // StartCall implements cloudreq.Observer.
 func (c *collector) StartCall(ctx context.Context, req *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
-	return ctx, &call{c: c, class: req.Class, tags: req.Tags, fb: feedbackOf(ctx)}
+	o := &call{c: c, class: req.Class, tags: req.Tags, fb: feedbackOf(ctx)}
+	if o.turn = turnOf(ctx); o.turn > 0 && req.Generate != nil {
+		n := 0
+		for _, m := range req.Generate.Messages {
+			n += len(m.Content)
+		}
+		o.promptTokens = (n + CharsPerToken - 1) / CharsPerToken
+	}
+	return ctx, o
 }
 
 // call is one call's observer.
@@ -101,6 +114,9 @@ type call struct {
 	class string
 	tags  map[string]string
 	fb    Feedback // an Adaptive schedule's request's; nil for other loads
+	// turn is a session request's turn (1, 2, …; 0 outside sessions) and
+	// promptTokens its prompt's estimated length.
+	turn, promptTokens int
 }
 
 // EndAttempt implements cloudreq.CallObserver.
@@ -125,6 +141,9 @@ func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 		send = tl.Attempts[0].Send
 	}
 	cut := o.c.add(&s, o.tags, send)
+	if o.turn > 0 && !cut {
+		o.c.addTurn(o.turn, o.promptTokens, &s)
+	}
 	if o.fb != nil {
 		o.fb.End(&s, cut)
 	}
@@ -216,6 +235,16 @@ func (c *collector) add(s *latency.Sample, tags map[string]string, send time.Tim
 	return false
 }
 
+// addTurn files a session request's sample under its turn.
+func (c *collector) addTurn(turn, promptTokens int, s *latency.Sample) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.turns) < turn {
+		c.turns = append(c.turns, &TurnStats{Turn: len(c.turns) + 1})
+	}
+	c.turns[turn-1].add(promptTokens, s)
+}
+
 // snapshot returns the live state for progress displays.
 func (c *collector) snapshot() Snapshot {
 	now := time.Now()
@@ -275,6 +304,8 @@ func (c *collector) result() *TargetResult {
 	if len(c.tags) > 0 {
 		tr.Tags = c.tags
 	}
+	tr.Turns = c.turns
+	tr.SessionsOpened, tr.SessionsClosed = c.sessionsOpened.Load(), c.sessionsClosed.Load()
 	if len(c.examples) > 0 {
 		tr.ErrorExamples = c.examples
 	}

@@ -114,13 +114,19 @@ type Payload struct {
 	PromptTokens int `json:"prompt_tokens,omitempty" yaml:"prompt_tokens,omitempty"`
 	// OutputTokens caps the output (generate); 0 leaves the server's default.
 	OutputTokens int `json:"output_tokens,omitempty" yaml:"output_tokens,omitempty"`
+	// IgnoreEOS asks the server to generate OutputTokens tokens, past the
+	// end of sequence (vLLM's ignore_eos; see cloudreq.GenerateInput). A
+	// trace replay sets it on its own for the OpenAI-compatible and
+	// PAI-EAS targets.
+	IgnoreEOS bool `json:"ignore_eos,omitempty" yaml:"ignore_eos,omitempty"`
 
 	body []byte // File's content, read by Plan.Prepare
 }
 
 // Load is the load model.
 type Load struct {
-	// Model is closed (default), constant, poisson or ladder.
+	// Model is closed (default), constant, poisson, gamma, ramp, ladder,
+	// trace or sessions.
 	Model string `json:"model,omitempty" yaml:"model,omitempty"`
 	// Concurrency is the closed loop's worker count (default 1: sequential).
 	Concurrency int `json:"concurrency,omitempty" yaml:"concurrency,omitempty"`
@@ -128,6 +134,18 @@ type Load struct {
 	Rate float64 `json:"rate,omitempty" yaml:"rate,omitempty"`
 	// Ladder configures the ladder.
 	Ladder Ladder `json:"ladder,omitzero" yaml:"ladder,omitempty"`
+	// Burstiness is the gamma model's inter-arrival shape at Rate: 1 is
+	// Poisson, below 1 burstier, above 1 smoother (default 1).
+	Burstiness float64 `json:"burstiness,omitempty" yaml:"burstiness,omitempty"`
+	// Ramp configures the ramp model.
+	Ramp *Ramp `json:"ramp,omitempty" yaml:"ramp,omitempty"`
+	// Trace configures the trace model: a trace file replayed.
+	Trace *TraceLoad `json:"trace,omitempty" yaml:"trace,omitempty"`
+	// Sessions configures the sessions model: multi-turn conversations.
+	Sessions *Sessions `json:"sessions,omitempty" yaml:"sessions,omitempty"`
+	// Prefix makes groups of requests share a prompt prefix, with any
+	// model but trace (whose hash ids say what is shared).
+	Prefix *Prefix `json:"prefix,omitempty" yaml:"prefix,omitempty"`
 	// MaxInFlight caps an open loop's requests in flight (default 4096).
 	// At the cap a send waits for a slot — it is late, never dropped
 	// (unless the duration ends first: then it is counted as unsent).
@@ -147,6 +165,10 @@ const (
 	LoadConstant = "constant"
 	LoadPoisson  = "poisson"
 	LoadLadder   = "ladder"
+	LoadGamma    = "gamma"
+	LoadRamp     = "ramp"
+	LoadTrace    = "trace"
+	LoadSessions = "sessions"
 )
 
 // Limits end each target's run: whichever comes first.
@@ -337,7 +359,14 @@ func (p *Plan) Prepare() error {
 	l := &p.Load
 	if l.Model == "" {
 		l.Model = LoadClosed
-		if l.Rate != 0 {
+		switch {
+		case l.Trace != nil:
+			l.Model = LoadTrace
+		case l.Ramp != nil:
+			l.Model = LoadRamp
+		case l.Sessions != nil:
+			l.Model = LoadSessions
+		case l.Rate != 0:
 			l.Model = LoadConstant // a rate and no model: an open loop at that rate
 		}
 	}
@@ -361,7 +390,15 @@ func (p *Plan) Prepare() error {
 		if l.Concurrency < 0 || l.Concurrency > MaxWorkers {
 			return bad("concurrency %d must lie in [1, %d]", l.Concurrency, MaxWorkers)
 		}
-	case LoadConstant, LoadPoisson:
+	case LoadConstant, LoadPoisson, LoadGamma:
+		if l.Model == LoadGamma {
+			if l.Burstiness == 0 {
+				l.Burstiness = 1
+			}
+			if !(l.Burstiness >= MinBurstiness && l.Burstiness <= MaxBurstiness) {
+				return bad("load gamma: burstiness %g must lie in [%g, %g]", l.Burstiness, MinBurstiness, float64(MaxBurstiness))
+			}
+		}
 		if !(l.Rate > 0) || math.IsInf(l.Rate, 0) {
 			return bad("load %s needs a positive --rate (got %g)", l.Model, l.Rate)
 		}
@@ -380,8 +417,37 @@ func (p *Plan) Prepare() error {
 				}
 			}
 		}
+	case LoadRamp:
+		if l.Ramp == nil {
+			return bad("load ramp needs a ramp (from, to, over)")
+		}
+		if err := l.Ramp.prepare(); err != nil {
+			return err
+		}
+	case LoadTrace:
+		if l.Trace == nil {
+			return bad("load trace needs a trace file (--trace)")
+		}
+		if err := l.Trace.prepare(&p.Limits); err != nil {
+			return err
+		}
+	case LoadSessions:
+		if l.Sessions == nil {
+			l.Sessions = &Sessions{}
+		}
+		if err := l.Sessions.prepare(); err != nil {
+			return err
+		}
 	default:
-		return bad("load model %q: want closed, constant, poisson or ladder", l.Model)
+		return bad("load model %q: want closed, constant, poisson, gamma, ramp, ladder, trace or sessions", l.Model)
+	}
+	if l.Prefix != nil {
+		if l.Model == LoadTrace {
+			return bad("load trace: a prefix does not apply (the trace's hash ids say what is shared)")
+		}
+		if err := l.Prefix.validate(p.Targets); err != nil {
+			return err
+		}
 	}
 	lim := p.Limits
 	if lim.Duration < 0 || lim.Requests < 0 || lim.Warmup < 0 {
@@ -499,6 +565,14 @@ func (l Load) String() string {
 	switch l.Model {
 	case LoadConstant, LoadPoisson:
 		return fmt.Sprintf("%s %.4g req/s", l.Model, l.Rate)
+	case LoadGamma:
+		return fmt.Sprintf("gamma %.4g req/s, burstiness %.4g", l.Rate, l.Burstiness)
+	case LoadRamp:
+		return l.Ramp.String()
+	case LoadTrace:
+		return l.Trace.String()
+	case LoadSessions:
+		return l.Sessions.String()
 	case LoadLadder:
 		ld := l.Ladder
 		return fmt.Sprintf("ladder %.4g→%.4g req/s (+%.4g, ×%.2g, floor %.4g), step %v, p95 %s high %v / low %v",

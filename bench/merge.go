@@ -166,6 +166,17 @@ func (t *TargetResult) merge(o *TargetResult) error {
 			mergeDist(&m.E2E, ts.E2E)
 		}
 	}
+	for i, ts := range o.Turns {
+		if ts == nil {
+			continue
+		}
+		for len(t.Turns) <= i {
+			t.Turns = append(t.Turns, &TurnStats{Turn: len(t.Turns) + 1})
+		}
+		t.Turns[i].merge(ts)
+	}
+	t.SessionsOpened += o.SessionsOpened
+	t.SessionsClosed += o.SessionsClosed
 	if o.Series != nil {
 		t.Series.mergeFrom(o.Series)
 	}
@@ -208,12 +219,21 @@ func (s *Series) copy() *Series {
 }
 
 // planKey is what makes two plans the same for Merge: all but the seeds
-// (the plan's, and its targets' network impairments').
+// (the plan's, and its targets' network impairments'), and a trace's
+// shard and request limit.
 func planKey(p *Plan) ([]byte, error) {
 	var c Plan
 	if p != nil {
 		c = *p
 		c.Seed = 0
+		if tl := c.Load.Trace; tl != nil {
+			// The shards of one trace merge: each replays its own part,
+			// and its request limit is its part's length.
+			t := *tl
+			t.Shard = 0
+			c.Load.Trace = &t
+			c.Limits.Requests = 0
+		}
 		c.Targets = slices.Clone(p.Targets)
 		for i := range c.Targets {
 			if np, err := impair.Parse(c.Targets[i].Network); err == nil {

@@ -83,6 +83,7 @@ func buildRequest(t *Target, c *Class) *cloudreq.CloudRequest {
 		r.Generate = &cloudreq.GenerateInput{
 			Messages:  []cloudreq.Message{{Role: "user", Content: prompt}},
 			MaxTokens: pl.OutputTokens,
+			IgnoreEOS: pl.IgnoreEOS,
 		}
 	}
 	return r

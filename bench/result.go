@@ -96,6 +96,13 @@ type TargetResult struct {
 	Recorder *stats.Recorder `json:"recorder"`
 	// Tags holds per tag dimension and value the count and E2E.
 	Tags map[string]map[string]*TagStats `json:"tags,omitempty"`
+	// Turns holds the sessions model's figures by turn: Turns[k-1] is
+	// every conversation's turn k.
+	Turns []*TurnStats `json:"turns,omitempty"`
+	// SessionsOpened and SessionsClosed count the stateful sessions
+	// (SageMaker) the sessions model opened and saw closed.
+	SessionsOpened int64 `json:"sessions_opened,omitempty"`
+	SessionsClosed int64 `json:"sessions_closed,omitempty"`
 	// ErrorExamples holds the first message seen of each error code.
 	ErrorExamples map[string]string `json:"error_examples,omitempty"`
 	// Series is the run over time; Points a sample of requests for charts.
@@ -133,6 +140,56 @@ func (t *TagStats) add(s *latency.Sample) {
 		}
 		t.E2E.Add(v)
 	}
+}
+
+// TurnStats is the requests of one turn index of the sessions model.
+type TurnStats struct {
+	// Turn is the turn index (1: a conversation's first request).
+	Turn   int   `json:"turn"`
+	Count  int64 `json:"count"`
+	Errors int64 `json:"errors"`
+	// PromptTokens sums the turns' estimated prompt lengths (bytes /
+	// CharsPerToken, rounded up): the conversation so far.
+	PromptTokens int64       `json:"prompt_tokens"`
+	TTFT         *stats.Dist `json:"ttft,omitempty"`
+	E2E          *stats.Dist `json:"e2e,omitempty"`
+}
+
+// MeanPromptTokens returns the turn's mean prompt length.
+func (t *TurnStats) MeanPromptTokens() float64 {
+	if t.Count == 0 {
+		return 0
+	}
+	return float64(t.PromptTokens) / float64(t.Count)
+}
+
+func (t *TurnStats) add(promptTokens int, s *latency.Sample) {
+	t.Count++
+	t.PromptTokens += int64(promptTokens)
+	if s.Err != "" {
+		t.Errors++
+		return
+	}
+	if v, ok := s.Value(latency.TTFT); ok && s.Streamed {
+		if t.TTFT == nil {
+			t.TTFT = &stats.Dist{}
+		}
+		t.TTFT.Add(v)
+	}
+	if v, ok := s.Value(latency.E2E); ok {
+		if t.E2E == nil {
+			t.E2E = &stats.Dist{}
+		}
+		t.E2E.Add(v)
+	}
+}
+
+func (t *TurnStats) merge(o *TurnStats) {
+	t.Count += o.Count
+	t.Errors += o.Errors
+	t.PromptTokens += o.PromptTokens
+	mergeDist(&t.TTFT, o.TTFT)
+	mergeDist(&t.E2E, o.E2E)
 }
 
 // Series is a run over time, in buckets of Width from the run's start, by

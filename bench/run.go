@@ -139,6 +139,11 @@ type target struct {
 	warmPicker *Picker // the warm-up's deck; nil without a mix
 	bases      map[*Class]*cloudreq.CloudRequest
 	base       *cloudreq.CloudRequest
+	// shape, when set, gives measured request i (from 0, in send order;
+	// -1: a warm-up request) its own prompt and output length: a trace's
+	// record, a prefix group's prompt.
+	shape  func(r *cloudreq.CloudRequest, i int)
+	shaped atomic.Int64
 
 	sent atomic.Int64
 }
@@ -154,6 +159,7 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 		o.Observers = append(append(o.Observers, tg.col), opts.Observers...)
 	}
 	tg.base = buildRequest(t, nil)
+	tg.shape = newShaper(p, t)
 	if p.Mix != nil {
 		size := DeckSize
 		if n := p.Limits.Requests; n > 0 && n < size {
@@ -202,6 +208,8 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	switch p.Load.Model {
 	case LoadClosed:
 		tg.closed(ctx)
+	case LoadSessions:
+		tg.sessions(ctx)
 	default:
 		tg.open(ctx)
 	}
@@ -226,11 +234,18 @@ const warmupSeed = 0x5bd1e995
 // warmRequest returns the next warm-up request.
 func (tg *target) warmRequest() *cloudreq.CloudRequest {
 	if tg.warmPicker == nil {
-		return tg.request(time.Time{})
+		r := *tg.base
+		if tg.shape != nil {
+			tg.shape(&r, -1)
+		}
+		return &r
 	}
 	pk := tg.warmPicker.Next()
 	r := *tg.bases[pk.Class]
 	r.Tags = pk.Tags
+	if tg.shape != nil {
+		tg.shape(&r, -1)
+	}
 	return &r
 }
 
@@ -273,6 +288,9 @@ func (tg *target) request(intended time.Time) *cloudreq.CloudRequest {
 	r := *base
 	r.IntendedSend = intended
 	r.Tags = tags
+	if tg.shape != nil {
+		tg.shape(&r, int(tg.shaped.Add(1)-1))
+	}
 	return &r
 }
 

@@ -90,13 +90,19 @@ func (planned) Sent(time.Time) Feedback           { return nil }
 func (planned) Finish(time.Duration) *LadderTrace { return nil }
 
 // newSchedule returns the schedule of an open-loop load ld (constant,
-// Poisson or ladder); seed seeds its random draws.
+// Poisson, gamma, ramp, trace or ladder); seed seeds its random draws.
 func newSchedule(ld Load, seed uint64) Adaptive {
 	switch ld.Model {
 	case LoadLadder:
 		return newLadderPacer(ld.Ladder, seed)
 	case LoadPoisson:
 		return planned{NewPacer(Poisson, ld.Rate, seed)}
+	case LoadGamma:
+		return planned{NewGamma(ld.Rate, ld.Burstiness, seed)}
+	case LoadRamp:
+		return planned{ld.Ramp.schedule(seed)}
+	case LoadTrace:
+		return planned{newTraceSchedule(ld.Trace.trace, ld.Trace.Speed)}
 	default:
 		pc := NewPacer(Uniform, ld.Rate, seed)
 		if ld.phase > 0 {
