@@ -117,6 +117,20 @@ type StreamChunk struct {
 	Data []byte
 	// Text is the text delta this chunk carries, if the adapter parsed one.
 	Text string
+	// Reasoning is the reasoning-text delta this chunk carries, kept apart
+	// from Text. A chunk with reasoning is content, timed as reasoning
+	// (latency's TTFR) rather than answer (TTFT).
+	Reasoning string
+	// ToolCallDeltas are the tool-call fragments the chunk carries, as the
+	// adapter parsed them.
+	ToolCallDeltas []ToolCall
+	// ToolCalls are the calls this chunk completed, whole: the client
+	// assembles ToolCallDeltas across chunks and sets it on the chunk that
+	// completes a call (the first fragment of the next call, or the chunk
+	// that finishes the stream).
+	ToolCalls []ToolCall
+	// Logprobs are the chunk's tokens' log probabilities, when asked for.
+	Logprobs []TokenLogprob
 	// Tokens is the number of output tokens in the chunk, if known.
 	Tokens int
 	// Content is true when the chunk carries generated content. Role-only,

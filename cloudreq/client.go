@@ -446,6 +446,9 @@ func validate(r *CloudRequest) *errcodes.Error {
 		if g.TopP != nil && (*g.TopP <= 0 || *g.TopP > 1) {
 			return bad("Generate.TopP %g is outside (0, 1]", *g.TopP)
 		}
+		if err := CheckGenerate(g); err != nil {
+			return bad("%v", err)
+		}
 	}
 	return nil
 }

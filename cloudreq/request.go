@@ -120,14 +120,62 @@ type GenerateInput struct {
 	// refuse the request (Azure's serverless API without
 	// extra-parameters), and the other dialects leave it out.
 	IgnoreEOS bool
+
+	// Tools are the functions the model may call; ToolChoice says whether
+	// and which it must (nil: the dialect's default, auto when tools are
+	// offered); ParallelToolCalls allows several calls in one answer (nil:
+	// the dialect's default).
+	Tools             []Tool
+	ToolChoice        *ToolChoice
+	ParallelToolCalls *bool
+	// ResponseFormat constrains the answer to JSON, or to JSON of a schema.
+	ResponseFormat *ResponseFormat
+	// Seed asks for reproducible sampling (nil: none).
+	Seed *int64
+	// N is the number of choices (0 or 1: one). Dialects that generate one
+	// refuse more.
+	N int
+	// PresencePenalty and FrequencyPenalty penalise repeated tokens (nil:
+	// the provider's default).
+	PresencePenalty  *float64
+	FrequencyPenalty *float64
+	// TopK samples among the K most likely tokens (0: the default).
+	TopK int
+	// Logprobs asks for each output token's log probability, TopLogprobs
+	// (0 to 20) for the most likely tokens at each place too.
+	Logprobs    bool
+	TopLogprobs int
+	// TokenLimit is the member MaxTokens is sent as on OpenAI-style
+	// dialects: TokenLimitMaxTokens or TokenLimitMaxCompletionTokens
+	// (which OpenAI's reasoning models require). Empty: the dialect's
+	// default (max_completion_tokens for providers/openai when
+	// Options.MaxCompletionTokens is set, else max_tokens).
+	TokenLimit string
+	// Reasoning sets a reasoning model's effort or thinking budget.
+	Reasoning *Reasoning
+	// Extra holds provider-specific members merged into the top level of
+	// the generated JSON body (like LiteLLM's extra_body): safetySettings
+	// or cachedContent for Gemini, guided_json or chat_template_kwargs for
+	// vLLM, … A key the body already sets is refused with
+	// ERR_INVALID_PARAM, never overridden.
+	Extra map[string]any
 }
 
 // Message is one chat message.
 type Message struct {
-	// Role is "system", "user" or "assistant".
+	// Role is RoleSystem, RoleUser, RoleAssistant or RoleTool.
 	Role string
-	// Content is the message's text.
+	// Content is the message's text. A message has Content or Parts.
 	Content string
+	// Parts is the message's content in parts: text and images.
+	Parts []Part
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []ToolCall
+	// ToolCallID is the id of the call a RoleTool message answers, and
+	// Name that call's function (Gemini's functionResponse needs it; the
+	// encoder finds it from the earlier call when empty).
+	ToolCallID string
+	Name       string
 }
 
 // Attributes are provider request attributes. Each adapter documents which
@@ -173,6 +221,8 @@ func (r *CloudRequest) cloneInto(dst *CloudRequest) {
 		g := *r.Generate
 		g.Messages = slices.Clone(g.Messages)
 		g.Stop = slices.Clone(g.Stop)
+		g.Tools = slices.Clone(g.Tools)
+		g.Extra = maps.Clone(g.Extra)
 		c.Generate = &g
 	}
 }
@@ -206,8 +256,21 @@ type CloudResponse struct {
 	// GenerateContentResponse, EAS's response) and holds text, else empty
 	// (the bytes are in Data either way).
 	Text string
-	// FinishReason is why generation stopped ("stop", "length", …), if known.
+	// FinishReason is why generation stopped ("stop", "length",
+	// "tool_calls", …), if known.
 	FinishReason string
+	// ToolCalls are the function calls of the answer (generate), whole: for
+	// a stream, assembled from its chunks once it ended.
+	ToolCalls []ToolCall
+	// Reasoning is the reasoning text the model returned, kept apart from
+	// Text (non-streaming calls; a stream's is in its chunks).
+	Reasoning string
+	// Logprobs holds each output token's log probability, when asked for
+	// and returned (non-streaming calls; a stream's is in its chunks).
+	Logprobs []TokenLogprob
+	// Choices holds every choice when the answer has more than one
+	// (Generate.N > 1); Text then joins their texts, in order.
+	Choices []Choice
 	// Errors holds the errors of the attempts that failed before the one
 	// that succeeded, and any in-band errors the provider reported.
 	Errors []*errcodes.Error
@@ -256,6 +319,10 @@ type Usage struct {
 	// tokens (0: unknown).
 	InputTokens  int
 	OutputTokens int
+	// ReasoningTokens is the part of OutputTokens spent reasoning, when
+	// the provider reports it (OpenAI reasoning_tokens, Gemini
+	// thoughtsTokenCount, which Gemini counts apart and this adds in).
+	ReasoningTokens int
 	// Source says where OutputTokens came from: "server" (the provider's
 	// usage) or "counted" (counted from the stream's chunks).
 	Source string

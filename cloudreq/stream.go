@@ -56,6 +56,7 @@ type Stream struct {
 	usage      *Usage
 	counted    int
 	finish     string
+	calls      ToolCallAssembler
 }
 
 // Causes that end a stream attempt from the client side.
@@ -241,7 +242,7 @@ func (s *Stream) Next() bool {
 func (s *Stream) record(ch StreamChunk) {
 	now := s.cl.now()
 	ch.At = now
-	if ch.Text != "" {
+	if ch.Text != "" || ch.Reasoning != "" || len(ch.ToolCallDeltas) > 0 {
 		ch.Content = true
 	}
 	tokens := ch.Tokens
@@ -251,7 +252,17 @@ func (s *Stream) record(ch StreamChunk) {
 		}
 		s.counted += tokens
 	}
-	s.cl.tl.AddChunk(now, tokens, ch.Content)
+	if ch.Reasoning != "" && ch.Text == "" && len(ch.ToolCallDeltas) == 0 {
+		s.cl.tl.AddReasoningChunk(now, tokens)
+	} else {
+		s.cl.tl.AddChunk(now, tokens, ch.Content)
+	}
+	if len(ch.ToolCallDeltas) > 0 {
+		ch.ToolCalls = s.calls.Add(ch.ToolCallDeltas)
+	}
+	if ch.FinishReason != "" {
+		ch.ToolCalls = append(ch.ToolCalls, s.calls.Flush()...)
+	}
 	if ch.Usage != nil {
 		u := *ch.Usage
 		s.usage = &u
@@ -366,6 +377,7 @@ func (s *Stream) finishLocked(e *errcodes.Error) {
 		resp.Usage.Source = "counted"
 	}
 	resp.FinishReason = s.finish
+	resp.ToolCalls = s.calls.Calls()
 	switch {
 	case e != nil:
 		s.err = e

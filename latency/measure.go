@@ -110,6 +110,9 @@ type Sample struct {
 
 	// The SLA-clock metrics.
 	TTFT time.Duration `json:"ttft"`
+	// TTFR is time to first reasoning chunk on the same clock (streamed
+	// calls whose model reasoned).
+	TTFR time.Duration `json:"ttfr,omitempty"`
 	E2E  time.Duration `json:"e2e"`
 	TPOT time.Duration `json:"tpot"`
 	// TTFTFromSend and E2EFromSend are measured from the final attempt's
@@ -169,6 +172,8 @@ func (s *Sample) Value(m Metric) (int64, bool) {
 	switch m {
 	case TTFT:
 		d = s.TTFT
+	case TTFR:
+		d = s.TTFR
 	case TPOT:
 		d = s.TPOT
 	case E2E:
@@ -212,7 +217,9 @@ func (s *Sample) Value(m Metric) (int64, bool) {
 //   - send time is the final attempt's send; the SLA clock starts there, or
 //     at tl.ModelReady for a cold request whose ready time is known;
 //   - TTFT = first content chunk − clock; role-only, empty and usage-only
-//     chunks never count. A non-streamed call's one chunk is its whole body:
+//     chunks never count, nor do reasoning-only chunks when an answer
+//     chunk (text or tool call) follows;
+//   - TTFR = first reasoning-only chunk − clock (streamed calls with one); A non-streamed call's one chunk is its whole body:
 //     its TTFT field equals E2E, and Has leaves TTFT (and TTFTIntended) out,
 //     so that no TTFT distribution, SLA or ladder reads a total as a first
 //     token;
@@ -246,7 +253,7 @@ func Measure(tl *Timeline, o Outcome) Sample {
 
 	// Chunks: first and last content, counted tokens, gaps. The two gap
 	// slices share one allocation.
-	var first, last time.Time
+	var first, last, answer, reasoning time.Time
 	counted, contents := 0, 0
 	if tl.Streamed {
 		n := 0
@@ -267,6 +274,13 @@ func Measure(tl *Timeline, o Outcome) Sample {
 		n := max(c.Tokens, 1)
 		counted += n
 		contents++
+		if c.Reasoning {
+			if reasoning.IsZero() {
+				reasoning = c.At
+			}
+		} else if answer.IsZero() {
+			answer = c.At
+		}
 		if first.IsZero() {
 			first = c.At
 		} else if tl.Streamed {
@@ -318,14 +332,24 @@ func Measure(tl *Timeline, o Outcome) Sample {
 	s.ConnectionCold = !fin.ConnReused && !fin.GotConn.IsZero()
 
 	if !first.IsZero() {
-		s.TTFT, s.E2E = first.Sub(clock), last.Sub(clock)
-		s.TTFTFromSend, s.E2EFromSend = first.Sub(send), last.Sub(send)
+		// TTFT is the answer's first chunk; a stream of reasoning only
+		// keeps its first chunk.
+		ttft := answer
+		if ttft.IsZero() {
+			ttft = first
+		}
+		if !reasoning.IsZero() && tl.Streamed {
+			s.TTFR = reasoning.Sub(clock)
+			s.Has = s.Has.With(TTFR)
+		}
+		s.TTFT, s.E2E = ttft.Sub(clock), last.Sub(clock)
+		s.TTFTFromSend, s.E2EFromSend = ttft.Sub(send), last.Sub(send)
 		s.Has = s.Has.With(E2E)
 		if tl.Streamed {
 			s.Has = s.Has.With(TTFT)
 		}
 		if !tl.IntendedSend.IsZero() {
-			s.TTFTIntended, s.E2EIntended = first.Sub(tl.IntendedSend), last.Sub(tl.IntendedSend)
+			s.TTFTIntended, s.E2EIntended = ttft.Sub(tl.IntendedSend), last.Sub(tl.IntendedSend)
 			s.Has = s.Has.With(E2EIntended)
 			if tl.Streamed {
 				s.Has = s.Has.With(TTFTIntended)

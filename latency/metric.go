@@ -15,7 +15,9 @@ type Metric uint8
 // The metrics, in report order.
 const (
 	// TTFT is time to first token on the SLA clock: first content chunk −
-	// send time, or − model-ready for a cold request whose ready time is known.
+	// send time, or − model-ready for a cold request whose ready time is
+	// known. A chunk of reasoning only is not the answer's first token
+	// (see TTFR) unless the answer has no other content.
 	TTFT Metric = iota
 	// TPOT is time per output token: (E2E − TTFT) / (N_out − 1), streamed
 	// requests with N_out ≥ 2 only.
@@ -59,6 +61,10 @@ const (
 	Decode
 	// OutputTokens is N_out, the request's output tokens (a count, not a time).
 	OutputTokens
+	// TTFR is time to first reasoning chunk on the SLA clock, beside TTFT
+	// (the first answer chunk): streamed requests whose model sent
+	// reasoning before or instead of its answer.
+	TTFR
 
 	numMetrics
 )
@@ -110,6 +116,7 @@ var metricInfo = [numMetrics]MetricInfo{
 	FirstToken:   {"first-token", Nanoseconds, true, "first response byte → first content chunk"},
 	Decode:       {"decode", Nanoseconds, true, "first content chunk → last content chunk (streamed requests)"},
 	OutputTokens: {"output-tokens", Tokens, true, "N_out: server-reported usage when present, else counted from the stream"},
+	TTFR:         {"ttfr", Nanoseconds, true, "first reasoning chunk − send time (or model-ready), streamed reasoning requests"},
 }
 
 // Metrics returns every metric, in report order.

@@ -79,6 +79,10 @@ type Chunk struct {
 	// Content is true when the chunk carries generated content; role-only,
 	// empty and usage-only chunks are false and never count as first token.
 	Content bool `json:"content"`
+	// Reasoning is true for a content chunk that carries reasoning only
+	// (no answer text, no tool call): it counts as output, for TTFR,
+	// ITL and TPOT, but not as the first token of the answer (TTFT).
+	Reasoning bool `json:"reasoning,omitempty"`
 }
 
 // NewTimeline returns a Timeline that starts now. A zero intended time means
@@ -111,6 +115,12 @@ func (t *Timeline) Send() time.Time {
 // AddChunk records the arrival of a chunk.
 func (t *Timeline) AddChunk(at time.Time, tokens int, content bool) {
 	t.Chunks = append(t.Chunks, Chunk{At: at, Tokens: tokens, Content: content})
+}
+
+// AddReasoningChunk records the arrival of a content chunk that carries
+// reasoning only.
+func (t *Timeline) AddReasoningChunk(at time.Time, tokens int) {
+	t.Chunks = append(t.Chunks, Chunk{At: at, Tokens: tokens, Content: true, Reasoning: true})
 }
 
 // AttemptTrace collects one attempt's phase times, and copies them into the

@@ -10,7 +10,8 @@ import (
 
 // Answers returns the httpadapter.AnswerDecoder of a dialect whose whole
 // answers decode reads (Decode, or a provider's own reader of the same
-// Result): the answer's text, finish reason and usage, or its error
+// Result): the answer's text, finish reason and usage (and its reasoning,
+// tool calls, logprobs and choices, set on out directly), or its error
 // object as bodyError maps it (the adapter's error table for an error
 // object in a 2xx body).
 func Answers(decode func([]byte) (Result, error), bodyError func(resp *http.Response, eb ErrorBody, requestID string) *errcodes.Error) httpadapter.AnswerDecoder {
@@ -20,6 +21,7 @@ func Answers(decode func([]byte) (Result, error), bodyError func(resp *http.Resp
 			return httpadapter.Answer{}, err
 		}
 		a := httpadapter.Answer{Text: r.Text, FinishReason: r.FinishReason, Usage: r.Usage}
+		out.Reasoning, out.ToolCalls, out.Logprobs, out.Choices = r.Reasoning, r.ToolCalls, r.Logprobs, r.Choices
 		if r.Error != nil {
 			a.Err = bodyError(resp, *r.Error, out.RequestID)
 		}

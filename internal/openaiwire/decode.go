@@ -20,6 +20,16 @@ type Result struct {
 	Content bool
 	// FinishReason is set when a choice finished.
 	FinishReason string
+	// Reasoning is the reasoning text (a delta, for a chunk), apart from
+	// Text.
+	Reasoning string
+	// ToolCalls are the first choice's tool calls (fragments, for a
+	// chunk).
+	ToolCalls []cloudreq.ToolCall
+	// Logprobs are the first choice's token log probabilities.
+	Logprobs []cloudreq.TokenLogprob
+	// Choices holds each choice of a whole answer that has more than one.
+	Choices []cloudreq.Choice
 	// Usage is set when the body reported token usage.
 	Usage *cloudreq.Usage
 	// Error is set when the body is an error object (a mid-stream error).
@@ -64,17 +74,21 @@ var ErrNotJSON = errors.New("openaiwire: body is not a JSON object")
 
 // Decode reads a chat completion, a completion or a streamed chunk of
 // either. A body that is an error object returns a Result whose Error is
-// set. Several choices' texts are concatenated in order.
+// set. Several choices' texts are concatenated in order, and listed in
+// Choices.
 func Decode(data []byte) (Result, error) {
 	var d decoder
+	d.whole = true
 	return d.decode(data)
 }
 
 // decoder decodes bodies one after the other, reusing its buffers so that
 // a streamed chunk costs few allocations.
 type decoder struct {
-	w    wireBody
-	text []byte // the fast path's text, reused
+	w         wireBody
+	text      []byte // the fast path's text, reused
+	reasoning []byte // the fast path's reasoning text, reused
+	whole     bool   // whole answers: fill Choices
 }
 
 func (d *decoder) decode(data []byte) (Result, error) {
@@ -89,10 +103,18 @@ func (d *decoder) decode(data []byte) (Result, error) {
 			return Result{Error: &eb}, nil
 		}
 	}
-	if r, ok := d.fast(data); ok {
-		return r, nil
+	r, extra, ok := d.fast(data)
+	if !ok {
+		var err error
+		if r, err = d.slow(data); err != nil {
+			return r, err
+		}
+		extra = true
 	}
-	return d.slow(data)
+	if extra || d.whole {
+		extras(data, &r, !ok, d.whole)
+	}
+	return r, nil
 }
 
 // slow decodes data with encoding/json. It is the reference for fast, and

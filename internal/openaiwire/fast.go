@@ -54,9 +54,9 @@ const (
 // name, in the order the constants below index them.
 var (
 	bodyMembers   = []string{"choices", "usage"}
-	choiceMembers = []string{"delta", "message", "text", "finish_reason"}
+	choiceMembers = []string{"delta", "message", "text", "finish_reason", "logprobs"}
 	deltaMembers  = []string{"content", "reasoning_content", "reasoning", "tool_calls"}
-	usageMembers  = []string{"prompt_tokens", "completion_tokens"}
+	usageMembers  = []string{"prompt_tokens", "completion_tokens", "completion_tokens_details"}
 )
 
 const (
@@ -69,6 +69,7 @@ const (
 	mMessage
 	mText
 	mFinishReason
+	mLogprobs
 )
 
 const (
@@ -81,34 +82,44 @@ const (
 const (
 	mPromptTokens = iota
 	mCompletionTokens
+	mCompletionDetails
 )
 
-// fast decodes data, a trimmed body starting with '{', as slow would. It
-// reports false, having decided nothing, for a body it declines (see
-// above).
-func (d *decoder) fast(data []byte) (Result, bool) {
+// fast decodes data, a trimmed body starting with '{', as slow would,
+// and its reasoning text. It reports false, having decided nothing, for a
+// body it declines (see above), and extra for a body with members that
+// extras reads (tool calls, logprobs, usage details, a reasoning object).
+func (d *decoder) fast(data []byte) (r Result, extra, ok bool) {
 	// Nesting deeper than jsonMaxDepth takes more than jsonMaxDepth
 	// brackets; counting them is cheaper than tracking the depth.
 	if len(data) > 2*jsonMaxDepth && bytes.Count(data, []byte{'{'})+bytes.Count(data, []byte{'['}) > jsonMaxDepth {
-		return Result{}, false
+		return Result{}, false, false
 	}
 	if !gjson.ValidBytes(data) {
-		return Result{}, false
+		return Result{}, false, false
 	}
-	s := fastScan{cursor: cursor{b: data}, text: d.text[:0]}
-	ok := s.object(bodyMembers, s.bodyMember)
+	s := fastScan{cursor: cursor{b: data}, text: d.text[:0], reasoning: d.reasoning[:0]}
+	ok = s.object(bodyMembers, s.bodyMember)
 	if cap(s.text) <= maxTextBuffer {
 		d.text = s.text[:0]
 	} else {
 		d.text = nil
 	}
-	if !ok {
-		return Result{}, false
+	if cap(s.reasoning) <= maxTextBuffer {
+		d.reasoning = s.reasoning[:0]
+	} else {
+		d.reasoning = nil
 	}
-	r := Result{Content: s.content}
+	if !ok {
+		return Result{}, false, false
+	}
+	r = Result{Content: s.content}
 	if len(s.text) > 0 {
 		r.Text = string(s.text)
 		r.Content = true
+	}
+	if len(s.reasoning) > 0 {
+		r.Reasoning = string(s.reasoning)
 	}
 	if len(s.finish) > 0 {
 		r.FinishReason = unquote(s.finish)
@@ -116,7 +127,7 @@ func (d *decoder) fast(data []byte) (Result, bool) {
 	if s.hasUsage {
 		r.Usage = &cloudreq.Usage{InputTokens: s.usage.PromptTokens, OutputTokens: s.usage.CompletionTokens, Source: "server"}
 	}
-	return r, true
+	return r, s.extra, true
 }
 
 // cursor reads a JSON document that gjson.Valid accepted: as the document
@@ -316,11 +327,13 @@ func member(key []byte, names []string) int {
 // the body: JSON string contents, escapes and all, or raw values.
 type fastScan struct {
 	cursor
-	text     []byte // the choices' texts, decoded and joined
-	content  bool   // a reasoning or tool-call delta was seen
-	finish   []byte // the first non-empty finish_reason
-	usage    wireUsage
-	hasUsage bool
+	text      []byte // the choices' texts, decoded and joined
+	reasoning []byte // the choices' reasoning texts, decoded and joined
+	content   bool   // a reasoning or tool-call delta was seen
+	extra     bool   // a member extras reads was seen
+	finish    []byte // the first non-empty finish_reason
+	usage     wireUsage
+	hasUsage  bool
 }
 
 // bodyMember reads a member of wireBody.
@@ -340,6 +353,13 @@ func (s *fastScan) bodyMember(i int) bool {
 
 // usageMember reads a member of wireUsage.
 func (s *fastScan) usageMember(i int) bool {
+	if i == mCompletionDetails {
+		if !s.null() {
+			s.skip()
+			s.extra = true
+		}
+		return true
+	}
 	n, ok := s.intValue()
 	switch i {
 	case mPromptTokens:
@@ -373,6 +393,11 @@ func (s *fastScan) choice() bool {
 			text, ok = s.stringValue()
 		case mFinishReason:
 			finish, ok = s.stringValue()
+		case mLogprobs:
+			if ok = true; !s.null() {
+				s.skip()
+				s.extra = true
+			}
 		}
 		return ok
 	})
@@ -383,6 +408,15 @@ func (s *fastScan) choice() bool {
 		s.text = appendUnquoted(s.text, dl.content)
 		if len(dl.reasoningContent) > 0 || hasReasoning(dl.reasoning) || hasToolCalls(dl.toolCalls) {
 			s.content = true
+		}
+		s.reasoning = appendUnquoted(s.reasoning, dl.reasoningContent)
+		if r := dl.reasoning; len(r) > 1 && r[0] == '"' {
+			s.reasoning = appendUnquoted(s.reasoning, r[1:len(r)-1])
+		} else if hasReasoning(r) {
+			s.extra = true
+		}
+		if hasToolCalls(dl.toolCalls) {
+			s.extra = true
 		}
 	}
 	s.text = appendUnquoted(s.text, text)

@@ -106,10 +106,10 @@ func TestDecode(t *testing.T) {
 	}{
 		{"role only", `{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`, Result{}},
 		{"content", `{"choices":[{"delta":{"content":"hi"}}]}`, Result{Text: "hi", Content: true}},
-		{"tool call", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}`, Result{Content: true}},
+		{"tool call", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}`, Result{Content: true, ToolCalls: []cloudreq.ToolCall{{Arguments: "{"}}}},
 		{"empty tool calls", `{"choices":[{"delta":{"tool_calls":[]}}]}`, Result{}},
-		{"reasoning", `{"choices":[{"delta":{"reasoning_content":"hm"}}]}`, Result{Content: true}},
-		{"vllm reasoning", `{"choices":[{"delta":{"reasoning":"hm"}}]}`, Result{Content: true}},
+		{"reasoning", `{"choices":[{"delta":{"reasoning_content":"hm"}}]}`, Result{Content: true, Reasoning: "hm"}},
+		{"vllm reasoning", `{"choices":[{"delta":{"reasoning":"hm"}}]}`, Result{Content: true, Reasoning: "hm"}},
 		{"reasoning object", `{"choices":[{"delta":{"reasoning":{"text":"hm"}}}]}`, Result{Content: true}},
 		{"empty reasoning", `{"choices":[{"delta":{"role":"assistant","reasoning":null,"reasoning_content":""}}]}`, Result{}},
 		{"blank reasoning", `{"choices":[{"delta":{"reasoning":""}}]}`, Result{}},
@@ -117,7 +117,8 @@ func TestDecode(t *testing.T) {
 		{"usage only", `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12}}`,
 			Result{Usage: &cloudreq.Usage{InputTokens: 3, OutputTokens: 9, Source: "server"}}},
 		{"whole chat", `{"choices":[{"message":{"role":"assistant","content":"yo"},"finish_reason":"stop"}]}`, Result{Text: "yo", Content: true, FinishReason: "stop"}},
-		{"completion", `{"choices":[{"text":"a"},{"text":"b","finish_reason":"stop"}]}`, Result{Text: "ab", Content: true, FinishReason: "stop"}},
+		{"completion", `{"choices":[{"text":"a"},{"text":"b","finish_reason":"stop"}]}`, Result{Text: "ab", Content: true, FinishReason: "stop",
+			Choices: []cloudreq.Choice{{Index: 0, Text: "a"}, {Index: 1, Text: "b", FinishReason: "stop"}}}},
 		{"null error member", `{"error":null,"choices":[{"delta":{"content":"x"}}]}`, Result{Text: "x", Content: true}},
 	}
 	for _, tt := range tests {

@@ -64,7 +64,10 @@ func (d *StreamDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error)
 	if r.Content {
 		d.content = true
 	}
-	return cloudreq.StreamChunk{Text: r.Text, Content: r.Content, FinishReason: r.FinishReason, Usage: r.Usage}, false, nil
+	return cloudreq.StreamChunk{
+		Text: r.Text, Reasoning: r.Reasoning, ToolCallDeltas: r.ToolCalls, Logprobs: r.Logprobs,
+		Content: r.Content, FinishReason: r.FinishReason, Usage: r.Usage,
+	}, false, nil
 }
 
 // Complete implements httpadapter.Decoder.

@@ -350,7 +350,11 @@ func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payl
 	var b []byte
 	var err error
 	if a.chat() {
-		b, err = openaiwire.EncodeChat(req.Generate, openaiwire.EncodeOptions{Model: req.Target.Model, Stream: stream, OmitUsage: a.opts.OmitStreamUsage})
+		d := "azureml serverless chat"
+		if a.opts.API != APIChat {
+			d = "azureml /score messages"
+		}
+		b, err = openaiwire.EncodeChat(req.Generate, openaiwire.EncodeOptions{Model: req.Target.Model, Stream: stream, OmitUsage: a.opts.OmitStreamUsage, Dialect: d})
 	} else {
 		b, err = encodeInputData(req.Generate)
 	}

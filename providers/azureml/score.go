@@ -21,7 +21,35 @@ type inputParameters struct {
 	MaxNewTokens int      `json:"max_new_tokens,omitempty"`
 	Temperature  *float64 `json:"temperature,omitempty"`
 	TopP         *float64 `json:"top_p,omitempty"`
+	TopK         int      `json:"top_k,omitempty"`
 	DoSample     *bool    `json:"do_sample,omitempty"`
+}
+
+// inputDataDialect names the model catalog's /score form in refusals.
+const inputDataDialect = "azureml /score input_data"
+
+// refuseInputData refuses what the model catalog's input_data form cannot
+// carry: it is text messages and Hugging Face generation parameters.
+func refuseInputData(g *cloudreq.GenerateInput) error {
+	if err := openaiwire.RefusePromptOnly(g, inputDataDialect); err != nil {
+		return err
+	}
+	r := func(f string) error {
+		return &openaiwire.Refusal{Dialect: inputDataDialect, Feature: f, Hint: "use ScoreMessages for a chat deployment"}
+	}
+	switch {
+	case g.N > 1:
+		return r("N > 1")
+	case g.Logprobs:
+		return r("Logprobs")
+	case g.Seed != nil:
+		return r("Seed")
+	case g.PresencePenalty != nil || g.FrequencyPenalty != nil:
+		return r("presence and frequency penalties")
+	case g.TokenLimit == cloudreq.TokenLimitMaxCompletionTokens:
+		return r("TokenLimit max_completion_tokens")
+	}
+	return nil
 }
 
 // encodeInputData writes the model catalog's /score body. Stop sequences
@@ -32,9 +60,12 @@ type inputParameters struct {
 // temperature of 0 becomes greedy decoding (do_sample false, no
 // temperature).
 func encodeInputData(g *cloudreq.GenerateInput) ([]byte, error) {
+	if err := refuseInputData(g); err != nil {
+		return nil, err
+	}
 	var b inputData
-	b.InputData.InputString = openaiwire.Chat(g, openaiwire.EncodeOptions{}).Messages
-	p := inputParameters{MaxNewTokens: g.MaxTokens, Temperature: g.Temperature, TopP: g.TopP}
+	b.InputData.InputString = openaiwire.Messages(g.Messages)
+	p := inputParameters{MaxNewTokens: g.MaxTokens, Temperature: g.Temperature, TopP: g.TopP, TopK: g.TopK}
 	switch {
 	case g.Temperature != nil && *g.Temperature == 0:
 		p.Temperature, p.DoSample = nil, new(bool)
@@ -43,7 +74,11 @@ func encodeInputData(g *cloudreq.GenerateInput) ([]byte, error) {
 		p.DoSample = &sample
 	}
 	b.InputData.Parameters = p
-	return json.Marshal(b)
+	out, err := json.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	return cloudreq.MergeExtra(out, g.Extra)
 }
 
 // errNoText is returned for a /score body that holds no generated text.

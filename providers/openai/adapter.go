@@ -64,6 +64,11 @@ type Options struct {
 	// OmitStreamUsage leaves stream_options.include_usage out of generate
 	// streams, for servers that reject it; usage is then counted.
 	OmitStreamUsage bool
+	// MaxCompletionTokens sends Generate.MaxTokens as
+	// "max_completion_tokens", which the OpenAI API's reasoning models
+	// require, unless a request's Generate.TokenLimit says otherwise. The
+	// default is "max_tokens", which vLLM, SGLang and TGI read.
+	MaxCompletionTokens bool
 	// Limits bound what is read (o.MaxResponseBytes, o.MaxErrorBytes,
 	// o.MaxEventBytes).
 	Limits
@@ -158,10 +163,13 @@ func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payl
 	if req.Generate == nil {
 		return cloudreq.Payload{}, invalid("generate needs Generate input")
 	}
-	o := openaiwire.EncodeOptions{Model: model(req.Target), Stream: stream, OmitUsage: a.opts.OmitStreamUsage}
+	o := openaiwire.EncodeOptions{Model: model(req.Target), Stream: stream, OmitUsage: a.opts.OmitStreamUsage, Dialect: "openai-compatible chat"}
+	if a.opts.MaxCompletionTokens {
+		o.TokenLimit = cloudreq.TokenLimitMaxCompletionTokens
+	}
 	enc := openaiwire.EncodeChat
 	if openaiwire.IsCompletionsPath(path(req.Target)) {
-		enc = openaiwire.EncodeCompletion
+		enc, o.Dialect = openaiwire.EncodeCompletion, "openai-compatible completions"
 	}
 	b, err := enc(req.Generate, o)
 	if err != nil {

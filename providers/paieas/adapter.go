@@ -270,8 +270,9 @@ func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payl
 	if d == DialectLegacy {
 		b, err = encodeLegacy(req.Generate, stream)
 	} else {
-		o := openaiwire.EncodeOptions{Model: req.Target.Model, Stream: stream, OmitUsage: a.opts.OmitStreamUsage}
+		o := openaiwire.EncodeOptions{Model: req.Target.Model, Stream: stream, OmitUsage: a.opts.OmitStreamUsage, Dialect: "pai-eas openai chat"}
 		if openaiwire.IsCompletionsPath(a.subPath(req)) {
+			o.Dialect = "pai-eas openai completions"
 			b, err = openaiwire.EncodeCompletion(req.Generate, o)
 		} else {
 			b, err = openaiwire.EncodeChat(req.Generate, o)

@@ -28,11 +28,14 @@ type legacyRequest struct {
 // as [user, assistant] pairs in history. Stop sequences have no field and
 // are not sent.
 func encodeLegacy(g *cloudreq.GenerateInput, stream bool) ([]byte, error) {
+	if err := refuseLegacy(g); err != nil {
+		return nil, err
+	}
 	var sys []string
 	var turns []cloudreq.Message
 	for _, m := range g.Messages {
 		if m.Role == "system" {
-			sys = append(sys, m.Content)
+			sys = append(sys, m.Text())
 			continue
 		}
 		turns = append(turns, m)
@@ -49,7 +52,7 @@ func encodeLegacy(g *cloudreq.GenerateInput, stream bool) ([]byte, error) {
 		last--
 	}
 	if last >= 0 {
-		r.Prompt = turns[last].Content
+		r.Prompt = turns[last].Text()
 	}
 	var pair [2]string
 	open := false
@@ -58,17 +61,50 @@ func encodeLegacy(g *cloudreq.GenerateInput, stream bool) ([]byte, error) {
 			if open {
 				r.History = append(r.History, pair)
 			}
-			pair, open = [2]string{m.Content, ""}, true
+			pair, open = [2]string{m.Text(), ""}, true
 			continue
 		}
-		pair[1] += m.Content
+		pair[1] += m.Text()
 		r.History = append(r.History, pair)
 		pair, open = [2]string{}, false
 	}
 	if open {
 		r.History = append(r.History, pair)
 	}
-	return json.Marshal(r)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return cloudreq.MergeExtra(b, g.Extra)
+}
+
+// legacyDialect names the legacy template in refusals.
+const legacyDialect = "pai-eas legacy"
+
+// refuseLegacy refuses what the EAS LLM template's body cannot carry: it
+// is a prompt, a history and three sampling fields.
+func refuseLegacy(g *cloudreq.GenerateInput) error {
+	if err := openaiwire.RefusePromptOnly(g, legacyDialect); err != nil {
+		return err
+	}
+	r := func(f string) error {
+		return &openaiwire.Refusal{Dialect: legacyDialect, Feature: f, Hint: "use DialectOpenAI on an OpenAI-compatible service"}
+	}
+	switch {
+	case g.N > 1:
+		return r("N > 1")
+	case g.Logprobs:
+		return r("Logprobs")
+	case g.Seed != nil:
+		return r("Seed")
+	case g.TopK > 0:
+		return r("TopK")
+	case g.PresencePenalty != nil || g.FrequencyPenalty != nil:
+		return r("presence and frequency penalties")
+	case g.TokenLimit == cloudreq.TokenLimitMaxCompletionTokens:
+		return r("TokenLimit max_completion_tokens")
+	}
+	return nil
 }
 
 type legacyResponse struct {

@@ -503,6 +503,7 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 		return nil, e
 	}
 	resp.Text, resp.FinishReason, resp.Usage = g.Text, g.Finish, g.Usage
+	richAnswer(resp)
 	return resp, nil
 }
 

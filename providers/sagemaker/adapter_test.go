@@ -161,7 +161,7 @@ func TestGenerateInvokeDialects(t *testing.T) {
 	}{
 		{
 			name: "messages", dialect: DialectMessages,
-			wantBody:   `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":8,"stream":false}`,
+			wantBody:   `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":8}`,
 			response:   `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
 			wantText:   "Hello there",
 			wantFinish: "stop",
@@ -263,7 +263,7 @@ func TestEncode(t *testing.T) {
 		{
 			name: "messages defaults", dialect: "", stream: false,
 			gen:    cloudreq.GenerateInput{Messages: msgs[1:]},
-			want:   `{"messages":[{"role":"user","content":"Hi"}],"stream":false}`,
+			want:   `{"messages":[{"role":"user","content":"Hi"}]}`,
 			accept: "application/json",
 		},
 		{

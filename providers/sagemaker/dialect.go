@@ -8,6 +8,7 @@ import (
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/openaiwire"
 )
 
 // Dialect is the LLM request format a SageMaker endpoint's container speaks
@@ -50,25 +51,6 @@ func (a *Adapter) dialect(req *cloudreq.CloudRequest) (Dialect, error) {
 	return d, nil
 }
 
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type messagesRequest struct {
-	Messages      []chatMessage  `json:"messages"`
-	MaxTokens     int            `json:"max_tokens,omitempty"`
-	Temperature   *float64       `json:"temperature,omitempty"`
-	TopP          *float64       `json:"top_p,omitempty"`
-	Stop          []string       `json:"stop,omitempty"`
-	Stream        bool           `json:"stream"`
-	StreamOptions *streamOptions `json:"stream_options,omitempty"`
-}
-
 type tgiParameters struct {
 	MaxNewTokens int      `json:"max_new_tokens,omitempty"`
 	Temperature  *float64 `json:"temperature,omitempty"`
@@ -77,6 +59,12 @@ type tgiParameters struct {
 	DoSample     *bool    `json:"do_sample,omitempty"`
 	// Details asks for finish_reason and generated_tokens in the response.
 	Details bool `json:"details"`
+	// The members of the richer generate input (see tgi.go).
+	TopK             int         `json:"top_k,omitempty"`
+	Seed             *int64      `json:"seed,omitempty"`
+	FrequencyPenalty *float64    `json:"frequency_penalty,omitempty"`
+	Grammar          *tgiGrammar `json:"grammar,omitempty"`
+	TopNTokens       int         `json:"top_n_tokens,omitempty"`
 }
 
 type tgiRequest struct {
@@ -118,27 +106,29 @@ func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payl
 		if p.TopP != nil && *p.TopP >= 1 {
 			p.TopP = nil
 		}
+		if err := tgiFeatures(g, &p); err != nil {
+			return cloudreq.Payload{}, errcodes.Wrap(err, errcodes.InvalidParam, "sagemaker: "+err.Error())
+		}
 		v = tgiRequest{Inputs: prompt(g.Messages), Parameters: p, Stream: stream}
 	default:
-		m := messagesRequest{MaxTokens: g.MaxTokens, Temperature: g.Temperature, TopP: g.TopP, Stop: g.Stop, Stream: stream}
-		m.Messages = make([]chatMessage, len(g.Messages))
-		for i, msg := range g.Messages {
-			m.Messages[i] = chatMessage(msg)
+		b, err := openaiwire.EncodeChat(g, openaiwire.EncodeOptions{Stream: stream, OmitUsage: a.opts.OmitStreamUsage, Dialect: "sagemaker messages"})
+		if err != nil {
+			return cloudreq.Payload{}, errcodes.Wrap(err, errcodes.InvalidParam, "sagemaker: "+err.Error())
 		}
-		if stream && !a.opts.OmitStreamUsage {
-			m.StreamOptions = &streamOptions{IncludeUsage: true}
+		accept := "application/json"
+		if stream {
+			accept = "text/event-stream"
 		}
-		v = m
+		return cloudreq.Payload{Body: b, ContentType: "application/json", Accept: accept}, nil
 	}
 	b, err := json.Marshal(v)
+	if err == nil {
+		b, err = tgiExtra(b, g.Extra)
+	}
 	if err != nil {
-		return cloudreq.Payload{}, errcodes.Wrap(err, errcodes.InvalidParam, "sagemaker: encoding the generate request failed")
+		return cloudreq.Payload{}, errcodes.Wrap(err, errcodes.InvalidParam, "sagemaker: encoding the generate request failed: "+err.Error())
 	}
-	accept := "application/json"
-	if stream && d == DialectMessages {
-		accept = "text/event-stream"
-	}
-	return cloudreq.Payload{Body: b, ContentType: "application/json", Accept: accept}, nil
+	return cloudreq.Payload{Body: b, ContentType: "application/json", Accept: "application/json"}, nil
 }
 
 // DefaultPrompt is the TGI prompt used when Options.Prompt is nil: a lone
@@ -147,7 +137,7 @@ func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payl
 // should set Options.Prompt, or use the messages dialect.
 func DefaultPrompt(msgs []cloudreq.Message) string {
 	if len(msgs) == 1 && (msgs[0].Role == "user" || msgs[0].Role == "") {
-		return msgs[0].Content
+		return msgs[0].Text()
 	}
 	var b strings.Builder
 	for _, m := range msgs {
@@ -157,7 +147,7 @@ func DefaultPrompt(msgs []cloudreq.Message) string {
 		}
 		b.WriteString(role)
 		b.WriteString(": ")
-		b.WriteString(m.Content)
+		b.WriteString(m.Text())
 		b.WriteByte('\n')
 	}
 	b.WriteString("assistant:")

@@ -234,6 +234,7 @@ func (s *chunkStream) line(b []byte) (cloudreq.StreamChunk, bool, error) {
 			s.complete = true
 		}
 		ch := cloudreq.StreamChunk{Data: l.data, Text: l.text, Tokens: l.tokens, FinishReason: l.finish}
+		richChunk(&ch)
 		if l.hasUsage {
 			s.usage = cloudreq.Usage{InputTokens: l.input, OutputTokens: l.output, Source: "server"}
 			ch.Usage = &s.usage

@@ -111,6 +111,8 @@ func rawContentType(p cloudreq.Payload) string {
 type generateRequest struct {
 	Contents          []content         `json:"contents"`
 	SystemInstruction *content          `json:"systemInstruction,omitempty"`
+	Tools             []geminiTool      `json:"tools,omitempty"`
+	ToolConfig        *toolConfig       `json:"toolConfig,omitempty"`
 	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
 }
 
@@ -119,53 +121,63 @@ type content struct {
 	Parts []part `json:"parts"`
 }
 
+// part is one Part: text, inline data, file data, a function call or a
+// function response.
 type part struct {
-	Text string `json:"text"`
+	Text             *string           `json:"text,omitempty"`
+	InlineData       *blob             `json:"inlineData,omitempty"`
+	FileData         *fileData         `json:"fileData,omitempty"`
+	FunctionCall     *functionCall     `json:"functionCall,omitempty"`
+	FunctionResponse *functionResponse `json:"functionResponse,omitempty"`
 }
 
 type generationConfig struct {
-	MaxOutputTokens int      `json:"maxOutputTokens,omitempty"`
-	Temperature     *float64 `json:"temperature,omitempty"`
-	TopP            *float64 `json:"topP,omitempty"`
-	StopSequences   []string `json:"stopSequences,omitempty"`
+	MaxOutputTokens    int             `json:"maxOutputTokens,omitempty"`
+	Temperature        *float64        `json:"temperature,omitempty"`
+	TopP               *float64        `json:"topP,omitempty"`
+	TopK               *float64        `json:"topK,omitempty"`
+	StopSequences      []string        `json:"stopSequences,omitempty"`
+	Seed               *int            `json:"seed,omitempty"`
+	CandidateCount     int             `json:"candidateCount,omitempty"`
+	PresencePenalty    *float64        `json:"presencePenalty,omitempty"`
+	FrequencyPenalty   *float64        `json:"frequencyPenalty,omitempty"`
+	ResponseLogprobs   *bool           `json:"responseLogprobs,omitempty"`
+	Logprobs           *int            `json:"logprobs,omitempty"`
+	ResponseMimeType   string          `json:"responseMimeType,omitempty"`
+	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
+	ThinkingConfig     *thinkingConfig `json:"thinkingConfig,omitempty"`
 }
 
 // Encode writes the generateContent request body for req.Generate: user and
-// assistant messages become contents (roles "user" and "model"), system
-// messages become systemInstruction parts, and the limits become
-// generationConfig. The body is the same whether or not the call streams.
+// assistant messages become contents (roles "user" and "model"; images
+// inlineData or fileData parts, tool calls functionCall parts, tool
+// results functionResponse parts), system messages become
+// systemInstruction parts, tools functionDeclarations (with
+// parametersJsonSchema) and toolConfig, and the limits, sampling, JSON
+// output (responseMimeType, responseJsonSchema), logprobs and thinking
+// settings generationConfig; Generate.Extra is merged at the top level.
+// The body is the same whether or not the call streams.
 func (a *Adapter) Encode(req *cloudreq.CloudRequest, _ bool) (cloudreq.Payload, error) {
 	g := req.Generate
 	if g == nil || len(g.Messages) == 0 {
 		return cloudreq.Payload{}, invalid("action generate needs Generate.Messages")
 	}
 	var gr generateRequest
-	for i, m := range g.Messages {
-		switch m.Role {
-		case "system":
-			if gr.SystemInstruction == nil {
-				gr.SystemInstruction = &content{}
-			}
-			gr.SystemInstruction.Parts = append(gr.SystemInstruction.Parts, part{Text: m.Content})
-		case "user", "":
-			gr.Contents = append(gr.Contents, content{Role: "user", Parts: []part{{Text: m.Content}}})
-		case "assistant", "model":
-			gr.Contents = append(gr.Contents, content{Role: "model", Parts: []part{{Text: m.Content}}})
-		default:
-			return cloudreq.Payload{}, invalid("message %d has role %q: want system, user or assistant", i, m.Role)
-		}
+	if err := geminiContents(g.Messages, &gr); err != nil {
+		return cloudreq.Payload{}, err
 	}
 	if len(gr.Contents) == 0 {
 		return cloudreq.Payload{}, invalid("action generate needs at least one user or assistant message")
 	}
-	if g.MaxTokens > 0 || g.Temperature != nil || g.TopP != nil || len(g.Stop) > 0 {
-		gr.GenerationConfig = &generationConfig{
-			MaxOutputTokens: g.MaxTokens, Temperature: g.Temperature, TopP: g.TopP, StopSequences: g.Stop,
-		}
+	if err := geminiConfig(g, &gr); err != nil {
+		return cloudreq.Payload{}, err
 	}
 	b, err := json.Marshal(gr)
+	if err == nil {
+		b, err = cloudreq.MergeExtra(b, g.Extra)
+	}
 	if err != nil {
-		return cloudreq.Payload{}, invalid("encoding generateContent request: %v", err)
+		return cloudreq.Payload{}, invalid("%s: encoding generateContent request: %v", geminiDialect, err)
 	}
 	return cloudreq.Payload{Body: b, ContentType: "application/json"}, nil
 }

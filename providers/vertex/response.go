@@ -87,8 +87,8 @@ func setMeta(resp *cloudreq.CloudResponse, k, v string) {
 	resp.Metadata[k] = v
 }
 
-// candidateText appends the text parts of the first candidate to sb and
-// returns its portable finish reason ("" while generation goes on). A
+// candidateText appends the text parts of the first candidate to sb (if
+// not nil), thought parts left out, and returns its portable finish reason ("" while generation goes on). A
 // response without candidates whose prompt feedback has a block reason (a
 // blocked prompt: Vertex generates nothing) finishes with
 // "content_filter".
@@ -101,8 +101,12 @@ func candidateText(sb *strings.Builder, r *aiplatformpb.GenerateContentResponse)
 		return ""
 	}
 	c := cands[0]
-	for _, p := range c.GetContent().GetParts() {
-		sb.WriteString(p.GetText())
+	if sb != nil {
+		for _, p := range c.GetContent().GetParts() {
+			if !p.GetThought() {
+				sb.WriteString(p.GetText())
+			}
+		}
 	}
 	return finishReason(c.GetFinishReason())
 }
@@ -128,12 +132,15 @@ func finishReason(f aiplatformpb.Candidate_FinishReason) string {
 // usageOf returns the response's token usage, nil when it has none.
 func usageOf(r *aiplatformpb.GenerateContentResponse) *cloudreq.Usage {
 	u := r.GetUsageMetadata()
-	if u == nil || (u.GetPromptTokenCount() == 0 && u.GetCandidatesTokenCount() == 0) {
+	if u == nil || (u.GetPromptTokenCount() == 0 && u.GetCandidatesTokenCount() == 0 && u.GetThoughtsTokenCount() == 0) {
 		return nil
 	}
+	// Gemini counts thinking tokens apart from the candidates' tokens; both
+	// are output.
 	return &cloudreq.Usage{
-		InputTokens:  int(u.GetPromptTokenCount()),
-		OutputTokens: int(u.GetCandidatesTokenCount()),
-		Source:       "server",
+		InputTokens:     int(u.GetPromptTokenCount()),
+		OutputTokens:    int(u.GetCandidatesTokenCount()) + int(u.GetThoughtsTokenCount()),
+		ReasoningTokens: int(u.GetThoughtsTokenCount()),
+		Source:          "server",
 	}
 }

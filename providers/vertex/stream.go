@@ -40,6 +40,7 @@ type chunkStream struct {
 
 	// Read state, touched only by Next.
 	chunks   int
+	calls    int // tool calls seen, which numbers the next
 	finished bool
 	err      error // the terminal result (io.EOF or the failure), once known
 	buf      []byte
@@ -130,11 +131,23 @@ func (s *chunkStream) genChunk(m *aiplatformpb.GenerateContentResponse) (cloudre
 	if fin != "" {
 		s.finished = true
 	}
+	var reasoning string
+	var calls []cloudreq.ToolCall
+	var lps []cloudreq.TokenLogprob
+	if c := m.GetCandidates(); len(c) > 0 && richParts(c[0]) {
+		var text, rs strings.Builder
+		calls = readCandidate(c[0], &text, &rs, s.calls)
+		s.calls += len(calls)
+		reasoning, lps = rs.String(), candidateLogprobs(c[0])
+		if len(calls) > 0 && fin == "stop" {
+			fin = "tool_calls"
+		}
+	}
 	if s.resp.RequestID == "" {
 		// Every message repeats the response's id; the first one gives it.
 		s.resp.RequestID = m.GetResponseId()
 	}
-	ch := cloudreq.StreamChunk{Data: s.buf, Text: s.sb.String(), FinishReason: fin, Usage: usageOf(m)}
+	ch := cloudreq.StreamChunk{Data: s.buf, Text: s.sb.String(), Reasoning: reasoning, ToolCallDeltas: calls, Logprobs: lps, FinishReason: fin, Usage: usageOf(m)}
 	return ch, nil
 }
 

@@ -240,7 +240,7 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 	var hdr, trl metadata.MD
 	opts := append(noRetry[:len(noRetry):len(noRetry)], gax.WithGRPCOptions(grpc.Header(&hdr), grpc.Trailer(&trl)))
 	req := call.Request
-	if req.Action == cloudreq.ActionGenerate {
+	if req.Action == cloudreq.ActionGenerate || rawGemini(req) {
 		gr, e := decodeGenerate(b, res.String())
 		if e != nil {
 			return nil, e
@@ -255,9 +255,8 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 			return nil, errcodes.Wrap(err, errcodes.Internal, "vertex: encoding the response")
 		}
 		resp.Data, resp.ContentType = data, "application/json"
-		var sb strings.Builder
-		resp.FinishReason = candidateText(&sb, out)
-		resp.Text = sb.String()
+		ans := answerOf(out, 0)
+		ans.fill(resp)
 		if u := usageOf(out); u != nil {
 			resp.Usage = *u
 		}
@@ -320,7 +319,7 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 	ctx, cancel := context.WithCancel(ctx)
 	cs := &chunkStream{ctx: ctx, cancel: cancel}
 	var gs grpc.ClientStream
-	if call.Request.Action == cloudreq.ActionGenerate {
+	if call.Request.Action == cloudreq.ActionGenerate || rawGemini(call.Request) {
 		gr, e := decodeGenerate(b, res.String())
 		if e != nil {
 			cancel()
