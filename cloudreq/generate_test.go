@@ -20,28 +20,48 @@ func TestCheckGenerate(t *testing.T) {
 		f    func(g *cloudreq.GenerateInput)
 		want string
 	}{
-		"role":           {func(g *cloudreq.GenerateInput) { g.Messages[0].Role = "robot" }, `Role "robot"`},
-		"content+parts":  {func(g *cloudreq.GenerateInput) { g.Messages[0].Parts = []cloudreq.Part{{Type: "text", Text: "x"}} }, "both Content and Parts"},
-		"image no data":  {func(g *cloudreq.GenerateInput) { g.Messages[0] = cloudreq.Message{Role: "user", Parts: []cloudreq.Part{{Type: "image"}}} }, "ImageURL or Data"},
-		"image no type":  {func(g *cloudreq.GenerateInput) { g.Messages[0] = cloudreq.Message{Role: "user", Parts: []cloudreq.Part{{Type: "image", Data: []byte{1}}}} }, "MediaType"},
-		"image url":      {func(g *cloudreq.GenerateInput) { g.Messages[0] = cloudreq.Message{Role: "user", Parts: []cloudreq.Part{{Type: "image", ImageURL: "ftp://x"}}} }, "ImageURL"},
-		"system image":   {func(g *cloudreq.GenerateInput) { g.Messages[0] = cloudreq.Message{Role: "system", Parts: []cloudreq.Part{{Type: "image", ImageURL: "https://x"}}} }, "user messages"},
-		"tool name":      {func(g *cloudreq.GenerateInput) { g.Tools = []cloudreq.Tool{{Name: "a b"}} }, "Tools[0].Name"},
-		"tool twice":     {func(g *cloudreq.GenerateInput) { g.Tools = []cloudreq.Tool{{Name: "a"}, {Name: "a"}} }, "twice"},
-		"tool params":    {func(g *cloudreq.GenerateInput) { g.Tools = []cloudreq.Tool{{Name: "a", Parameters: json.RawMessage(`[1]`)}} }, "JSON Schema object"},
-		"choice unknown": {func(g *cloudreq.GenerateInput) { g.Tools = []cloudreq.Tool{{Name: "a"}}; g.ToolChoice = &cloudreq.ToolChoice{Mode: "function", Name: "b"} }, `names "b"`},
+		"role":          {func(g *cloudreq.GenerateInput) { g.Messages[0].Role = "robot" }, `Role "robot"`},
+		"content+parts": {func(g *cloudreq.GenerateInput) { g.Messages[0].Parts = []cloudreq.Part{{Type: "text", Text: "x"}} }, "both Content and Parts"},
+		"image no data": {func(g *cloudreq.GenerateInput) {
+			g.Messages[0] = cloudreq.Message{Role: "user", Parts: []cloudreq.Part{{Type: "image"}}}
+		}, "ImageURL or Data"},
+		"image no type": {func(g *cloudreq.GenerateInput) {
+			g.Messages[0] = cloudreq.Message{Role: "user", Parts: []cloudreq.Part{{Type: "image", Data: []byte{1}}}}
+		}, "MediaType"},
+		"image url": {func(g *cloudreq.GenerateInput) {
+			g.Messages[0] = cloudreq.Message{Role: "user", Parts: []cloudreq.Part{{Type: "image", ImageURL: "ftp://x"}}}
+		}, "ImageURL"},
+		"system image": {func(g *cloudreq.GenerateInput) {
+			g.Messages[0] = cloudreq.Message{Role: "system", Parts: []cloudreq.Part{{Type: "image", ImageURL: "https://x"}}}
+		}, "user messages"},
+		"tool name":  {func(g *cloudreq.GenerateInput) { g.Tools = []cloudreq.Tool{{Name: "a b"}} }, "Tools[0].Name"},
+		"tool twice": {func(g *cloudreq.GenerateInput) { g.Tools = []cloudreq.Tool{{Name: "a"}, {Name: "a"}} }, "twice"},
+		"tool params": {func(g *cloudreq.GenerateInput) {
+			g.Tools = []cloudreq.Tool{{Name: "a", Parameters: json.RawMessage(`[1]`)}}
+		}, "JSON Schema object"},
+		"choice unknown": {func(g *cloudreq.GenerateInput) {
+			g.Tools = []cloudreq.Tool{{Name: "a"}}
+			g.ToolChoice = &cloudreq.ToolChoice{Mode: "function", Name: "b"}
+		}, `names "b"`},
 		"choice no tool": {func(g *cloudreq.GenerateInput) { g.ToolChoice = &cloudreq.ToolChoice{Mode: "required"} }, "needs Generate.Tools"},
-		"choice mode":    {func(g *cloudreq.GenerateInput) { g.Tools = []cloudreq.Tool{{Name: "a"}}; g.ToolChoice = &cloudreq.ToolChoice{Mode: "any"} }, "Mode"},
+		"choice mode": {func(g *cloudreq.GenerateInput) {
+			g.Tools = []cloudreq.Tool{{Name: "a"}}
+			g.ToolChoice = &cloudreq.ToolChoice{Mode: "any"}
+		}, "Mode"},
 		"schema missing": {func(g *cloudreq.GenerateInput) { g.ResponseFormat = &cloudreq.ResponseFormat{Type: "json_schema"} }, "needs Schema"},
 		"format type":    {func(g *cloudreq.GenerateInput) { g.ResponseFormat = &cloudreq.ResponseFormat{Type: "xml"} }, "Type"},
 		"top logprobs":   {func(g *cloudreq.GenerateInput) { g.TopLogprobs = 3 }, "needs Generate.Logprobs"},
 		"token limit":    {func(g *cloudreq.GenerateInput) { g.TokenLimit = "max" }, "TokenLimit"},
 		"effort":         {func(g *cloudreq.GenerateInput) { g.Reasoning = &cloudreq.Reasoning{Effort: "max"} }, "Effort"},
-		"tool result":    {func(g *cloudreq.GenerateInput) { g.Messages = append(g.Messages, cloudreq.Message{Role: "tool", Content: "1"}) }, "ToolCallID"},
-		"call args":      {func(g *cloudreq.GenerateInput) { g.Messages = append(g.Messages, cloudreq.Message{Role: "assistant", ToolCalls: []cloudreq.ToolCall{{ID: "1", Name: "f", Arguments: "[]"}}}) }, "Arguments"},
-		"user calls":     {func(g *cloudreq.GenerateInput) { g.Messages[0].ToolCalls = []cloudreq.ToolCall{{ID: "1", Name: "f"}} }, "only assistant"},
-		"extra":          {func(g *cloudreq.GenerateInput) { g.Extra = map[string]any{"x": make(chan int)} }, "not JSON"},
-		"n":              {func(g *cloudreq.GenerateInput) { g.N = -1 }, "N"},
+		"tool result": {func(g *cloudreq.GenerateInput) {
+			g.Messages = append(g.Messages, cloudreq.Message{Role: "tool", Content: "1"})
+		}, "ToolCallID"},
+		"call args": {func(g *cloudreq.GenerateInput) {
+			g.Messages = append(g.Messages, cloudreq.Message{Role: "assistant", ToolCalls: []cloudreq.ToolCall{{ID: "1", Name: "f", Arguments: "[]"}}})
+		}, "Arguments"},
+		"user calls": {func(g *cloudreq.GenerateInput) { g.Messages[0].ToolCalls = []cloudreq.ToolCall{{ID: "1", Name: "f"}} }, "only assistant"},
+		"extra":      {func(g *cloudreq.GenerateInput) { g.Extra = map[string]any{"x": make(chan int)} }, "not JSON"},
+		"n":          {func(g *cloudreq.GenerateInput) { g.N = -1 }, "N"},
 	}
 	for name, c := range bad {
 		g := ok()

@@ -138,12 +138,18 @@ func TestCompletionRefusesWhatAPromptCannotCarry(t *testing.T) {
 		return &cloudreq.GenerateInput{Messages: []cloudreq.Message{{Role: "user", Content: "x"}}}
 	}
 	cases := map[string]func(g *cloudreq.GenerateInput){
-		"Tools":          func(g *cloudreq.GenerateInput) { g.Tools = []cloudreq.Tool{{Name: "f"}} },
-		"image":          func(g *cloudreq.GenerateInput) { g.Messages[0].Parts = []cloudreq.Part{{Type: "image", ImageURL: "https://x/a.png"}} },
-		"ResponseFormat": func(g *cloudreq.GenerateInput) { g.ResponseFormat = &cloudreq.ResponseFormat{Type: cloudreq.FormatJSON} },
+		"Tools": func(g *cloudreq.GenerateInput) { g.Tools = []cloudreq.Tool{{Name: "f"}} },
+		"image": func(g *cloudreq.GenerateInput) {
+			g.Messages[0].Parts = []cloudreq.Part{{Type: "image", ImageURL: "https://x/a.png"}}
+		},
+		"ResponseFormat": func(g *cloudreq.GenerateInput) {
+			g.ResponseFormat = &cloudreq.ResponseFormat{Type: cloudreq.FormatJSON}
+		},
 		"Reasoning":      func(g *cloudreq.GenerateInput) { g.Reasoning = &cloudreq.Reasoning{Effort: "low"} },
 		"max_completion": func(g *cloudreq.GenerateInput) { g.TokenLimit = cloudreq.TokenLimitMaxCompletionTokens },
-		"tool calls":     func(g *cloudreq.GenerateInput) { g.Messages = append(g.Messages, cloudreq.Message{Role: "tool", ToolCallID: "a"}) },
+		"tool calls": func(g *cloudreq.GenerateInput) {
+			g.Messages = append(g.Messages, cloudreq.Message{Role: "tool", ToolCallID: "a"})
+		},
 	}
 	for name, f := range cases {
 		g := base()
