@@ -181,7 +181,7 @@ func TestDecodeRichAnswer(t *testing.T) {
 	assert.Equal(t, "think", r.Reasoning)
 	assert.Equal(t, "tool_calls", r.FinishReason)
 	assert.Equal(t, []cloudreq.ToolCall{{Index: 0, ID: "call_a", Name: "weather", Arguments: `{"city":"Oslo"}`}}, r.ToolCalls)
-	assert.Equal(t, []cloudreq.TokenLogprob{{Token: "a", Logprob: -0.5, Top: []cloudreq.TopLogprob{{"a", -0.5}, {"b", -1.5}}}}, r.Logprobs)
+	assert.Equal(t, []cloudreq.TokenLogprob{{Token: "a", Logprob: -0.5, Top: []cloudreq.TopLogprob{{Token: "a", Logprob: -0.5}, {Token: "b", Logprob: -1.5}}}}, r.Logprobs)
 	assert.Equal(t, &cloudreq.Usage{InputTokens: 5, OutputTokens: 9, ReasoningTokens: 4, Source: "server"}, r.Usage)
 	require.Len(t, r.Choices, 2)
 	assert.Equal(t, "hi", r.Choices[1].Text)
@@ -191,7 +191,7 @@ func TestDecodeRichAnswer(t *testing.T) {
 	r, err = Decode([]byte(`{"choices":[{"text":"ab","logprobs":{"tokens":["a","b"],"token_logprobs":[-0.1,null],"top_logprobs":[{"a":-0.1,"z":-2},{"b":-0.3}]}}]}`))
 	require.NoError(t, err)
 	require.Len(t, r.Logprobs, 2)
-	assert.Equal(t, cloudreq.TokenLogprob{Token: "a", Logprob: -0.1, Top: []cloudreq.TopLogprob{{"a", -0.1}, {"z", -2}}}, r.Logprobs[0])
+	assert.Equal(t, cloudreq.TokenLogprob{Token: "a", Logprob: -0.1, Top: []cloudreq.TopLogprob{{Token: "a", Logprob: -0.1}, {Token: "z", Logprob: -2}}}, r.Logprobs[0])
 	assert.True(t, math.IsNaN(r.Logprobs[1].Logprob), "a null logprob is NaN")
 }
 
