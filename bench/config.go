@@ -210,7 +210,17 @@ var services = map[string][2]string{
 	"paieas":                         {cloudreq.ProviderAlibaba, cloudreq.ServicePAIEAS},
 	cloudreq.ProviderOpenAI:          {cloudreq.ProviderOpenAI, cloudreq.ServiceOpenAICompatible},
 	cloudreq.ServiceOpenAICompatible: {cloudreq.ProviderOpenAI, cloudreq.ServiceOpenAICompatible},
+	serviceSageMakerAsync:            {cloudreq.ProviderAWS, serviceSageMakerAsync},
 }
+
+// serviceSageMakerAsync is SageMaker asynchronous inference
+// (sagemaker.ServiceAsync): a service of aws beside sagemaker, with no
+// stream (Prepare turns Stream off).
+const serviceSageMakerAsync = "sagemaker-async"
+
+// otherServices are the services a provider serves beside its default one,
+// which Target.Service may name.
+var otherServices = map[string][]string{cloudreq.ProviderAWS: {serviceSageMakerAsync}}
 
 // ProviderOf returns the provider and service that a provider or service
 // name (as Target.Provider accepts it, in any case) stands for; ok is false
@@ -506,10 +516,17 @@ func (t *Target) prepare() error {
 	if !ok {
 		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: provider %q: want aws, azure, gcp, alibaba or openai", t.Name, t.Provider)
 	}
-	if t.Service != "" && t.Service != pair[1] {
-		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: provider %s serves %s, not %q", t.Name, pair[0], pair[1], t.Service)
+	other := slices.Contains(otherServices[pair[0]], t.Service)
+	if t.Service != "" && t.Service != pair[1] && !other {
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: provider %s serves %s, not %q", t.Name, pair[0], strings.Join(append([]string{pair[1]}, otherServices[pair[0]]...), ", "), t.Service)
 	}
-	t.Provider, t.Service = pair[0], pair[1]
+	if !other {
+		t.Service = pair[1]
+	}
+	t.Provider = pair[0]
+	if t.Service == serviceSageMakerAsync {
+		t.Stream = false // asynchronous inference answers whole
+	}
 	if t.Endpoint == "" && t.Model == "" {
 		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q needs an endpoint or a model", t.Name)
 	}

@@ -18,8 +18,12 @@
 //	POST /endpoints/{name}/invocations                     SageMaker InvokeEndpoint
 //	POST /endpoints/{name}/invocations-response-stream     SageMaker InvokeEndpointWithResponseStream (eventstream)
 //	POST /endpoints/{name}/async-invocations               SageMaker InvokeEndpointAsync: 202 with InferenceId and
-//	                                                       the S3 output and failure locations (accepted, not run:
-//	                                                       the emulator has no S3, and keeps no Record)
+//	                                                       the S3 output and failure locations; the inference then
+//	                                                       runs (as an InvokeEndpoint, with its Record) and its
+//	                                                       answer, or error, is written to the emulator's S3
+//	PUT, GET, HEAD, DELETE /s3/{bucket}/{key}              S3 objects, path-style, in memory (256 MiB in all; any
+//	                                                       bucket; signatures not checked; NoSuchKey 404 XML):
+//	                                                       async inputs and outputs (S3Object, PutS3Object)
 //	POST /azureml/{endpoint}/score                         Azure ML managed online endpoint
 //	POST /azureml/{endpoint}/chat/completions              Azure serverless (model inference) chat, SSE
 //	GET  /azureml/{endpoint}/info                          Azure model inference API ModelInfo

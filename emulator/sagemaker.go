@@ -256,7 +256,7 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 		fail(sageMakerErrorFor(FaultNotFound, name))
 		return
 	}
-	if !s.authorized(ep, SageMaker, r, body) {
+	if !asyncInternal(r) && !s.authorized(ep, SageMaker, r, body) {
 		e := sageMakerErrorFor(FaultUnauthenticated, name)
 		if r.Header.Get("Authorization") != "" {
 			e.typ, e.msg = "InvalidSignatureException", "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method."
@@ -325,10 +325,10 @@ const sageMakerAsyncMaxBody = 128000
 
 // serveSageMakerAsync answers InvokeEndpointAsync: exactly one of an
 // inline body and X-Amzn-SageMaker-InputLocation, then 202 with the
-// inference id and the S3 locations the result and failure would be
-// written to. The emulator has no S3 and no queue: the request is accepted
-// and not run, and no Record is kept. wait holds the answer as every
-// SageMaker answer is held (see minAnswerDelay).
+// inference id and the S3 locations the result and failure will be
+// written to, in the emulator's S3; the inference then runs in the
+// background (runSageMakerAsync). wait holds the answer as every SageMaker
+// answer is held (see minAnswerDelay).
 func (s *Server) serveSageMakerAsync(w http.ResponseWriter, r *http.Request, name, reqID string, body []byte, wait func(), fail func(sageMakerErr)) {
 	in := r.Header.Get("X-Amzn-SageMaker-InputLocation")
 	switch {
@@ -343,16 +343,18 @@ func (s *Server) serveSageMakerAsync(w http.ResponseWriter, r *http.Request, nam
 	if id == "" {
 		id = s.uuid()
 	}
+	out, failure := sageMakerAsyncLocations(name, id, r.Header)
 	wait()
 	h := w.Header()
 	h.Set("x-amzn-RequestId", reqID)
-	h.Set("X-Amzn-SageMaker-OutputLocation", "s3://"+sageMakerAsyncBucket+"/async-output/"+name+"/"+id+".out")
-	h.Set("X-Amzn-SageMaker-FailureLocation", "s3://"+sageMakerAsyncBucket+"/async-failures/"+name+"/"+id+"-error.out")
+	h.Set("X-Amzn-SageMaker-OutputLocation", out)
+	h.Set("X-Amzn-SageMaker-FailureLocation", failure)
 	writeJSON(w, http.StatusAccepted, map[string]string{"InferenceId": id})
+	s.runSageMakerAsync(r.Header, name, body, in, out, failure)
 }
 
-// sageMakerAsyncBucket names the S3 bucket of the locations async answers
-// give; nothing is written there.
+// sageMakerAsyncBucket names the bucket, in the emulator's S3, of the
+// locations async answers give.
 const sageMakerAsyncBucket = "cloudinfer-emulator"
 
 // sageMakerWire writes SageMaker answers. Streamed answers are eventstream

@@ -81,6 +81,9 @@ type Server struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 
+	s3    objectStore // the S3 of asynchronous inference (s3.go)
+	async asyncState  // asynchronous inferences in flight (sagemaker_async.go)
+
 	mu        sync.Mutex
 	httpSrv   *http.Server
 	httpLn    net.Listener
@@ -285,6 +288,7 @@ func (s *Server) Close() error {
 		}
 	}
 	s.serveDone.Wait()
+	s.async.close()
 	return err
 }
 
@@ -503,6 +507,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasPrefix(p, "/endpoints/"):
 		s.serveSageMaker(w, r)
+	case strings.HasPrefix(p, s3Prefix):
+		s.serveS3(w, r)
 	case strings.HasPrefix(p, "/azureml/"):
 		s.serveAzureML(w, r)
 	case p == "/score", p == "/chat/completions", p == "/info":

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"google.golang.org/api/option"
@@ -144,6 +146,9 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 				return nil, err
 			}
 		}
+		if t.Service == sagemaker.ServiceAsync {
+			return asyncAdapter(ctx, t, o, emu)
+		}
 		return sagemaker.New(ctx, o)
 	},
 	cloudreq.ProviderGCP: func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
@@ -159,6 +164,23 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 		}
 		return vertex.New(ctx, o)
 	},
+}
+
+// asyncAdapter builds a SageMaker asynchronous inference adapter: results
+// are read from S3, the emulator's (its /s3 root) for an emulator target,
+// polled every 10 ms there and from 1 s (doubling up to 15 s) in the cloud.
+func asyncAdapter(ctx context.Context, t *bench.Target, o sagemaker.Options, emu *emulator.Server) (cloudreq.Adapter, error) {
+	var ao sagemaker.AsyncOptions
+	switch {
+	case emu != nil:
+		ao.S3Endpoint = emu.URL() + "/s3"
+	case loopbackHTTP(t.URL):
+		ao.S3Endpoint = strings.TrimSuffix(t.URL, "/") + "/s3"
+	}
+	if ao.S3Endpoint != "" {
+		ao.Wait = sagemaker.WaitOptions{PollInterval: 10 * time.Millisecond, MaxPollInterval: 10 * time.Millisecond}
+	}
+	return sagemaker.NewAsync(ctx, o, ao)
 }
 
 // benchTransport is the transport of the HTTP adapters: as many idle

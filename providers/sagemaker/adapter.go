@@ -111,6 +111,7 @@ type Adapter struct {
 	client *sagemakerruntime.Client
 	opts   Options
 	own    *http.Transport // the transport of the adapter's own client; nil for the caller's
+	cfg    aws.Config      // the configuration the client was built from (NewAsync's S3 client)
 }
 
 var (
@@ -197,7 +198,7 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 			return nil, err
 		}
 	}
-	return &Adapter{client: client, opts: opts, own: own}, nil
+	return &Adapter{client: client, opts: opts, own: own, cfg: cfg}, nil
 }
 
 // ownClient returns the adapter's own client, built from the SDK's default

@@ -126,6 +126,23 @@
 //	  (its service unreachable or slow: the transport's code, as below)
 //	any other error code                             by HTTP status          by code
 //
+// Asynchronous inference (AsyncAdapter, InvokeAsync, WaitAsync) adds:
+//
+//	situation                                        code                    retryable
+//	a body over 128000 bytes, no InputPrefix         ERR_PAYLOAD_TOO_LARGE   no
+//	Target.Variant, Target.Model, InferenceComponent,
+//	  SessionID or TargetContainerHostname set       ERR_INVALID_PARAM       no (InvokeEndpointAsync has none)
+//	an object at the failure location                ERR_MODEL_ERROR         no (ProviderCode AsyncInferenceFailure;
+//	                                                   Details failure_location, inference_id)
+//	no output before the call's deadline             ERR_TIMEOUT             no (the inference may still finish)
+//	S3 NoSuchKey (404)                               not an error: polled again
+//	S3 NoSuchBucket (404)                            ERR_NOT_FOUND           no
+//	S3 AccessDenied (403)                            ERR_PERMISSION_DENIED   no
+//	S3 InvalidAccessKeyId, SignatureDoesNotMatch,
+//	  ExpiredToken (403/400)                         ERR_UNAUTHENTICATED     no
+//	S3 SlowDown (503)                                ERR_THROTTLED           yes
+//	any other S3 error                               as the table above, by code then status
+//
 // A signature or access error whose response Date is more than 4 minutes
 // from the signing time is clock skew: the SDK records the server's offset
 // and the error is retryable, so the retry signs on the server's clock. A
@@ -133,6 +150,37 @@
 //
 // Messages never hold credentials: the canonical request and string to sign
 // that signature errors echo, and access key ids, are removed.
+//
+// # Asynchronous inference
+//
+// AsyncAdapter (NewAsync; service ServiceAsync, "sagemaker-async") serves
+// an endpoint with an AsyncInferenceConfig: one cloudreq call submits the
+// payload with InvokeEndpointAsync — inline up to MaxAsyncInlineBody
+// bytes, a larger one first uploaded under AsyncOptions.InputPrefix and
+// sent as its InputLocation — then polls the returned output and failure
+// locations (WaitAsync: from WaitOptions.PollInterval, doubling up to
+// MaxPollInterval) until one holds an object or the call's deadline
+// passes, and answers as InvokeEndpoint would: Data is the output object,
+// Text, FinishReason and Usage are read from it, Metadata holds
+// X-Amzn-SageMaker-OutputLocation, -FailureLocation and -Inference-Id.
+// There is no stream. Attributes.CustomAttributes and InferenceID are
+// sent; the targets InvokeEndpointAsync has not are refused (table below).
+// Adapter.InvokeAsync and WaitAsync are the two halves, for a service that
+// submits now and collects later (or on SageMaker's SNS notification).
+//
+// Results are read through an ObjectStore: S3Store, the S3 SDK's
+// GetObject and PutObject on the adapter's AWS configuration (the
+// default), or any store (tests use an in-memory fake). What is real and
+// what is faked: against AWS, everything is real — SageMaker queues and
+// runs the request and writes to the endpoint's S3 paths; the credentials
+// need sagemaker:InvokeEndpointAsync and s3:GetObject on those paths
+// (s3:PutObject on InputPrefix). Against the emulator, InvokeEndpointAsync
+// is served as the API is (202, locations, the same validation), the
+// inference runs at once through the endpoint's latency and fault model,
+// and its result is written to the emulator's in-memory S3 at
+// /s3/BUCKET/KEY (path-style; AsyncOptions.S3Endpoint), which the S3 SDK
+// reads unchanged. The emulator has no queue limits, TTL expiry, SNS or
+// scaling to zero.
 //
 // # Credentials and endpoints
 //

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestInvokeSageMakerAsync: `cloudinfer invoke --provider sagemaker-async`
+// reaches asynchronous inference on the embedded emulator (submitted, run,
+// read back from its S3); a stream is refused.
+func TestInvokeSageMakerAsync(t *testing.T) {
+	c := &invokeCmd{Provider: "sagemaker-async", Endpoint: "llama-3-8b", Prompt: "Say hello.", MaxTokens: 6,
+		Type: "application/json", TimeScale: 0.01}
+	var out strings.Builder
+	require.NoError(t, c.run(context.Background(), &out))
+	assert.Contains(t, out.String(), "status 200")
+	assert.Contains(t, out.String(), "out 6 (server)")
+
+	c.Stream = true
+	err := c.run(context.Background(), &out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "unsupported streaming for aws/sagemaker-async")
+}
