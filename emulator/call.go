@@ -437,7 +437,7 @@ func (c *call) end(status int, outcome string) {
 	c.rec.Status = status
 	c.rec.Outcome = outcome
 	c.s.store(c.rec)
-	c.s.observe(&c.rec)
+	c.s.observe(&c.rec, c.gen.dialect == dialectTGI)
 	c.s.log.Debug("emulator request", "id", c.rec.ID, "endpoint", c.rec.Endpoint, "provider", c.rec.Provider,
 		"route", c.rec.Route, "status", status, "outcome", outcome, "fault", c.rec.Fault, "cold", c.rec.Cold,
 		"ttft_ms", c.rec.TTFTMs, "tokens", c.rec.TokensSent)
