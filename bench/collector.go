@@ -57,6 +57,10 @@ type collector struct {
 
 	rec *stats.Recorder
 
+	// onSample, when set, sees each measured call's sample and response
+	// (the server metrics' per-request join).
+	onSample func(*latency.Sample, *cloudreq.CloudResponse)
+
 	mu       sync.Mutex
 	tags     map[string]map[string]*TagStats
 	turns    []*TurnStats // by turn index − 1 (the sessions model)
@@ -143,6 +147,9 @@ func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 	cut := o.c.add(&s, o.tags, send)
 	if o.turn > 0 && !cut {
 		o.c.addTurn(o.turn, o.promptTokens, &s)
+	}
+	if o.c.onSample != nil && !cut {
+		o.c.onSample(&s, resp)
 	}
 	if o.fb != nil {
 		o.fb.End(&s, cut)

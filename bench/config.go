@@ -51,6 +51,10 @@ type Plan struct {
 	// bench exits 1 when one fails. Without any, failed requests and SLAs
 	// are results, not a failure.
 	FailOn []Gate `json:"fail_on,omitempty" yaml:"fail_on,omitempty"`
+	// ServerMetricsInterval is the time between two scrapes of the
+	// targets' server metrics during a run (default 1 s; see
+	// Target.ServerMetrics).
+	ServerMetricsInterval Duration `json:"server_metrics_interval,omitempty" yaml:"server_metrics_interval,omitempty"`
 }
 
 // Target is one endpoint to benchmark.
@@ -96,6 +100,11 @@ type Target struct {
 	// measures the endpoint as seen across such a network. Prepare
 	// validates it and writes it in its canonical form.
 	Network string `json:"network,omitempty" yaml:"network,omitempty"`
+	// ServerMetrics are Prometheus /metrics URLs of the target's server,
+	// scraped during the run (package servermetrics), besides the one
+	// found by itself: <base>/metrics of an OpenAI-compatible server or an
+	// emulator given by URL. "off" scrapes none, not even that one.
+	ServerMetrics []string `json:"server_metrics,omitempty" yaml:"server_metrics,omitempty"`
 }
 
 // Payload is what a request sends: a raw body (file or inline) for the
@@ -366,6 +375,9 @@ func (p *Plan) Prepare() error {
 		}
 		names[t.Name] = true
 	}
+	if err := p.checkServerMetricsInterval(); err != nil {
+		return err
+	}
 	l := &p.Load
 	if l.Model == "" {
 		l.Model = LoadClosed
@@ -552,7 +564,7 @@ func (t *Target) prepare() error {
 	if t.Action == cloudreq.ActionInvoke && len(t.Payload.body) == 0 {
 		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: invoke needs a payload file or body", t.Name)
 	}
-	return nil
+	return checkServerMetrics(t)
 }
 
 func (pl *Payload) read() error {

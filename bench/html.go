@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/cloudinfer/cloudinfer/bench/servermetrics"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
 	"github.com/cloudinfer/cloudinfer/latency/stats"
@@ -44,6 +46,12 @@ func (r *Result) RenderHTML(w io.Writer) error {
 	for _, tr := range r.Targets {
 		add(tr.Name+": total latency over time (points: sampled requests; lines: p50, p95 per bucket)", latencyOverTime(tr))
 		add(tr.Name+": requests per second by intended send time", throughputChart(tr))
+		if c := serverGaugesChart(tr); c != nil {
+			add(tr.Name+": server gauges over time (lines: the server's running and waiting requests at each scrape; bars: the client's requests finished per second)", c)
+		}
+		if c := kvCacheChart(tr); c != nil {
+			add(tr.Name+": server KV-cache use over time (%) beside the client's p95 total latency (ms)", c)
+		}
 		if tr.Ladder != nil {
 			rate, p95 := ladderCharts(tr)
 			add(tr.Name+": QPS ladder, scheduled rate per step", rate)
@@ -55,6 +63,9 @@ func (r *Result) RenderHTML(w io.Writer) error {
 		add("TPOT distribution (share of sampled requests per bin; last bin: tail)", r.histogram(latency.TPOT, "TPOT", func(p Point) float64 { return p.TPOT }))
 	} else {
 		add("Total latency distribution (share per bin; last bin: tail)", r.histogram(latency.E2E, "total latency", func(p Point) float64 { return p.E2E }))
+	}
+	if c := r.decompositionChart(); c != nil {
+		add("Where the time went: mean ms per group, stacked (queue, prefill, server other, network+client, server decode, decode transit; exact: per request, histogram: server-wide means)", c)
 	}
 	add("Cold vs warm: mean total latency and TTFT", r.coldWarmChart())
 	add("Failed requests by code", r.errorChart())
@@ -349,3 +360,133 @@ figure{margin:0;background:#fff;border:1px solid #ddd;padding:6px}
 {{end}}
 </body></html>
 `))
+
+// timeAxis returns the x range a target's over-time charts share.
+func timeAxis(tr *TargetResult) [2]float64 {
+	if s := displaySeries(tr.Series); s != nil && len(s.Buckets) > 0 {
+		return [2]float64{0, float64(len(s.Buckets)) * s.Width.D().Seconds()}
+	}
+	return [2]float64{0, tr.Wall.D().Seconds()}
+}
+
+// gaugeSource returns the first scraped server with gauges over time.
+func gaugeSource(tr *TargetResult) *servermetrics.Summary {
+	if tr.Server == nil {
+		return nil
+	}
+	for _, s := range tr.Server.Sources {
+		if len(s.Over) > 0 {
+			return s
+		}
+	}
+	return nil
+}
+
+// serverGaugesChart draws the server's running and waiting requests at
+// each scrape over the client's completion rate, on the client's time
+// axis, so that a ladder's knee shows what the server did then.
+func serverGaugesChart(tr *TargetResult) *chart {
+	src := gaugeSource(tr)
+	if src == nil {
+		return nil
+	}
+	c := &chart{title: "server gauges over time", xlabel: "seconds from start", ylabel: "requests · requests/s",
+		w: 1180, h: 260, yFromZero: true, xRange: timeAxis(tr)}
+	if t := throughputChart(tr); len(t.series) > 0 {
+		rate := t.series[0]
+		rate.name, rate.color = "client requests/s", "#bbbbbb"
+		c.series = append(c.series, rate)
+	}
+	shift := src.Begin.Sub(tr.Begin).Seconds()
+	for i, role := range []servermetrics.Role{servermetrics.RoleRunning, servermetrics.RoleWaiting} {
+		s := series{name: "server " + string(role), color: color(i), kind: kindLine}
+		for _, p := range src.Over {
+			if v, ok := p.Gauges[role]; ok {
+				s.xs, s.ys = append(s.xs, p.T+shift), append(s.ys, v)
+			}
+		}
+		if len(s.xs) > 0 {
+			c.series = append(c.series, s)
+		}
+	}
+	return c
+}
+
+// kvCacheChart draws the server's KV-cache use (%) beside the client's
+// p95 total latency per bucket; nil when the server reports none.
+func kvCacheChart(tr *TargetResult) *chart {
+	src := gaugeSource(tr)
+	if src == nil {
+		return nil
+	}
+	shift := src.Begin.Sub(tr.Begin).Seconds()
+	kv := series{name: "server KV cache %", color: color(4), kind: kindLine}
+	for _, p := range src.Over {
+		if v, ok := p.Gauges[servermetrics.RoleKVCache]; ok {
+			kv.xs, kv.ys = append(kv.xs, p.T+shift), append(kv.ys, 100*v)
+		}
+	}
+	if len(kv.xs) == 0 {
+		return nil
+	}
+	c := &chart{title: "KV cache over time", xlabel: "seconds from start", ylabel: "% · ms", w: 1180, h: 240, yFromZero: true, xRange: timeAxis(tr)}
+	for _, s := range latencyOverTime(tr).series {
+		if s.name == "p95" {
+			s.name = "client p95 total ms"
+			c.series = append(c.series, s)
+		}
+	}
+	c.series = append(c.series, kv)
+	return c
+}
+
+// decompositionChart stacks each decomposition row's parts in one bar.
+func (r *Result) decompositionChart() *chart {
+	var ds []Decomposition
+	for _, tr := range r.Targets {
+		ds = append(ds, tr.Decompose()...)
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	c := &chart{title: "where the time went", ylabel: "mean ms", w: 1180, h: 320, yFromZero: true}
+	parts := []struct {
+		name string
+		get  func(d *Decomposition) float64
+	}{
+		{"queue", func(d *Decomposition) float64 { return d.Queue }},
+		{"prefill", func(d *Decomposition) float64 { return d.Prefill }},
+		{"server other", func(d *Decomposition) float64 { return d.ServerOther }},
+		{"network+client", func(d *Decomposition) float64 { return d.Residual }},
+		{"server decode", func(d *Decomposition) float64 { return d.ServerDecode }},
+		{"decode transit", func(d *Decomposition) float64 { return d.DecodeResidual }},
+	}
+	stacks := make([]series, len(parts))
+	for i, p := range parts {
+		stacks[i] = series{name: p.name, color: color([]int{1, 0, 7, 3, 2, 5}[i]), kind: kindBars, width: 0.6}
+	}
+	for x, d := range ds {
+		label := d.Target
+		if d.Class != "" {
+			label += " " + d.Class
+		}
+		label += " " + cmp.Or(d.Start, "all") + " (" + d.Method + ")"
+		c.categories = append(c.categories, label)
+		base := 0.0
+		for i, p := range parts {
+			v := p.get(&d)
+			if math.IsNaN(v) || v <= 0 {
+				continue
+			}
+			s := &stacks[i]
+			s.xs, s.ys, s.base = append(s.xs, float64(x)), append(s.ys, base+v), append(s.base, base)
+			base += v
+		}
+	}
+	for _, s := range stacks {
+		if len(s.xs) > 0 {
+			c.series = append(c.series, s)
+		}
+	}
+	return c
+}

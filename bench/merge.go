@@ -181,6 +181,7 @@ func (t *TargetResult) merge(o *TargetResult) error {
 		t.Series.mergeFrom(o.Series)
 	}
 	t.Points = append(t.Points, o.Points...)
+	t.mergeServer(o.Server)
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cloudinfer/cloudinfer/bench/servermetrics"
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency"
@@ -258,7 +259,134 @@ func (r *Result) sections(rep *stats.Report) []section {
 		}
 	}
 	add("Tags", r.tagRows())
+	add(decompositionTitle, r.decompositionRows())
+	add(serverTitle, r.serverRows())
 	return out
+}
+
+// decompositionTitle heads the "where the time went" table, with its
+// method.
+const decompositionTitle = "Where the time went (means, ms): client TTFT = network+client + queue + prefill + server other; E2E = TTFT + server decode + decode transit. " +
+	"network+client is client TTFT − the server's own TTFT (without one: − queue − prefill). " +
+	"exact: per request, the server's own records joined with the client's measurements; " +
+	"histogram: the server's histogram means over the window (exact means, but over all the server's requests, another client's too, with no class or start split; " +
+	"its TTFT counts a cold start, the client's does not)"
+
+// serverTitle heads the server metrics table.
+const serverTitle = "Server metrics over the measured window (counters as deltas, gauges min/mean/max over the scrapes; * a bucket estimate: no finer than its histogram bucket)"
+
+// decompositionRows is the "where the time went" table.
+func (r *Result) decompositionRows() [][]string {
+	rows := [][]string{{"target", "class", "start", "method", "n", "client TTFT", "queue", "prefill", "server other", "network+client", "share", "server decode", "decode transit", "client E2E"}}
+	f := func(v float64) string {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return "-"
+		}
+		return fmtNum(v)
+	}
+	for _, tr := range r.Targets {
+		for _, d := range tr.Decompose() {
+			share := "-"
+			if v := d.Share(); !math.IsNaN(v) && !math.IsInf(v, 0) {
+				share = fmt.Sprintf("%.1f%%", 100*v)
+				if !d.Streamed {
+					share += " of E2E"
+				}
+			}
+			rows = append(rows, []string{d.Target, cmp.Or(d.Class, "all"), cmp.Or(d.Start, "all"), d.Method, fmtNum(d.N),
+				f(d.ClientTTFT), f(d.Queue), f(d.Prefill), f(d.ServerOther), f(d.Residual), share, f(d.ServerDecode), f(d.DecodeResidual), f(d.ClientE2E)})
+		}
+	}
+	return rows
+}
+
+// serverRows is the server metrics table: per target and source, the
+// scraping's own figures and the known families' reductions.
+func (r *Result) serverRows() [][]string {
+	rows := [][]string{{"target", "source", "server", "scrapes", "scrape cost", "restarts", "queue mean / p90*", "TTFT mean / p90*", "running", "waiting", "KV cache", "prefix hits", "families"}}
+	for _, tr := range r.Targets {
+		if tr.Server == nil {
+			continue
+		}
+		for _, s := range tr.Server.Sources {
+			scrapes := strconv.Itoa(s.Scrapes)
+			if s.Failed > 0 {
+				scrapes += fmt.Sprintf(" (%d failed)", s.Failed)
+			}
+			if s.Machines > 1 {
+				scrapes += fmt.Sprintf(", 1 of %d machines", s.Machines)
+			}
+			cost := fmt.Sprintf("%s / %s ms, %d KiB", ms(float64(s.Cost.Mean)), ms(float64(s.Cost.Max)), s.Cost.Bytes/1024)
+			known, raw := 0, 0
+			for _, f := range s.Families {
+				if f.Known {
+					known++
+				} else {
+					raw++
+				}
+			}
+			rows = append(rows, []string{tr.Name, s.Source, cmp.Or(s.Server, "-"), scrapes, cost, strconv.Itoa(s.Restarts),
+				histCell(s, servermetrics.RoleQueue), histCell(s, servermetrics.RoleTTFT),
+				gaugeCell(s, servermetrics.RoleRunning, 1), gaugeCell(s, servermetrics.RoleWaiting, 1), gaugeCell(s, servermetrics.RoleKVCache, 100),
+				prefixCell(s), fmt.Sprintf("%d known, %d raw", known, raw)})
+		}
+	}
+	return rows
+}
+
+// histCell is a duration role's mean and bucket-estimated p90, in ms.
+func histCell(s *servermetrics.Summary, role servermetrics.Role) string {
+	m, _, _, ok := s.Mean(role)
+	if !ok {
+		return "-"
+	}
+	out := fmtNum(m * 1000)
+	if h, _, ok := s.Histogram(role); ok {
+		if q, ok := h.Quantile(0.9); ok {
+			out += " / " + fmtNum(q*1000) + "*"
+		}
+	}
+	return out
+}
+
+// gaugeCell is a gauge role's min/mean/max (times scale: 100 for a share
+// in percent).
+func gaugeCell(s *servermetrics.Summary, role servermetrics.Role, scale float64) string {
+	g, _, ok := s.Gauge(role)
+	if !ok {
+		return "-"
+	}
+	out := fmt.Sprintf("%s/%s/%s", fmtNum(g.Min*scale), fmtNum(g.Mean*scale), fmtNum(g.Max*scale))
+	if scale == 100 {
+		out += "%"
+	}
+	return out
+}
+
+// prefixCell is the prefix-cache hit rate over the window: hits over
+// queries, or the server's own rate gauge.
+func prefixCell(s *servermetrics.Summary) string {
+	var hits, queries float64
+	for _, f := range s.Families {
+		for _, se := range f.Series {
+			if se.Delta == nil {
+				continue
+			}
+			switch se.Role {
+			case servermetrics.RolePrefixHits:
+				hits += *se.Delta
+			case servermetrics.RolePrefixQueries:
+				queries += *se.Delta
+			}
+		}
+	}
+	if queries > 0 {
+		return fmt.Sprintf("%.1f%%", 100*hits/queries)
+	}
+	if g, _, ok := s.Gauge(servermetrics.RolePrefixHitRate); ok {
+		return fmt.Sprintf("%.1f%% (gauge)", 100*g.Mean)
+	}
+	return "-"
 }
 
 func ladderTitle(tr *TargetResult) string {

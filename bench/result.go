@@ -119,6 +119,10 @@ type TargetResult struct {
 	// StartSpread, on a merged result of a sharded run, is how far apart
 	// the shards' measured runs of the target started (their Begin).
 	StartSpread Duration `json:"start_spread,omitempty"`
+	// Server is what the target's servers said: their scraped metrics
+	// over the measured window and, where a server keeps per-request
+	// records, the requests joined with them (see Decompose).
+	Server *ServerResult `json:"server,omitempty"`
 }
 
 // TagStats is the requests with one value of a tag dimension.

@@ -32,6 +32,9 @@ type Options struct {
 	// Observers see the measured calls (not the warm-up's), after the
 	// run's own collector: telemetry, for instance.
 	Observers []cloudreq.Observer
+	// ServerMetrics, when set, returns more /metrics URLs to scrape for a
+	// target (see Target.ServerMetrics): the embedded emulator's, say.
+	ServerMetrics func(*Target) []string
 }
 
 // Progress receives a run's live state. Implementations must not block.
@@ -183,6 +186,8 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	}
 	tg.client = client
 	defer client.Close()
+	sm := startServerMetrics(ctx, p, t, opts, col) // before the warm-up: a baseline
+	defer sm.close(ctx)
 
 	if p.Limits.Warmup > 0 && p.Mix != nil {
 		// The warm-up draws from a deck of its own: the measured deck's
@@ -201,6 +206,7 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 		return tr, nil
 	}
 
+	sm.mark(ctx) // the measured window's first scrape
 	cpu0 := processCPU()
 	busy0, total0, mok := machineCPU()
 	tg.col.begin(time.Now())
@@ -221,6 +227,7 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 		tr.MachineCPU = float64(busy1-busy0) / float64(total1-total0)
 	}
 	tr.warnings(p)
+	sm.finish(ctx, tr)
 	if ctx.Err() != nil {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf("interrupted after %v: the figures cover the requests sent until then",
 			tr.Wall.D().Round(time.Millisecond)))

@@ -35,6 +35,9 @@ type series struct {
 	// width is the bar width in x units (bars).
 	width float64
 	dash  bool
+	// base, when set, holds each bar's bottom (stacked bars: ys are the
+	// tops).
+	base []float64
 }
 
 type chart struct {
@@ -44,6 +47,9 @@ type chart struct {
 	// categories, when set, label bar positions 0, 1, 2… on the x axis.
 	categories []string
 	yFromZero  bool
+	// xRange, when its ends differ, fixes the x axis (charts aligned on
+	// one time axis).
+	xRange [2]float64
 }
 
 const (
@@ -70,6 +76,9 @@ func (c *chart) bounds() (x0, x1, y0, y1 float64, ok bool) {
 	}
 	if math.IsInf(x0, 1) {
 		return 0, 0, 0, 0, false
+	}
+	if c.xRange[0] < c.xRange[1] {
+		x0, x1 = c.xRange[0], c.xRange[1]
 	}
 	if c.yFromZero {
 		y0 = min(y0, 0)
@@ -185,6 +194,9 @@ func (c *chart) svg() string {
 			for i := range s.xs {
 				l, r := px(s.xs[i]-s.width/2), px(s.xs[i]+s.width/2)
 				top, base := py(s.ys[i]), py(max(y0, 0))
+				if s.base != nil {
+					base = py(s.base[i])
+				}
 				fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, l, min(top, base), max(r-l-1, 0.5), math.Abs(base-top))
 			}
 			b.WriteString(`</g>`)

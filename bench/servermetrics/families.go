@@ -17,6 +17,11 @@ const (
 	RoleDecode Role = "decode"
 	// RoleInference is prefill and decode together (TGI's inference time).
 	RoleInference Role = "inference"
+	// RolePrefillBatch and RoleDecodeStep are a batch's prefill and one
+	// decode step (TGI's tgi_batch_inference_duration by method): per
+	// batch, not per request, so no part of a request's latency.
+	RolePrefillBatch Role = "prefill_batch"
+	RoleDecodeStep   Role = "decode_step"
 	// RoleE2E is the server's whole request time.
 	RoleE2E Role = "e2e"
 	// RoleITL is the server's inter-token latency.
@@ -116,8 +121,8 @@ var Families = []Known{
 	{"tgi", "tgi_request_inference_duration", "histogram", RoleInference, 1, ""},
 	{"tgi", "tgi_request_duration", "histogram", RoleE2E, 1, ""},
 	{"tgi", "tgi_request_mean_time_per_token_duration", "histogram", RoleTPOT, 1, ""},
-	{"tgi", "tgi_batch_inference_duration", "histogram", RolePrefill, 1, "method=prefill"},
-	{"tgi", "tgi_batch_inference_duration", "histogram", RoleDecode, 1, "method=decode"},
+	{"tgi", "tgi_batch_inference_duration", "histogram", RolePrefillBatch, 1, "method=prefill"},
+	{"tgi", "tgi_batch_inference_duration", "histogram", RoleDecodeStep, 1, "method=decode"},
 	{"tgi", "tgi_queue_size", "gauge", RoleWaiting, 0, ""},
 	{"tgi", "tgi_batch_current_size", "gauge", RoleRunning, 0, ""},
 	{"tgi", "tgi_request_success", "counter", RoleRequests, 0, ""},

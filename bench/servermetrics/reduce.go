@@ -114,7 +114,8 @@ type GaugeStats struct {
 }
 
 // HistogramDelta is a histogram's observations over the window: count,
-// sum and cumulative bucket counts, deltas of the scrapes'. Its mean
+// sum and cumulative bucket counts (the finite bounds': the +Inf bucket
+// is Count), deltas of the scrapes'. Its mean
 // (Sum/Count) is exact; its quantiles are bucket estimates (Quantile).
 type HistogramDelta struct {
 	Count   float64  `json:"count"`
@@ -160,7 +161,7 @@ func (h *HistogramDelta) Quantile(q float64) (v float64, ok bool) {
 		}
 		prevLe, prevCount = b.Le, b.Count
 	}
-	return prevLe, true
+	return prevLe, true // in the +Inf bucket: the highest finite bound
 }
 
 // MaxSeries bounds the series a Summary keeps (all families together).
@@ -408,7 +409,8 @@ func (r *Reducer) Summary() *Summary {
 			se.Gauge = &g
 		case "histogram", "gauge_histogram", "summary":
 			h := a.h
-			h.Buckets = slices.Clone(h.Buckets)
+			// The +Inf bucket is Count (and JSON has no infinity).
+			h.Buckets = slices.DeleteFunc(slices.Clone(h.Buckets), func(b Bucket) bool { return math.IsInf(b.Le, 1) })
 			if a.scale > 0 {
 				h.Sum *= a.scale
 				for i := range h.Buckets {
