@@ -191,6 +191,14 @@ type Attributes struct {
 	InferenceID string
 	// TargetContainerHostname is SageMaker's multi-container target.
 	TargetContainerHostname string
+	// EnableExplanations is SageMaker's JMESPath override of an endpoint's
+	// Clarify EnableExplanations (InvokeEndpoint only; a stream refuses
+	// it).
+	EnableExplanations string
+	// PrefixAwareID is SageMaker's routing hint for endpoints with the
+	// PREFIX_AWARE routing strategy: requests with the same prompt prefix
+	// and id go to the same instance.
+	PrefixAwareID string
 	// Dialect is the request format of an ActionGenerate call, for the
 	// providers that speak more than one: SageMaker (sagemaker.DialectMessages,
 	// sagemaker.DialectTGI) and PAI-EAS (paieas.DialectOpenAI,

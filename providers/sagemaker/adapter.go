@@ -462,6 +462,8 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 		SessionId:               optional(at.SessionID),
 		InferenceId:             optional(inferenceID(req)),
 		TargetContainerHostname: optional(at.TargetContainerHostname),
+		EnableExplanations:      optional(at.EnableExplanations),
+		PrefixAwareId:           optional(at.PrefixAwareID),
 	}
 	out, err := a.client.InvokeEndpoint(ctx, in, withHeaders(req.Header, nil), limitBody(a.opts.MaxResponseBytes))
 	var tl *tooLarge
@@ -518,6 +520,11 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 		e.Provider = cloudreq.ProviderAWS
 		return nil, e
 	}
+	if req.Attributes.EnableExplanations != "" {
+		e := errcodes.New(errcodes.InvalidParam, "sagemaker: InvokeEndpointWithResponseStream has no EnableExplanations; leave Attributes.EnableExplanations empty for streams")
+		e.Provider = cloudreq.ProviderAWS
+		return nil, e
+	}
 	body, err := payloadBytes(call)
 	if err != nil {
 		return nil, err
@@ -534,6 +541,7 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 		SessionId:               optional(at.SessionID),
 		InferenceId:             optional(inferenceID(req)),
 		TargetContainerHostname: optional(at.TargetContainerHostname),
+		PrefixAwareId:           optional(at.PrefixAwareID),
 	}
 	watch := new(bodyWatch)
 	out, err := a.client.InvokeEndpointWithResponseStream(ctx, in, withHeaders(req.Header, watch))

@@ -341,8 +341,8 @@ func (a *AsyncAdapter) Describe() cloudreq.Description {
 }
 
 // Validate implements cloudreq.Validator: an endpoint name, and none of
-// the targets InvokeEndpointAsync does not have (variant, model, inference
-// component, session, container host name).
+// the inputs InvokeEndpointAsync does not have (variant, model, inference
+// component, session, container host name, explanations, prefix-aware id).
 func (a *AsyncAdapter) Validate(req *cloudreq.CloudRequest) error {
 	if err := a.sync.Validate(req); err != nil {
 		return err
@@ -359,6 +359,10 @@ func (a *AsyncAdapter) Validate(req *cloudreq.CloudRequest) error {
 		field = "Attributes.SessionID"
 	case req.Attributes.TargetContainerHostname != "":
 		field = "Attributes.TargetContainerHostname"
+	case req.Attributes.EnableExplanations != "":
+		field = "Attributes.EnableExplanations"
+	case req.Attributes.PrefixAwareID != "":
+		field = "Attributes.PrefixAwareID"
 	default:
 		return nil
 	}

@@ -24,8 +24,11 @@
 // (ERR_INVALID_PARAM). Attributes.InferenceComponent, CustomAttributes,
 // SessionID, InferenceID (default: CloudRequest.RequestID, when it is a
 // valid inference id — 1 to 64 printable ASCII characters, the first not a
-// space — since SageMaker refuses the call otherwise) and
-// TargetContainerHostname become the matching SageMaker headers.
+// space — since SageMaker refuses the call otherwise),
+// TargetContainerHostname, EnableExplanations (a JMESPath override of the
+// endpoint's Clarify setting; InvokeEndpoint only, a stream refuses it with
+// ERR_INVALID_PARAM) and PrefixAwareID (the routing hint of PREFIX_AWARE
+// endpoints) become the matching SageMaker headers.
 // CloudRequest.Header entries are sent as extra HTTP headers (SageMaker
 // drops the ones it does not know).
 //
@@ -131,7 +134,8 @@
 //	situation                                        code                    retryable
 //	a body over 128000 bytes, no InputPrefix         ERR_PAYLOAD_TOO_LARGE   no
 //	Target.Variant, Target.Model, InferenceComponent,
-//	  SessionID or TargetContainerHostname set       ERR_INVALID_PARAM       no (InvokeEndpointAsync has none)
+//	  SessionID, TargetContainerHostname,
+//	  EnableExplanations or PrefixAwareID set        ERR_INVALID_PARAM       no (InvokeEndpointAsync has none)
 //	an object at the failure location                ERR_MODEL_ERROR         no (ProviderCode AsyncInferenceFailure;
 //	                                                   Details failure_location, inference_id)
 //	no output before the call's deadline             ERR_TIMEOUT             no (the inference may still finish)
