@@ -74,6 +74,26 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	if err := endpointURLs(plan); err != nil {
 		return err
 	}
+	var barrier *startBarrier
+	if c.Shards > 0 {
+		// A plan its shards cannot split is refused before any waits.
+		if _, err := plan.ShardPlan(c.shardIndex, c.Shards); err != nil {
+			return err
+		}
+		hash, err := bench.PlanHash(plan)
+		if err != nil {
+			return err
+		}
+		if c.Coordinator != "" && c.Shards > 1 {
+			barrier = &startBarrier{addr: c.Coordinator, index: c.shardIndex, count: c.Shards, plan: hash, timeout: c.StartTimeout}
+			if stderr != nil {
+				barrier.notes = stderr
+			}
+		} else if c.Shards > 1 && stderr != nil {
+			fmt.Fprintf(stderr, "shard %d of %d of plan %s: no --coordinator, so it starts now; the merge reports how far apart the shards started\n",
+				c.shardIndex, c.Shards, hash)
+		}
+	}
 	env := &environment{cmd: c, plan: plan}
 	defer env.close()
 	if c.needsEmulator(plan) {
@@ -96,16 +116,23 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	if env.emu != nil && stderr != nil {
 		fmt.Fprintf(stderr, "embedded emulator at %s (time scale %g)\n", env.emu.URL(), env.emu.TimeScale())
 	}
-	res, err := bench.Run(ctx, plan, opts)
+	var res *bench.Result
+	if c.Shards > 0 {
+		if barrier != nil {
+			if err := barrier.wait(ctx); err != nil {
+				return err
+			}
+		}
+		res, err = bench.RunShard(ctx, plan, c.shardIndex, c.Shards, opts)
+	} else {
+		res, err = bench.Run(ctx, plan, opts)
+	}
 	if err != nil {
 		return err
 	}
-	out := c.Out
-	if out == "" {
-		if err := os.MkdirAll("bench-results", 0o755); err != nil {
-			return errcodes.Wrap(err, errcodes.InvalidParam, "bench: create bench-results: "+err.Error())
-		}
-		out = filepath.Join("bench-results", "bench-"+res.Begin.Format("20060102-150405")+".json")
+	out, err := c.outPath(res)
+	if err != nil {
+		return err
 	}
 	if err := res.Save(out); err != nil {
 		return err
@@ -172,6 +199,29 @@ func checkGates(res *bench.Result, out string, stderr io.Writer) error {
 		b.WriteString("\n  " + f.String())
 	}
 	return errors.New(b.String())
+}
+
+// outPath returns where the result goes: --out, or a file in the
+// directory it names (an existing one), or in bench-results; a shard's
+// file is named shard-I-of-N.json, what report --merge DIR reads.
+func (c *benchCmd) outPath(res *bench.Result) (string, error) {
+	name := "bench-" + res.Begin.Format("20060102-150405") + ".json"
+	if res.Shard != nil {
+		name = fmt.Sprintf("shard-%d-of-%d.json", res.Shard.Index, res.Shard.Count)
+		if c.Out == "" {
+			name = "bench-" + res.Begin.Format("20060102-150405") + "-" + name
+		}
+	}
+	if c.Out != "" {
+		if st, err := os.Stat(c.Out); err == nil && st.IsDir() {
+			return filepath.Join(c.Out, name), nil
+		}
+		return c.Out, nil
+	}
+	if err := os.MkdirAll("bench-results", 0o755); err != nil {
+		return "", errcodes.Wrap(err, errcodes.InvalidParam, "bench: create bench-results: "+err.Error())
+	}
+	return filepath.Join("bench-results", name), nil
 }
 
 // checkOutputs refuses, before the run, an output file whose directory

@@ -2,7 +2,9 @@ package main
 
 import (
 	"math"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,13 +63,18 @@ type benchCmd struct {
 	SLA        []string `name:"sla" help:"SLA, e.g. \"ttft p95 150ms starts=warm\" (repeatable)." placeholder:"SPEC" group:"Mix"`
 	FailOn     []string `name:"fail-on" help:"Exit 1 when the result fails this gate (repeatable; a plan's fail_on adds more): \"sla\" (every SLA passed, on every target), \"errors>N%\" (no target had more than N% of its measured requests fail) or \"errors>N\" (no more than N failed); \"errors>0\": none may fail. Without a gate, failed requests and SLAs are results and the command exits 0." placeholder:"GATE" group:"Mix"`
 
+	Shards       int           `help:"Run one shard of the plan split over N workers (concurrency, rates and request limits split exactly; see docs/kubernetes.md); merge the shards' results with report --merge DIR." placeholder:"N" group:"Shards"`
+	Shard        int           `help:"This worker's shard, 0 to N-1 (default: $JOB_COMPLETION_INDEX, which a Kubernetes Indexed Job sets)." default:"-1" placeholder:"I" group:"Shards"`
+	Coordinator  string        `help:"HOST:PORT of shard 0, which waits there for every other shard and then starts them all at once (shard 0 listens on the port); without it each shard starts as it comes up." placeholder:"HOST:PORT" group:"Shards"`
+	StartTimeout time.Duration `help:"How long the shards wait for each other at --coordinator; past it none runs, and each exits 1." default:"5m" group:"Shards"`
+
 	TimeScale float64 `help:"Embedded emulator's time scale (1: real time; 0 means 1)." default:"1" group:"Emulator"`
 
 	Retries int           `help:"Retries per request (0: none, so every failure is seen)." group:"Client"`
 	Network string        `help:"Impair every target's connections, e.g. \"delay=20ms,jitter=2ms,loss=0.1%,rate=100mbit\" (each direction; up./down. prefixes for one; seed=N). See go doc ./impair." placeholder:"SPEC" group:"Client"`
 	Timeout time.Duration `help:"Per-request timeout." default:"2m" group:"Client"`
 
-	Out      string `help:"Result JSON file (default: bench-results/bench-TIME.json)." placeholder:"FILE" group:"Output"`
+	Out      string `help:"Result JSON file, or an existing directory to write it in (default: bench-results/bench-TIME.json; a shard's file is named shard-I-of-N.json)." placeholder:"FILE" group:"Output"`
 	Format   string `help:"What to print: text, markdown, csv, json or html." enum:"text,markdown,csv,json,html" default:"text" group:"Output"`
 	HTML     string `name:"html" help:"Also write the HTML report here." placeholder:"FILE" group:"Output"`
 	CSV      string `name:"csv" help:"Also write CSV here." placeholder:"FILE" group:"Output"`
@@ -77,6 +84,8 @@ type benchCmd struct {
 
 	MetricsAddr string `help:"Serve Prometheus metrics of the run on this address (e.g. :9464)." group:"Telemetry"`
 	OTLP        string `name:"otlp" help:"Export spans and metrics over OTLP/HTTP to this endpoint." group:"Telemetry"`
+
+	shardIndex int // the shard this worker runs (with Shards), from --shard or $JOB_COMPLETION_INDEX
 
 	abort <-chan struct{} // closed by a second interrupt
 	// metricsAt, when set, is told the Prometheus URL once it listens
@@ -103,7 +112,52 @@ func (c *benchCmd) checkFlags() error {
 			return usageError{errcodes.Wrap(err, errcodes.InvalidParam, "bench: --network: "+err.Error())}
 		}
 	}
-	return c.checkNumbers()
+	if err := c.checkNumbers(); err != nil {
+		return err
+	}
+	return c.checkShards()
+}
+
+// checkShards refuses, as usage errors, shard flags that name no shard,
+// and resolves the shard's index (--shard, else $JOB_COMPLETION_INDEX).
+func (c *benchCmd) checkShards() error {
+	bad := func(format string, args ...any) error {
+		return usageError{errcodes.Errorf(errcodes.InvalidParam, "bench: "+format, args...)}
+	}
+	switch {
+	case c.Shards < 0 || c.Shards > bench.MaxShards:
+		return bad("--shards %d: want 1 to %d", c.Shards, bench.MaxShards)
+	case c.Shards == 0 && c.Shard >= 0:
+		return bad("--shard %d needs --shards N", c.Shard)
+	case c.Shards == 0 && c.Coordinator != "":
+		return bad("--coordinator starts the shards of a sharded run: give --shards N")
+	case c.Shard < -1:
+		return bad("--shard must not be negative (got %d)", c.Shard)
+	case c.Shards == 0:
+		return nil
+	}
+	c.shardIndex = c.Shard
+	if c.shardIndex < 0 {
+		v, ok := os.LookupEnv("JOB_COMPLETION_INDEX")
+		if !ok {
+			return bad("--shards %d needs this worker's index: --shard I, or JOB_COMPLETION_INDEX as an Indexed Job sets it", c.Shards)
+		}
+		i, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || i < 0 {
+			return bad("JOB_COMPLETION_INDEX=%q is no shard index", v)
+		}
+		c.shardIndex = i
+	}
+	if c.shardIndex >= c.Shards {
+		return bad("shard %d of %d: want an index from 0 to %d", c.shardIndex, c.Shards, c.Shards-1)
+	}
+	if c.Coordinator != "" {
+		host, port, err := net.SplitHostPort(c.Coordinator)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return bad("--coordinator %q: want HOST:PORT (shard 0's address; it listens on the port)", c.Coordinator)
+		}
+	}
+	return nil
 }
 
 // checkNumbers refuses a negative count, rate or duration among the flags,
@@ -120,6 +174,7 @@ func (c *benchCmd) checkNumbers() error {
 		{"--ladder-high-water", float64(c.LadderHighWater)}, {"--ladder-low-water", float64(c.LadderLowWater)},
 		{"--ladder-backoff", c.LadderBackoff}, {"--ladder-floor", c.LadderFloor}, {"--ladder-target", c.LadderTarget},
 		{"--retries", float64(c.Retries)}, {"--timeout", float64(c.Timeout)}, {"--time-scale", c.TimeScale},
+		{"--start-timeout", float64(c.StartTimeout)},
 	} {
 		if f.v < 0 || math.IsNaN(f.v) {
 			return usageError{errcodes.Errorf(errcodes.InvalidParam, "bench: %s must not be negative (got %g)", f.name, f.v)}

@@ -16,9 +16,9 @@ import (
 
 // reportCmd is the `cloudinfer report` command.
 type reportCmd struct {
-	Files   []string `arg:"" help:"Saved result files (JSON, from cloudinfer bench)." type:"existingfile"`
+	Files   []string `arg:"" help:"Saved result files (JSON, from cloudinfer bench); with --merge, also directories, whose shard-I-of-N.json files (a sharded run's, bench --shards --out DIR) are read." type:"path"`
 	Compare bool     `help:"Compare two results (A B) side by side, with deltas B − A; targets are paired by name (or the one target of each)."`
-	Merge   bool     `help:"Merge results of the same plan run on several machines into one (--format json --out FILE saves it as a result); run each machine with its own bench --seed."`
+	Merge   bool     `help:"Merge results of the same plan run on several machines into one (--format json --out FILE saves it as a result): a sharded run's shards, all of them (bench --shards), or runs each with its own bench --seed."`
 	Format  string   `help:"Output: text, markdown, csv, json (not with --compare) or html." enum:"text,markdown,csv,json,html" default:"text"`
 	Out     string   `help:"Write the output to this file instead of standard output." placeholder:"FILE"`
 	Detail  bool     `help:"Add the full per-group latency report to the text output (not with --compare)."`
@@ -67,8 +67,12 @@ func (c *reportCmd) render(w io.Writer) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	results := make([]*bench.Result, len(c.Files))
-	for i, f := range c.Files {
+	files, err := c.files()
+	if err != nil {
+		return err
+	}
+	results := make([]*bench.Result, len(files))
+	for i, f := range files {
 		r, err := readResult(f)
 		if err != nil {
 			return err
@@ -97,8 +101,56 @@ func (c *reportCmd) render(w io.Writer) error {
 			return reword(err, "bench: merge: ", "report: --merge "+strings.Join(c.Files, ", ")+": ")
 		}
 		res = m
+		c.noteShards(m)
 	}
 	return res.Render(w, bench.Format(c.Format), bench.RenderOptions{Detail: c.Detail})
+}
+
+// files returns the result files the command reads: its arguments, with
+// (under --merge) a directory's shard-*.json files in their place. A path
+// that does not exist, or a directory without --merge, is a usage error.
+func (c *reportCmd) files() ([]string, error) {
+	var out []string
+	for _, f := range c.Files {
+		st, err := os.Stat(f)
+		if err != nil {
+			return nil, usageError{errcodes.Wrap(err, errcodes.InvalidParam, "report: "+err.Error())}
+		}
+		if !st.IsDir() {
+			out = append(out, f)
+			continue
+		}
+		if !c.Merge {
+			return nil, usageError{errcodes.Errorf(errcodes.InvalidParam, "report: %s is a directory: only --merge reads a directory (its shard-*.json files)", f)}
+		}
+		found, err := filepath.Glob(filepath.Join(f, "shard-*.json"))
+		if err != nil || len(found) == 0 {
+			return nil, errcodes.Errorf(errcodes.InvalidParam, "report: --merge %s: no shard-*.json result files in it (bench --shards N --out %s writes them)", f, f)
+		}
+		out = append(out, found...) // Glob sorts them
+	}
+	return out, nil
+}
+
+// noteShards tells, on standard error, which shards a merged result holds
+// and how far apart their measured runs started.
+func (c *reportCmd) noteShards(m *bench.Result) {
+	if len(m.Shards) == 0 {
+		return
+	}
+	w := c.stderr
+	if w == nil {
+		w = os.Stderr
+	}
+	hash, _ := bench.PlanHash(m.Plan)
+	hosts := make([]string, len(m.Shards))
+	for i, s := range m.Shards {
+		hosts[i] = fmt.Sprintf("%d %s", s.Index, s.Host)
+	}
+	fmt.Fprintf(w, "report: merged %d shards of plan %s (%s)\n", len(m.Shards), hash, strings.Join(hosts, ", "))
+	for _, tr := range m.Targets {
+		fmt.Fprintf(w, "report: %s: the shards' measured runs started %v apart\n", tr.Name, tr.StartSpread.D())
+	}
 }
 
 // notePaired names on standard error the targets a comparison left out:
