@@ -31,7 +31,9 @@
 // device, time of day…) in the given proportions; it can be built from a
 // traffic log. Results are collected through a cloudreq.Observer into
 // stats.Recorders (package latency/stats) split by target, class and start
-// kind; a Result is JSON, mergeable across machines, and renders as a
+// kind; a Result is JSON, mergeable across machines (Merge; a plan split
+// over N workers with Plan.ShardPlan and RunShard merges back whole, its
+// shards checked), and renders as a
 // table, CSV, Markdown or a self-contained HTML report with charts. All
 // rendering is here: RenderReport writes a recorder's stats.Report alone,
 // as text, Markdown, CSV or JSON.

@@ -4,6 +4,7 @@
 //	cloudinfer emulate   serve every provider's wire protocol locally
 //	cloudinfer invoke    send one request and print the response and its timing
 //	cloudinfer report    render, compare or merge saved benchmark results
+//	cloudinfer k8s       render the Kubernetes manifests of a benchmark on N workers
 //	cloudinfer version   print the build's version, revision and Go version
 //
 // It exits 0 on success, 1 when a command fails (for bench, also a result
@@ -29,6 +30,7 @@ type cli struct {
 	Emulate emulateCmd `cmd:"" help:"Serve SageMaker, Azure ML, Vertex AI, PAI-EAS and OpenAI-compatible protocols locally."`
 	Invoke  invokeCmd  `cmd:"" help:"Send one request and print the response, its timing and its start verdict."`
 	Report  reportCmd  `cmd:"" help:"Render, compare or merge saved benchmark results."`
+	K8s     k8sCmd     `cmd:"" name:"k8s" help:"Run a benchmark on a Kubernetes cluster: render its manifests (an Indexed Job of workers, the merge of their results)."`
 	Version versionCmd `cmd:"" help:"Print the build's version, source revision and Go version."`
 }
 
