@@ -42,7 +42,7 @@ func (s *Server) authorized(ep *endpoint, prov Provider, r *http.Request, body [
 			// Azure OpenAI-style clients send the key in api-key.
 			tok, ok = r.Header.Get("api-key"), r.Header.Get("api-key") != ""
 		}
-		return ok && keyIn(tok, cr.Keys)
+		return ok && (keyIn(tok, cr.Keys) || (prov == AzureML && s.aml.valid(ep.Name, tok)))
 	}
 }
 

@@ -39,6 +39,9 @@
 //	POST /api/predict/{service}/v1/chat/completions        PAI-EAS OpenAI-compatible (also /v1/completions, GET /v1/models)
 //	POST /v1/chat/completions, /v1/completions             OpenAI-compatible (vLLM); model = endpoint name
 //	GET  /v1/models                                        OpenAI-compatible model list
+//	POST /subscriptions/…/onlineEndpoints/{name}/token     Azure Resource Manager's AML token call: {"accessToken",
+//	                                                       "expiryTimeUtc","refreshAfterTimeUtc"}; the token is one
+//	                                                       of the endpoint's Azure ML keys until Options.AMLTokenTTL
 //	GET  /metrics                                          vLLM's Prometheus families for every request, TGI's for TGI-form requests (label model_name): the records' queue, prefill, decode, TTFT
 //	GET  /emulator/requests[?endpoint=name]                ground-truth records (JSON); DELETE clears them;
 //	GET  /emulator/requests?id={X-Emulator-Request-Id}     the one request's record, in a list of one (or none)

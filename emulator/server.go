@@ -65,6 +65,9 @@ type Options struct {
 	// stays open for its other calls. Real time: TimeScale does not change
 	// it.
 	WriteStallTimeout time.Duration
+	// AMLTokenTTL is how long an AML token issued by the ARM token route
+	// is accepted (default DefaultAMLTokenTTL).
+	AMLTokenTTL time.Duration
 }
 
 // Server is the emulator: one HTTP listener for every provider's REST
@@ -83,6 +86,7 @@ type Server struct {
 
 	s3    objectStore // the S3 of asynchronous inference (s3.go)
 	async asyncState  // asynchronous inferences in flight (sagemaker_async.go)
+	aml   amlTokens   // AML tokens issued (azureml_token.go)
 
 	mu        sync.Mutex
 	httpSrv   *http.Server
@@ -509,6 +513,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveSageMaker(w, r)
 	case strings.HasPrefix(p, s3Prefix):
 		s.serveS3(w, r)
+	case isAMLTokenPath(p):
+		s.serveAMLToken(w, r)
 	case strings.HasPrefix(p, "/azureml/"):
 		s.serveAzureML(w, r)
 	case p == "/score", p == "/chat/completions", p == "/info":

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -103,6 +104,17 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 			o.AllowInsecureHTTP, o.Anonymous = true, o.Key == ""
 		default:
 			if err := inClear(t, serverURL(t), "an Azure credential", true); err != nil {
+				return nil, err
+			}
+		}
+		if id := os.Getenv("AZUREML_ENDPOINT_ID"); id != "" && o.Key == "" && !o.Anonymous {
+			// An aml_token endpoint: refreshing AML tokens from Azure
+			// Resource Manager, asked with the default Entra chain.
+			entra, err := azidentity.NewDefaultAzureCredential(nil)
+			if err != nil {
+				return nil, errcodes.Wrap(err, errcodes.Unauthenticated, "bench: AZUREML_ENDPOINT_ID: no Azure credential for Resource Manager")
+			}
+			if o.Credential, err = azureml.NewEndpointTokenCredential(entra, id, nil); err != nil {
 				return nil, err
 			}
 		}

@@ -84,7 +84,9 @@ type Options struct {
 	// Region fills "{region}".
 	Region string
 	// Key is an endpoint key; Token an AML token. Either is sent as
-	// "Authorization: Bearer …".
+	// "Authorization: Bearer …" as it is: AML tokens expire, so a
+	// long-running service sets Credential to a refreshing source instead
+	// (NewAMLTokenCredential, NewEndpointTokenCredential).
 	Key   string
 	Token string
 	// Credential is a Microsoft Entra token credential. When Key, Token
@@ -94,7 +96,10 @@ type Options struct {
 	// identity only where the host announces it, without probing IMDS
 	// (see the package doc, Credentials).
 	Credential azcore.TokenCredential
-	// Scope is the token scope (default DefaultScope).
+	// Scope is the Entra token scope. Default, by route: ScopeManagedOnline
+	// (ml.azure.com) for APIScore, ScopeFoundry (cognitiveservices.azure.com)
+	// for APIChat, serverless and AI Foundry endpoints. An AML token
+	// (NewAMLTokenCredential) ignores it.
 	Scope string
 	// Anonymous sends no credential (local servers).
 	Anonymous bool
@@ -154,11 +159,11 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 	if opts.EndpointURL == "" {
 		opts.EndpointURL = DefaultEndpointURL
 	}
-	if opts.Scope == "" {
-		opts.Scope = DefaultScope
-	}
 	if opts.API == "" {
 		opts.API = APIScore
+	}
+	if opts.Scope == "" {
+		opts.Scope = scopeFor(opts.API)
 	}
 	if opts.API != APIScore && opts.API != APIChat {
 		return nil, invalid("unknown API %q (want %q or %q)", opts.API, APIScore, APIChat)

@@ -65,10 +65,30 @@
 // # Credentials
 //
 // Authorization is always "Bearer <credential>": Options.Key (an endpoint
-// key), Options.Token (an AML token), Options.Credential (any
-// azcore.TokenCredential, scope https://ml.azure.com/.default), or, when
-// none is set, a default credential created on the first request, so New
-// makes no network call. Options.Anonymous sends none. A credential over
+// key), Options.Token (an AML token, sent as it is until it expires),
+// Options.Credential (any azcore.TokenCredential), or, when none is set, a
+// default credential created on the first request, so New makes no network
+// call. A Credential's token is kept and fetched again before it expires
+// (azcore's bearer-token policy: at its RefreshOn, or 5 minutes before
+// ExpiresOn), so tokens refresh by themselves.
+//
+// The Entra scope is chosen by route unless Options.Scope sets it:
+//
+//	route                                             scope
+//	APIScore: managed online endpoints (/score)       https://ml.azure.com/.default (ScopeManagedOnline)
+//	APIChat: serverless endpoints, AI Foundry         https://cognitiveservices.azure.com/.default (ScopeFoundry)
+//	  model inference (/chat/completions)
+//
+// AML tokens (auth_mode aml_token) expire too: NewAMLTokenCredential turns
+// any fetch function into a refreshing Credential, and
+// NewEndpointTokenCredential is one that asks Azure Resource Manager
+// (POST …/onlineEndpoints/E/token with an Entra token for
+// ScopeManagement, the call behind `az ml online-endpoint get-credentials`;
+// permission Microsoft.MachineLearningServices/workspaces/onlineEndpoints/token/action)
+// and refreshes at the answer's refreshAfterTimeUtc. A failed fetch is
+// ERR_UNAUTHENTICATED, not retryable, as any credential's failure. The
+// emulator serves that ARM call and accepts the tokens it issued until
+// they expire (emulator.Options.AMLTokenTTL). Options.Anonymous sends none. A credential over
 // plain http is refused unless Options.AllowInsecureHTTP (the local
 // emulator; it sets azcore's InsecureAllowCredentialWithHTTP).
 //
