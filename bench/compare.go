@@ -226,7 +226,7 @@ func figures(t *TargetResult) []figure {
 		best, ok := t.Ladder.HighestHeld()
 		out = append(out, figure{name: "ladder highest held", unit: "req/s", v: best, ok: ok})
 	}
-	return out
+	return append(out, serverFigures(t)...)
 }
 
 // confidence is the confidence level of the comparison's intervals.

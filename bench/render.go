@@ -343,7 +343,12 @@ func histCell(s *servermetrics.Summary, role servermetrics.Role) string {
 	out := fmtNum(m * 1000)
 	if h, _, ok := s.Histogram(role); ok {
 		if q, ok := h.Quantile(0.9); ok {
-			out += " / " + fmtNum(q*1000) + "*"
+			if len(h.Buckets) > 0 && q <= h.Buckets[0].Le {
+				// In the first bucket: all a bucket estimate can say.
+				out += " / ≤" + fmtNum(h.Buckets[0].Le*1000) + "*"
+			} else {
+				out += " / " + fmtNum(q*1000) + "*"
+			}
 		}
 	}
 	return out

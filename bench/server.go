@@ -519,3 +519,31 @@ func histogramDecomposition(t *TargetResult, s *servermetrics.Summary) (Decompos
 	}
 	return d, true
 }
+
+// serverFigures are the compared figures of the server's side: the
+// decomposition's parts (its first row: the exact join's first group, or
+// the histograms') and the server's mean running and waiting requests.
+func serverFigures(t *TargetResult) []figure {
+	if t.Server == nil {
+		return nil
+	}
+	var out []figure
+	if ds := t.Decompose(); len(ds) > 0 {
+		d := ds[0]
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"server queue mean", d.Queue}, {"server prefill mean", d.Prefill}, {"server decode mean", d.ServerDecode}, {"network+client mean", d.Residual}} {
+			out = append(out, figure{name: f.name + " (" + d.Method + ")", unit: "ms", v: f.v, ok: finite(f.v)})
+		}
+	}
+	for _, s := range t.Server.Sources {
+		for _, r := range []servermetrics.Role{servermetrics.RoleRunning, servermetrics.RoleWaiting} {
+			if g, _, ok := s.Gauge(r); ok {
+				out = append(out, figure{name: "server " + string(r) + " mean", v: g.Mean, ok: true})
+			}
+		}
+		break
+	}
+	return out
+}

@@ -109,6 +109,12 @@ func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) e
 	if env.emu != nil {
 		env.trace = newEmuTrace()
 		opts.Observers = append(slices.Clip(opts.Observers), env.trace)
+		opts.ServerMetrics = func(t *bench.Target) []string { // the embedded emulator's
+			if !env.emulated(t) {
+				return nil
+			}
+			return []string{env.emu.URL() + "/metrics"}
+		}
 	}
 	if !c.Quiet {
 		opts.Progress = bench.NewProgress(stderr)

@@ -3,12 +3,15 @@ package main
 import (
 	"math"
 	"net"
+	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cloudinfer/cloudinfer/bench"
+	"github.com/cloudinfer/cloudinfer/bench/servermetrics"
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/impair"
@@ -84,6 +87,9 @@ type benchCmd struct {
 
 	MetricsAddr string `help:"Serve Prometheus metrics of the run on this address (e.g. :9464)." group:"Telemetry"`
 	OTLP        string `name:"otlp" help:"Export spans and metrics over OTLP/HTTP to this endpoint." group:"Telemetry"`
+
+	ServerMetrics         []string      `name:"server-metrics" help:"Prometheus /metrics URL of the targets' server, scraped during the run (repeatable): a baseline before the warm-up, every --server-metrics-interval, once at the end; counters as deltas, histograms as delta buckets, gauges over time, in the result and the report's \"where the time went\". Found by itself: BASE/metrics of an OpenAI-compatible server or emulator given by URL, and the embedded emulator's. \"off\": none at all. A failing /metrics is a warning, never a failed run." placeholder:"URL" group:"Server metrics"`
+	ServerMetricsInterval time.Duration `name:"server-metrics-interval" help:"Time between two scrapes of the server metrics during the run (default 1s, at least 50ms)." group:"Server metrics"`
 
 	shardIndex int // the shard this worker runs (with Shards), from --shard or $JOB_COMPLETION_INDEX
 
@@ -178,6 +184,34 @@ func (c *benchCmd) checkNumbers() error {
 	} {
 		if f.v < 0 || math.IsNaN(f.v) {
 			return usageError{errcodes.Errorf(errcodes.InvalidParam, "bench: %s must not be negative (got %g)", f.name, f.v)}
+		}
+	}
+	return nil
+}
+
+// applyServerMetrics gives every target the --server-metrics URLs (or
+// off) and the plan the scrape interval.
+func (c *benchCmd) applyServerMetrics(p *bench.Plan) error {
+	for _, u := range c.ServerMetrics {
+		if u == "off" {
+			continue
+		}
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return usageError{errcodes.Errorf(errcodes.InvalidParam, "bench: --server-metrics %q: want an http(s) URL, or off", servermetrics.PublicURL(u))}
+		}
+	}
+	if d := c.ServerMetricsInterval; d < 0 || (d > 0 && d < servermetrics.MinInterval) {
+		return usageError{errcodes.Errorf(errcodes.InvalidParam, "bench: --server-metrics-interval %v: want at least %v", d, servermetrics.MinInterval)}
+	}
+	if c.ServerMetricsInterval > 0 {
+		p.ServerMetricsInterval = bench.Duration(c.ServerMetricsInterval)
+	}
+	for i := range p.Targets {
+		t := &p.Targets[i]
+		for _, u := range c.ServerMetrics {
+			if !slices.Contains(t.ServerMetrics, u) {
+				t.ServerMetrics = append(t.ServerMetrics, u)
+			}
 		}
 	}
 	return nil

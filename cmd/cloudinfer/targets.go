@@ -95,6 +95,9 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 		}
 	}
 	c.applyLoad(p)
+	if err := c.applyServerMetrics(p); err != nil {
+		return nil, false, err
+	}
 	for _, s := range c.SLA {
 		sla, err := stats.ParseSLA(s)
 		if err != nil {
