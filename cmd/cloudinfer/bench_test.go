@@ -491,7 +491,7 @@ func TestBenchLoopbackURLWithKeysInTheEnvironment(t *testing.T) {
 		t.Run(prov, func(t *testing.T) {
 			p := newKeyProxy(t, emu.URL(), key, token)
 			args := []string{"--provider", prov, "--url", p.URL, "--requests", "2", "--warmup", "0",
-				"--prompt-tokens", "8", "--output-tokens", "2"}
+				"--prompt-tokens", "8", "--output-tokens", "2", "--server-metrics", "off"} // the requests alone
 			if prov == "openai" {
 				args = append(args, "--model", "phi-3-mini")
 			} else {
@@ -532,7 +532,7 @@ func TestBenchEndpointURLIsTheServer(t *testing.T) {
 		t.Run(tc.prov, func(t *testing.T) {
 			p := newKeyProxy(t, emu.URL(), key, token)
 			res, stdout, stderr, err := runBench(t, "--provider", tc.prov, "--endpoint", p.URL+tc.path, "--model", "phi-3-mini",
-				"--requests", "2", "--warmup", "0", "--prompt-tokens", "8", "--output-tokens", "2")
+				"--requests", "2", "--warmup", "0", "--prompt-tokens", "8", "--output-tokens", "2", "--server-metrics", "off") // the requests alone
 			t.Log("\n" + stdout + stderr)
 			require.NoError(t, err)
 			assert.NotContains(t, stderr, "embedded emulator")

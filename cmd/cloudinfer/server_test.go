@@ -213,7 +213,7 @@ func TestModelGoesOutOnlyWhenGiven(t *testing.T) {
 			}
 			_ = parse(t, args...).Invoke.run(context.Background(), io.Discard) // only the request matters
 			_, _, _, _ = runBench(t, "--provider", prov, "--endpoint", "ep", "--url", url, "--requests", "1", "--warmup", "0",
-				"--prompt-tokens", "8", "--output-tokens", "2", "--no-stream", "--model", model)
+				"--prompt-tokens", "8", "--output-tokens", "2", "--no-stream", "--model", model, "--server-metrics", "off")
 			reqs := srv.all()
 			require.Len(t, reqs, 2, "%s: one from invoke, one from bench", prov)
 			for i, r := range reqs {
