@@ -165,6 +165,11 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 	},
 	cloudreq.ProviderGCP: func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
 		o := vertex.Options{Project: t.Project, Location: t.Location, Endpoint: t.GRPCAddr, ClientOptions: n.grpc}
+		if host, _, _ := strings.Cut(t.GRPCAddr, ":"); strings.HasSuffix(host, ".prediction.vertexai.goog") {
+			// A dedicated endpoint's DNS name: its calls need the
+			// endpoint-id metadata (vertex.Options.DedicatedEndpoint).
+			o.Endpoint, o.DedicatedEndpoint = "", t.GRPCAddr
+		}
 		switch {
 		case emu != nil:
 			o.Endpoint, o.Insecure = emu.GRPCAddr(), true

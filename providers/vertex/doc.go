@@ -197,6 +197,25 @@
 // ERR_MODEL_NOT_READY, which cloudreq's classifier reads as
 // not-ready-then-ready evidence.
 //
+// # Dedicated endpoints
+//
+// An endpoint created with a dedicated public endpoint is served at its own
+// DNS name (dedicatedEndpointDns: ENDPOINT_ID.REGION-PROJECT_NUMBER.prediction.vertexai.goog),
+// not the shared regional host. Options.DedicatedEndpoint names it: the
+// adapter dials it on port 443 and adds to every call the
+// x-vertex-ai-endpoint-id metadata (HeaderDedicatedEndpointID, the target's
+// endpoint id) that gRPC calls to a dedicated endpoint need; requests keep
+// the full resource name. A publisher-model target is refused with
+// ERR_INVALID_PARAM (only endpoints are dedicated). With Options.Endpoint
+// also set, that address is dialled (a proxy, the emulator) and the
+// metadata still sent. cloudinfer bench and invoke reach a dedicated
+// endpoint by its DNS name as --grpc-addr NAME:443 (plan grpc_addr): a
+// name under prediction.vertexai.goog sets this option.
+//
+//	error                                             code                   retryable
+//	a publisher model with DedicatedEndpoint          ERR_INVALID_PARAM      no
+//	DedicatedEndpoint not a DNS name (New)            ERR_INVALID_PARAM      no
+//
 // # Transport options
 //
 // The client has no gax retries and no default timeouts (cloudreq's retry

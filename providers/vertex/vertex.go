@@ -37,6 +37,15 @@ type Options struct {
 	// Endpoint overrides the service's host:port, e.g. "127.0.0.1:8081" for
 	// the emulator or a private service connect address.
 	Endpoint string
+	// DedicatedEndpoint is the DNS name of an endpoint with a dedicated
+	// public endpoint (ENDPOINT_ID.REGION-PROJECT_NUMBER.prediction.vertexai.goog,
+	// the endpoint's dedicatedEndpointDns): the adapter dials it (port 443
+	// unless given) instead of the shared regional host, and sends each call
+	// the x-vertex-ai-endpoint-id metadata that gRPC requests to a dedicated
+	// endpoint need. Endpoint, when set too, is dialled instead (a proxy or
+	// the emulator); the metadata is still sent. Only endpoints (not
+	// publisher models) can be dedicated.
+	DedicatedEndpoint string
 	// ClientOptions are passed to aiplatform.NewPredictionClient after the
 	// adapter's own, so they win. Without credentials options the client
 	// uses Application Default Credentials.
@@ -105,6 +114,13 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 		return nil, invalid("Options.Insecure needs Options.Endpoint (the emulator's gRPC address)")
 	}
 	host := opts.Endpoint
+	if host == "" && opts.DedicatedEndpoint != "" {
+		h, err := dedicatedHost(opts.DedicatedEndpoint)
+		if err != nil {
+			return nil, err
+		}
+		host = h
+	}
 	if host == "" {
 		host = "aiplatform.googleapis.com:443"
 		if opts.Location != "" && opts.Location != "global" {
@@ -202,6 +218,12 @@ func (a *Adapter) prepare(ctx context.Context, call *cloudreq.Call) (context.Con
 	}
 	if a.opts.Endpoint == "" && a.opts.Location != "" && res.Location != a.opts.Location {
 		return ctx, resource{}, invalid("resource %s is in location %q but the adapter serves %q: use an adapter per location", res, res.Location, a.opts.Location)
+	}
+	if a.opts.DedicatedEndpoint != "" {
+		if res.Endpoint == "" {
+			return ctx, resource{}, invalid("a dedicated endpoint serves endpoints, not the publisher model %s", res)
+		}
+		ctx = metadata.AppendToOutgoingContext(ctx, HeaderDedicatedEndpointID, res.Endpoint)
 	}
 	ctx = latency.ContextWithTrace(ctx, call.Trace)
 	if h := call.Request.Header; len(h) > 0 {
