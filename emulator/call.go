@@ -114,17 +114,22 @@ type call struct {
 	forced bool // X-Emulator-Cold
 
 	// drawn at creation, in a fixed order
-	coldMs   float64
-	prefill  float64 // ms, before prompt and batching terms
-	tpot     float64 // ms
-	n        int
-	finish   string // "stop" or "length"
-	gapsRaw  []float64
-	words    []string
-	breakAt  int // tokens sent before a mid-stream fault
-	retryIn  time.Duration
-	arrived  bool
-	slotHeld bool
+	coldMs  float64
+	prefill float64 // ms, before prompt and batching terms
+	tpot    float64 // ms
+	n       int
+	finish  string // "stop" or "length"
+	gapsRaw []float64
+	words   []string
+	// the answer's form (see shape): its call, whether it is JSON, and
+	// how many of words, first, are reasoning
+	tool       *toolCallAnswer
+	structured bool
+	reasoningN int
+	breakAt    int // tokens sent before a mid-stream fault
+	retryIn    time.Duration
+	arrived    bool
+	slotHeld   bool
 
 	// holdUntil is the earliest time any answer may start (see minAnswerDelay).
 	holdUntil time.Time
@@ -160,6 +165,7 @@ func (s *Server) newCall(ep *endpoint, prov Provider, route string, gen genReque
 	c.coldMs, c.prefill, c.tpot, c.n, c.finish, c.gapsRaw, c.words = d.coldMs, d.prefillMs, d.tpotMs, d.n, d.finish, d.gapsMs, d.words
 	c.breakAt = max(1, (c.n+1)/2)
 	c.rec.OutputTokens = c.n
+	c.shape()
 
 	if v := get(HeaderInject); v != "" {
 		v = strings.ToLower(strings.TrimSpace(v))

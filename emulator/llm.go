@@ -29,12 +29,13 @@ type genRequest struct {
 	maxTokens    int // 0: no limit asked
 	stream       bool
 	includeUsage bool
-	instances    int  // Vertex predict: number of instances
-	details      bool // TGI: parameters.details asks for finish reason and token count
-	choices      int  // OpenAI "n" (0 or 1: one choice)
-	logprobs     bool // OpenAI logprobs asked for (chat: logprobs true; completions: logprobs k)
-	topLogprobs  int  // OpenAI top_logprobs (chat) or logprobs (completions) k
-	ignoreEOS    bool // vLLM's ignore_eos: generate maxTokens tokens
+	instances    int        // Vertex predict: number of instances
+	details      bool       // TGI: parameters.details asks for finish reason and token count
+	choices      int        // OpenAI "n" (0 or 1: one choice)
+	logprobs     bool       // OpenAI logprobs asked for (chat: logprobs true; completions: logprobs k)
+	topLogprobs  int        // OpenAI top_logprobs (chat) or logprobs (completions) k
+	ignoreEOS    bool       // vLLM's ignore_eos: generate maxTokens tokens
+	plan         answerPlan // tools, tool choice, JSON output
 	// prompt is the prompt's text (the messages' contents, in order), for
 	// the prefix cache.
 	prompt string
@@ -229,6 +230,12 @@ func parseChat(body []byte) (genRequest, error) {
 	if err := g.setChoices(c.N, bool(c.Logprobs), c.TopLogprobs); err != nil {
 		return genRequest{}, err
 	}
+	plan, err := parseChatPlan(body)
+	if err != nil {
+		return genRequest{}, err
+	}
+	g.plan = plan
+	g.promptTokens += plan.images * imageTokens
 	return g, nil
 }
 
@@ -309,6 +316,11 @@ type tgiBody struct {
 	Parameters *struct {
 		MaxNewTokens maxTokensField `json:"max_new_tokens"`
 		Details      boolish        `json:"details"`
+		// Grammar constrains the output: {"type":"json","value":schema}.
+		Grammar *struct {
+			Type  string          `json:"type"`
+			Value json.RawMessage `json:"value"`
+		} `json:"grammar"`
 	} `json:"parameters"`
 	Stream boolish `json:"stream"`
 }
@@ -337,6 +349,12 @@ func parseSageMakerLLM(body []byte) (genRequest, error) {
 	if t.Parameters != nil {
 		g.maxTokens = t.Parameters.MaxNewTokens.n
 		g.details = bool(t.Parameters.Details)
+		if gr := t.Parameters.Grammar; gr != nil {
+			if gr.Type != "json" {
+				return genRequest{}, fmt.Errorf("grammar type %q: the emulator serves \"json\"", gr.Type)
+			}
+			g.plan.schema = gr.Value
+		}
 	}
 	return g, nil
 }
@@ -387,12 +405,108 @@ type contentsBody struct {
 	Contents []struct {
 		Role  string `json:"role"`
 		Parts []struct {
-			Text *string `json:"text"`
+			Text       *string         `json:"text"`
+			InlineData json.RawMessage `json:"inlineData"`
+			FileData   json.RawMessage `json:"fileData"`
 		} `json:"parts"`
 	} `json:"contents"`
 	GenerationConfig *struct {
-		MaxOutputTokens maxTokensField `json:"maxOutputTokens"`
+		MaxOutputTokens    maxTokensField  `json:"maxOutputTokens"`
+		ResponseMimeType   string          `json:"responseMimeType"`
+		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
+		ResponseSchema     json.RawMessage `json:"responseSchema"`
 	} `json:"generationConfig"`
+	Tools []struct {
+		FunctionDeclarations []struct {
+			Name                 string          `json:"name"`
+			Parameters           json.RawMessage `json:"parameters"`
+			ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
+	ToolConfig *struct {
+		FunctionCallingConfig *struct {
+			Mode                 string   `json:"mode"`
+			AllowedFunctionNames []string `json:"allowedFunctionNames"`
+		} `json:"functionCallingConfig"`
+	} `json:"toolConfig"`
+}
+
+// contentsPlan reads the answer plan of a generateContent body: function
+// declarations and the calling mode (AUTO, ANY, NONE), JSON output
+// (responseMimeType application/json, with responseJsonSchema or
+// responseSchema).
+func contentsPlan(b *contentsBody) answerPlan {
+	var p answerPlan
+	for _, t := range b.Tools {
+		for _, f := range t.FunctionDeclarations {
+			params := f.ParametersJSONSchema
+			if len(params) == 0 {
+				params = lowerTypes(f.Parameters)
+			}
+			p.tools = append(p.tools, toolSpec{f.Name, params})
+		}
+	}
+	if tc := b.ToolConfig; tc != nil && tc.FunctionCallingConfig != nil {
+		switch fc := tc.FunctionCallingConfig; fc.Mode {
+		case "NONE":
+			p.toolChoice = "none"
+		case "ANY":
+			p.toolChoice = "required"
+			if len(fc.AllowedFunctionNames) > 0 {
+				p.toolChoice = "fn:" + fc.AllowedFunctionNames[0]
+			}
+		}
+	}
+	if gc := b.GenerationConfig; gc != nil && gc.ResponseMimeType == "application/json" {
+		switch {
+		case len(gc.ResponseJSONSchema) > 0:
+			p.schema = gc.ResponseJSONSchema
+		case len(gc.ResponseSchema) > 0:
+			p.schema = lowerTypes(gc.ResponseSchema)
+		default:
+			p.jsonMode = true
+		}
+	}
+	for _, c := range b.Contents {
+		for _, pt := range c.Parts {
+			if len(pt.InlineData) > 0 || len(pt.FileData) > 0 {
+				p.images++
+			}
+		}
+	}
+	return p
+}
+
+// lowerTypes turns an OpenAPI Schema's upper-case types (protojson writes
+// the enum's names: "OBJECT", "STRING") into JSON Schema's.
+func lowerTypes(schema json.RawMessage) json.RawMessage {
+	if len(schema) == 0 {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(schema, &v) != nil {
+		return schema
+	}
+	var walk func(any) any
+	walk = func(x any) any {
+		switch t := x.(type) {
+		case map[string]any:
+			for k, e := range t {
+				if s, ok := e.(string); ok && k == "type" {
+					t[k] = strings.ToLower(s)
+				} else {
+					t[k] = walk(e)
+				}
+			}
+		case []any:
+			for i := range t {
+				t[i] = walk(t[i])
+			}
+		}
+		return x
+	}
+	b, _ := json.Marshal(walk(v))
+	return b
 }
 
 // parseContents parses a Vertex generateContent body.
@@ -415,7 +529,8 @@ func parseContents(body []byte) (genRequest, error) {
 			}
 		}
 	}
-	g := genRequest{dialect: dialectContents, promptTokens: countTokens(n)}
+	g := genRequest{dialect: dialectContents, promptTokens: countTokens(n), plan: contentsPlan(&b)}
+	g.promptTokens += g.plan.images * imageTokens
 	if b.GenerationConfig != nil {
 		g.maxTokens = b.GenerationConfig.MaxOutputTokens.n
 	}

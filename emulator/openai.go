@@ -277,15 +277,58 @@ type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// CompletionTokensDetails says how many output tokens were reasoning
+	// (a reasoning profile's answers).
+	CompletionTokensDetails *completionDetails `json:"completion_tokens_details,omitempty"`
+}
+
+type completionDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 func callUsage(c *call) *usage {
-	return &usage{PromptTokens: c.gen.promptTokens, CompletionTokens: c.n, TotalTokens: c.gen.promptTokens + c.n}
+	u := &usage{PromptTokens: c.gen.promptTokens, CompletionTokens: c.n, TotalTokens: c.gen.promptTokens + c.n}
+	if c.reasoningN > 0 {
+		u.CompletionTokensDetails = &completionDetails{ReasoningTokens: c.reasoningN}
+	}
+	return u
 }
 
 type delta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallDelta `json:"tool_calls,omitempty"`
+}
+
+// toolCallDelta is a streamed tool call's fragment: the first has the
+// id, type and name, the others more arguments.
+type toolCallDelta struct {
+	Index    int           `json:"index"`
+	ID       string        `json:"id,omitempty"`
+	Type     string        `json:"type,omitempty"`
+	Function functionDelta `json:"function"`
+}
+
+type functionDelta struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// chatDelta is token i's delta: reasoning, a tool-call fragment or text.
+func chatDelta(c *call, words []string, i int) *delta {
+	text := words[i]
+	switch {
+	case c.isReasoning(i):
+		return &delta{ReasoningContent: &text}
+	case c.tool != nil:
+		tc := toolCallDelta{Function: functionDelta{Arguments: text}}
+		if i == c.reasoningN {
+			tc.ID, tc.Type, tc.Function.Name = c.tool.id, "function", c.tool.name
+		}
+		return &delta{ToolCalls: []toolCallDelta{tc}}
+	}
+	return &delta{Content: &text}
 }
 
 type chunkChoice struct {
@@ -359,7 +402,7 @@ func (o *openAIWire) token(w io.Writer, c *call, i int) error {
 		text := words[i]
 		ch := chunkChoice{Index: j}
 		if o.chat {
-			ch.Delta = &delta{Content: &text}
+			ch.Delta = chatDelta(c, words, i)
 		} else {
 			ch.Text = &text
 		}
@@ -424,9 +467,16 @@ func (o *openAIWire) malformed(w io.Writer, _ *call) error {
 }
 
 func (o *openAIWire) whole(c *call) (string, []byte) {
+	type toolCall struct {
+		ID       string        `json:"id"`
+		Type     string        `json:"type"`
+		Function functionDelta `json:"function"`
+	}
 	type message struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
+		Role             string     `json:"role"`
+		Content          *string    `json:"content"`
+		ReasoningContent *string    `json:"reasoning_content,omitempty"`
+		ToolCalls        []toolCall `json:"tool_calls,omitempty"`
 	}
 	type choice struct {
 		Index        int      `json:"index"`
@@ -442,10 +492,19 @@ func (o *openAIWire) whole(c *call) (string, []byte) {
 	}
 	choices := make([]choice, len(d.words))
 	for j, words := range d.words {
-		text := strings.Join(words, "")
+		text := strings.Join(words[c.reasoningN:], "")
 		ch := choice{Index: j, FinishReason: c.finish}
 		if o.chat {
-			ch.Message = &message{Role: "assistant", Content: text}
+			m := &message{Role: "assistant", Content: &text}
+			if c.reasoningN > 0 {
+				r := strings.Join(words[:c.reasoningN], "")
+				m.ReasoningContent = &r
+			}
+			if c.tool != nil {
+				m.Content = nil
+				m.ToolCalls = []toolCall{{ID: c.tool.id, Type: "function", Function: functionDelta{Name: c.tool.name, Arguments: text}}}
+			}
+			ch.Message = m
 		} else {
 			ch.Text = &text
 		}

@@ -104,7 +104,7 @@ func drawChoices(c *call) *choiceDraws {
 		}
 		r := rand.New(rand.NewPCG(c.ep.seed+uint64(j+1)*0x9E3779B97F4A7C15, c.rec.Seq))
 		words := c.words
-		if j > 0 {
+		if j > 0 && !c.structured && c.reasoningN == 0 {
 			words = make([]string, c.n)
 			for i := range words {
 				words[i] = vocabulary[r.IntN(len(vocabulary))]

@@ -106,6 +106,11 @@ type Profile struct {
 	GapJitter float64 `json:"gap_jitter"`
 	// OutputTokens is the output-length distribution (rounded to integers).
 	OutputTokens Dist `json:"output_tokens"`
+	// ReasoningTokens, when its mean is set, is the length of the reasoning
+	// a reasoning model emits before its answer (OpenAI chat
+	// reasoning_content and completion_tokens_details.reasoning_tokens,
+	// Gemini thought parts and thoughtsTokenCount); 0: none.
+	ReasoningTokens Dist `json:"reasoning_tokens,omitzero"`
 	// RefPromptTokens is the prompt length at which TTFTMs holds (default 512).
 	RefPromptTokens int `json:"ref_prompt_tokens"`
 	// PrefillMsPer1K is the TTFT added per extra 1,000 prompt tokens (removed for shorter prompts).
@@ -389,6 +394,11 @@ func BuiltinProfiles() []Profile {
 	dd.Description = "dedicated deployment: TTFT 87±3.1 ms (P95 ≈ 92 ms), Qwen2-7B decode"
 	dd.TTFTMs = Dist{87, 3.1}
 	out = append(out, common(dd))
+	rs := qwen
+	rs.Name = "reasoning"
+	rs.Description = "reasoning model: Qwen2-7B decode, 48±16 reasoning tokens (reasoning_content, Gemini thought parts) before the answer"
+	rs.ReasoningTokens = Dist{48, 16}
+	out = append(out, common(rs))
 	return out
 }
 

@@ -455,11 +455,33 @@ func generateContentJSON(req *aiplatformpb.GenerateContentRequest) ([]byte, erro
 	return protojson.Marshal(req)
 }
 
-func gcProto(c *call, text string, last bool) *aiplatformpb.GenerateContentResponse {
+// gcProto is the GenerateContentResponse of token i (i < 0: the whole
+// answer): a thought part for reasoning, a functionCall part for a tool
+// call, else a text part; the last carries the finish reason and usage
+// (thoughtsTokenCount apart from candidatesTokenCount).
+func gcProto(c *call, i int, last bool) *aiplatformpb.GenerateContentResponse {
+	var parts []*aiplatformpb.Part
+	answer := func(text string) *aiplatformpb.Part {
+		if c.tool != nil {
+			args := &structpb.Struct{}
+			_ = protojson.Unmarshal([]byte(text), args)
+			return &aiplatformpb.Part{Data: &aiplatformpb.Part_FunctionCall{FunctionCall: &aiplatformpb.FunctionCall{Name: c.tool.name, Args: args}}}
+		}
+		return &aiplatformpb.Part{Data: &aiplatformpb.Part_Text{Text: text}}
+	}
+	switch {
+	case i < 0:
+		if c.reasoningN > 0 {
+			parts = append(parts, &aiplatformpb.Part{Data: &aiplatformpb.Part_Text{Text: c.reasoningText()}, Thought: true})
+		}
+		parts = append(parts, answer(c.answerText()))
+	case c.isReasoning(i):
+		parts = append(parts, &aiplatformpb.Part{Data: &aiplatformpb.Part_Text{Text: c.words[i]}, Thought: true})
+	default:
+		parts = append(parts, answer(c.words[i]))
+	}
 	r := &aiplatformpb.GenerateContentResponse{
-		Candidates: []*aiplatformpb.Candidate{{
-			Content: &aiplatformpb.Content{Role: "model", Parts: []*aiplatformpb.Part{{Data: &aiplatformpb.Part_Text{Text: text}}}},
-		}},
+		Candidates:   []*aiplatformpb.Candidate{{Content: &aiplatformpb.Content{Role: "model", Parts: parts}}},
 		ModelVersion: c.ep.Name,
 		CreateTime:   timestamppb.New(c.rec.Arrival),
 		ResponseId:   c.rec.ID,
@@ -469,9 +491,11 @@ func gcProto(c *call, text string, last bool) *aiplatformpb.GenerateContentRespo
 		if c.finish == "length" {
 			r.Candidates[0].FinishReason = aiplatformpb.Candidate_MAX_TOKENS
 		}
+		out := c.n - c.reasoningN
 		r.UsageMetadata = &aiplatformpb.GenerateContentResponse_UsageMetadata{
-			PromptTokenCount: int32(min(c.gen.promptTokens, 1<<30)), CandidatesTokenCount: int32(min(c.n, 1<<30)),
-			TotalTokenCount: int32(min(c.gen.promptTokens+c.n, 1<<30)),
+			PromptTokenCount: int32(min(c.gen.promptTokens, 1<<30)), CandidatesTokenCount: int32(min(out, 1<<30)),
+			ThoughtsTokenCount: int32(min(c.reasoningN, 1<<30)),
+			TotalTokenCount:    int32(min(c.gen.promptTokens+c.n, 1<<30)),
 		}
 	}
 	return r
@@ -492,7 +516,7 @@ func (v *vertexGRPC) GenerateContent(ctx context.Context, req *aiplatformpb.Gene
 	if err := v.run(ctx, c, t, nil, nil); err != nil {
 		return nil, err
 	}
-	return vertexUnreadable(c, gcProto(c, c.text(), true)), nil
+	return vertexUnreadable(c, gcProto(c, -1, true)), nil
 }
 
 // StreamGenerateContent sends one GenerateContentResponse per token; the
@@ -510,7 +534,7 @@ func (v *vertexGRPC) StreamGenerateContent(req *aiplatformpb.GenerateContentRequ
 			return err
 		}
 		return v.run(ctx, c, t, out, func(i int) (any, error) {
-			return gcProto(c, c.words[i], i == c.n-1), nil
+			return gcProto(c, i, i == c.n-1), nil
 		})
 	})
 }

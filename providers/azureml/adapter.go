@@ -358,6 +358,8 @@ func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payl
 		d := "azureml serverless chat"
 		if a.opts.API != APIChat {
 			d = "azureml /score messages"
+		} else if err := refuseServerless(req); err != nil {
+			return cloudreq.Payload{}, errcodes.Wrap(err, errcodes.InvalidParam, "azureml: "+err.Error())
 		}
 		b, err = openaiwire.EncodeChat(req.Generate, openaiwire.EncodeOptions{Model: req.Target.Model, Stream: stream, OmitUsage: a.opts.OmitStreamUsage, Dialect: d})
 	} else {

@@ -45,6 +45,10 @@ func TestConformanceScore(t *testing.T) {
 		InvokeStreamBody: []byte(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true}`),
 		Errors:           errs,
 		NoCredentials:    noCredentials(azureml.APIScore),
+		Dialect:          "azureml /score messages",
+		Features: map[providertest.Feature]bool{
+			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureLogprobs: true, providertest.FeatureChoices: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true,
+		},
 	})
 }
 
@@ -65,5 +69,9 @@ func TestConformanceServerlessChat(t *testing.T) {
 		InvokeStreamBody: []byte(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true}`),
 		Errors:           errs,
 		NoCredentials:    noCredentials(azureml.APIChat),
+		Dialect:          "azureml serverless chat",
+		Features: map[providertest.Feature]bool{
+			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureLogprobs: false, providertest.FeatureChoices: false, providertest.FeatureReasoning: false, providertest.FeatureSampling: false,
+		},
 	})
 }

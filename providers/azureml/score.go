@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
@@ -158,3 +159,38 @@ func (d *wholeDecoder) Decode(frame []byte) (cloudreq.StreamChunk, bool, error) 
 
 // Complete implements httpadapter.Decoder: a whole body is complete.
 func (d *wholeDecoder) Complete() error { return nil }
+
+// refuseServerless refuses what the model inference API's chat
+// completions do not define (n, logprobs, top_k, parallel_tool_calls,
+// reasoning_effort, max_completion_tokens, extras): it refuses such
+// members with 422, or drops them under "extra-parameters: drop", which
+// the adapter sends with usage-reporting streams. With the caller's own
+// "extra-parameters: pass-through" header they go to the model as they
+// are.
+func refuseServerless(req *cloudreq.CloudRequest) error {
+	if strings.EqualFold(req.Header.Get(HeaderExtraParameters), "pass-through") {
+		return nil
+	}
+	g := req.Generate
+	r := func(f string) error {
+		return &openaiwire.Refusal{Dialect: "azureml serverless chat", Feature: f,
+			Hint: `the model inference API does not define it; send the header "extra-parameters: pass-through" to pass it to the model`}
+	}
+	switch {
+	case g.N > 1:
+		return r("N > 1")
+	case g.Logprobs:
+		return r("Logprobs")
+	case g.TopK > 0:
+		return r("TopK")
+	case g.ParallelToolCalls != nil:
+		return r("ParallelToolCalls")
+	case g.Reasoning != nil:
+		return r("Reasoning")
+	case g.TokenLimit == cloudreq.TokenLimitMaxCompletionTokens:
+		return r("TokenLimit max_completion_tokens")
+	case len(g.Extra) > 0:
+		return r("Generate.Extra")
+	}
+	return nil
+}

@@ -30,5 +30,11 @@ func TestConformance(t *testing.T) {
 		StreamInvoke:     true,
 		InvokeStreamBody: []byte(`{"model":"llama-3-8b","messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true}`),
 		Errors:           errs,
+		Dialect:          "openai-compatible chat",
+		Features: map[providertest.Feature]bool{
+			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true,
+			providertest.FeatureImages: true, providertest.FeatureLogprobs: true, providertest.FeatureChoices: true,
+			providertest.FeatureReasoning: true, providertest.FeatureSampling: true,
+		},
 	})
 }

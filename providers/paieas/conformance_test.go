@@ -33,5 +33,7 @@ func TestConformance(t *testing.T) {
 		StreamInvoke:     true,
 		InvokeStreamBody: []byte(`{"prompt":"hi","max_new_tokens":8,"use_stream_chat":"True"}`),
 		Errors:           errs,
+		Dialect:          "pai-eas openai chat",
+		Features:         map[providertest.Feature]bool{providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureLogprobs: true, providertest.FeatureChoices: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true},
 	})
 }

@@ -52,6 +52,13 @@ type Harness struct {
 	// or the call does, with ERR_UNAUTHENTICATED. Providers that need no
 	// credential (an OpenAI-compatible server without a key) leave it nil.
 	NoCredentials func(t *testing.T, srv *emulator.Server) (cloudreq.Adapter, error)
+	// Features says which features of the richer generate input the
+	// dialect expresses (true: checked end to end) or refuses (false:
+	// checked refused with ERR_INVALID_PARAM naming Dialect); a feature
+	// left out is not checked.
+	Features map[Feature]bool
+	// Dialect is the dialect's name, as its refusals give it.
+	Dialect string
 }
 
 // CommonErrors is the fault → code table that holds for every provider;
@@ -137,6 +144,9 @@ func RunConformance(t *testing.T, h Harness) {
 	t.Run("CancelMidStream", e.cancelMidStream)
 	t.Run("ColdStart", e.coldStart)
 	t.Run("Unsupported", e.unsupported)
+	if h.Features != nil {
+		t.Run("Features", e.features)
+	}
 }
 
 func (e *env) request(action string) *cloudreq.CloudRequest {

@@ -36,6 +36,15 @@ func emulatorAdapter(t testing.TB, url string, optFns ...func(*Options)) *Adapte
 func TestConformance(t *testing.T) {
 	errs := providertest.CommonErrors()
 	errs[emulator.FaultModelError] = errcodes.ModelError
+	features := map[Dialect]map[providertest.Feature]bool{
+		DialectMessages: map[providertest.Feature]bool{
+			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureLogprobs: true, providertest.FeatureChoices: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true,
+		},
+		// TGI's /generate: JSON through its grammar; the rest refused.
+		DialectTGI: map[providertest.Feature]bool{
+			providertest.FeatureTools: false, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: false, providertest.FeatureChoices: false, providertest.FeatureReasoning: false, providertest.FeatureSampling: false,
+		},
+	}
 	for _, d := range []Dialect{DialectMessages, DialectTGI} {
 		t.Run(string(d), func(t *testing.T) {
 			providertest.RunConformance(t, providertest.Harness{
@@ -53,6 +62,8 @@ func TestConformance(t *testing.T) {
 				// whose ErrorCode is ModelInvocationTimeExceeded.
 				StreamErrorFirst: errcodes.Timeout,
 				NoCredentials:    noCredentials,
+				Dialect:          "sagemaker " + string(d),
+				Features:         features[d],
 			})
 		})
 	}

@@ -107,7 +107,7 @@ func rich(b []byte) bool {
 // logprobs, choices and reasoning tokens (openaiwire reads them), and a
 // TGI answer's token logprobs (details.tokens).
 func richAnswer(resp *cloudreq.CloudResponse) {
-	if !rich(resp.Data) {
+	if !rich(resp.Data) && !bytes.Contains(resp.Data, []byte(`"choices"`)) {
 		return
 	}
 	if r, err := openaiwire.Decode(resp.Data); err == nil && r.Error == nil {

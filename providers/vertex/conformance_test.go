@@ -31,5 +31,9 @@ func TestConformance(t *testing.T) {
 		InvokeStreamBody: []byte(`{"model":"llama-3-8b","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16,"stream":true}`),
 		Errors:           errs,
 		NoCredentials:    noCredentialsAdapter,
+		Dialect:          "vertex gemini",
+		Features: map[providertest.Feature]bool{
+			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true,
+		},
 	})
 }
