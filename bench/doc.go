@@ -72,4 +72,17 @@
 // (too few requests, or a row such as a rate or a count that has none).
 // The interval counts only the noise of sampling requests, not a
 // difference in the conditions of the two runs. See CompareRow.
+//
+// Each target's server is read too (package servermetrics): its /metrics
+// (Target.ServerMetrics, Options.ServerMetrics, and ServerMetricsURL, the
+// one found by itself) is scraped before the warm-up, at the measured
+// start, every Plan.ServerMetricsInterval and at the end, on a connection
+// of its own; the reduction goes into TargetResult.Server, its problems
+// into the warnings, never an error. Decompose splits each group's means
+// into network+client, queue, prefill, the server's other time and decode:
+// exactly, per class and start, where the server keeps per-request
+// records (the emulator's, joined by request id), and from the server's
+// histogram means otherwise. Merge keeps one summary per scraped URL (the
+// longest window's) rather than summing counters several machines read
+// from one server.
 package bench

@@ -47,10 +47,10 @@ func (r *Result) RenderHTML(w io.Writer) error {
 		add(tr.Name+": total latency over time (points: sampled requests; lines: p50, p95 per bucket)", latencyOverTime(tr))
 		add(tr.Name+": requests per second by intended send time", throughputChart(tr))
 		if c := serverGaugesChart(tr); c != nil {
-			add(tr.Name+": server gauges over time (lines: the server's running and waiting requests at each scrape; bars: the client's requests finished per second)", c)
+			add(tr.Name+": server gauges over time (lines: at each scrape; bars: client req/s)", c)
 		}
 		if c := kvCacheChart(tr); c != nil {
-			add(tr.Name+": server KV-cache use over time (%) beside the client's p95 total latency (ms)", c)
+			add(tr.Name+": server KV cache % and client p95 total ms over time", c)
 		}
 		if tr.Ladder != nil {
 			rate, p95 := ladderCharts(tr)
@@ -65,7 +65,7 @@ func (r *Result) RenderHTML(w io.Writer) error {
 		add("Total latency distribution (share per bin; last bin: tail)", r.histogram(latency.E2E, "total latency", func(p Point) float64 { return p.E2E }))
 	}
 	if c := r.decompositionChart(); c != nil {
-		add("Where the time went: mean ms per group, stacked (queue, prefill, server other, network+client, server decode, decode transit; exact: per request, histogram: server-wide means)", c)
+		add("Where the time went: mean ms per group, stacked", c)
 	}
 	add("Cold vs warm: mean total latency and TTFT", r.coldWarmChart())
 	add("Failed requests by code", r.errorChart())

@@ -118,6 +118,7 @@ func TestServerDecompositionMatchesEmulator(t *testing.T) {
 	assert.Contains(t, txt.String(), "Server metrics")
 	require.NoError(t, res.Render(&html, bench.FormatHTML, bench.RenderOptions{}))
 	assert.Contains(t, html.String(), "Where the time went: mean ms per group, stacked")
+	assert.Contains(t, html.String(), "network+client")
 	assert.Contains(t, html.String(), "server gauges over time")
 	assert.Contains(t, html.String(), "server running")
 
@@ -224,4 +225,49 @@ func TestMergeServerMetrics(t *testing.T) {
 	assert.False(t, math.IsNaN(d[0].Residual))
 	// The inputs are left as they were.
 	assert.Zero(t, a.Targets[0].Server.Sources[0].Machines)
+}
+
+// TestServerDecompositionByClass: the exact split is per class; a class
+// of long prompts has its longer prefill, equal to what the emulator
+// injected into that class's requests (within 2%).
+func TestServerDecompositionByClass(t *testing.T) {
+	ep := emulator.Endpoint{Name: "c", Providers: []emulator.Provider{emulator.OpenAI}, Profile: emulator.Profile{
+		Name: "c", TTFTMs: emulator.Dist{Mean: 10}, TPOTMs: emulator.Dist{Mean: 1}, OutputTokens: emulator.Dist{Mean: 3},
+		PrefillMsPer1K: 10, RefPromptTokens: 16, Slots: 64,
+	}}
+	srv := startEmulator(t, 1, []emulator.Endpoint{ep})
+	tg := bench.Target{Name: "c", Provider: "openai", Model: "c", URL: srv.URL(), Stream: true, Payload: bench.Payload{OutputTokens: 3}}
+	mix := &bench.Mix{Classes: []bench.Class{
+		{Name: "short", Weight: 1, Payload: &bench.Payload{PromptTokens: 16, OutputTokens: 3}},
+		{Name: "long", Weight: 1, Payload: &bench.Payload{PromptTokens: 4016, OutputTokens: 3}},
+	}}
+	p := &bench.Plan{Targets: []bench.Target{tg}, Load: bench.Load{Model: bench.LoadClosed, Concurrency: 2},
+		Limits: bench.Limits{Requests: 30}, Mix: mix, ServerMetricsInterval: bench.Duration(100 * time.Millisecond)}
+	res, err := bench.Run(context.Background(), p, bench.Options{Connect: reportingConnect(srv)})
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	require.Zero(t, tr.Counts().Failed, "%v", tr.ErrorExamples)
+	injected := map[bool][]float64{} // long → prefills
+	for _, r := range srv.Records() {
+		injected[r.PromptTokens > 1000] = append(injected[r.PromptTokens > 1000], r.PrefillMs)
+	}
+	mean := func(v []float64) float64 {
+		s := 0.0
+		for _, x := range v {
+			s += x
+		}
+		return s / float64(len(v))
+	}
+	rows := map[string]bench.Decomposition{}
+	for _, d := range tr.Decompose() {
+		if d.Method == "exact" {
+			rows[d.Class] = d
+		}
+	}
+	require.Contains(t, rows, "short")
+	require.Contains(t, rows, "long")
+	assert.InEpsilon(t, mean(injected[false]), rows["short"].Prefill, 0.02)
+	assert.InEpsilon(t, mean(injected[true]), rows["long"].Prefill, 0.02)
+	assert.Greater(t, rows["long"].Prefill, rows["short"].Prefill+30, "4,000 more prompt tokens at 10 ms per 1,000")
+	assert.Equal(t, float64(len(injected[true])), rows["long"].N)
 }
