@@ -537,13 +537,13 @@ func serverFigures(t *TargetResult) []figure {
 			out = append(out, figure{name: f.name + " (" + d.Method + ")", unit: "ms", v: f.v, ok: finite(f.v)})
 		}
 	}
-	for _, s := range t.Server.Sources {
+	if len(t.Server.Sources) > 0 {
+		s := t.Server.Sources[0]
 		for _, r := range []servermetrics.Role{servermetrics.RoleRunning, servermetrics.RoleWaiting} {
 			if g, _, ok := s.Gauge(r); ok {
 				out = append(out, figure{name: "server " + string(r) + " mean", v: g.Mean, ok: true})
 			}
 		}
-		break
 	}
 	return out
 }
