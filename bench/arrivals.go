@@ -233,3 +233,15 @@ func (s *rampSchedule) SkipBefore(end time.Duration, most int) int {
 
 // Rate implements Schedule: the rate at the next send.
 func (s *rampSchedule) Rate() float64 { return s.rp.RateAt(s.next) }
+
+// ScheduleOf returns the open-loop Schedule of a prepared plan's load
+// (constant, poisson, gamma, ramp, trace or ladder), seeded seed: the
+// intended sends a run of it makes, for tools that plot or check a
+// schedule without sending it. A closed or sessions load has none: nil.
+func ScheduleOf(ld Load, seed uint64) Schedule {
+	switch ld.Model {
+	case LoadClosed, LoadSessions, "":
+		return nil
+	}
+	return newSchedule(ld, seed)
+}

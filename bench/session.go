@@ -195,6 +195,17 @@ func (tg *target) session(stop, callCtx context.Context, n int, r *rand.Rand) bo
 		blockText(&first, seed^uint64(n+1)*0x9e3779b97f4a7c15, seedTurn, pl.PromptTokens)
 	}
 	msgs := []cloudreq.Message{{Role: "user", Content: first.String()}}
+	// reserve takes one turn from the request limit; false: none is left.
+	reserve := func() bool {
+		if c := tg.sent.Add(1); lim.Requests > 0 && c > int64(lim.Requests) {
+			return false
+		}
+		tg.col.sent.Add(1)
+		return true
+	}
+	if !reserve() { // turn 1's, before a session is opened for it
+		return false
+	}
 	stateful := ss.Stateful && tg.t.Provider == cloudreq.ProviderAWS
 	sid := ""
 	if stateful {
@@ -207,13 +218,9 @@ func (tg *target) session(stop, callCtx context.Context, n int, r *rand.Rand) bo
 	}()
 	turnTokens := cmp0(ss.TurnTokens, pl.PromptTokens)
 	for k := 1; k <= ss.Turns; k++ {
-		if stop.Err() != nil {
-			return true
+		if k > 1 && (stop.Err() != nil || !reserve()) {
+			return stop.Err() != nil
 		}
-		if c := tg.sent.Add(1); lim.Requests > 0 && c > int64(lim.Requests) {
-			return false
-		}
-		tg.col.sent.Add(1)
 		req := *tg.base
 		g := *req.Generate
 		g.Messages = msgs

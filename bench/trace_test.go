@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -150,18 +151,27 @@ func TestTraceReplayAgainstEmulator(t *testing.T) {
 			require.Len(t, recs, len(trace.Records))
 			slices.SortFunc(recs, func(a, b emulator.Record) int { return a.Arrival.Compare(b.Arrival) })
 
-			// The sends follow the trace's times, scaled, within the
-			// generator's own lag (its largest, plus the way to the server).
-			maxLag := time.Duration(tr.Dist(latency.ScheduleLag, "", "").Quantile(1))
-			slack := maxLag + 20*time.Millisecond
-			if raceEnabled {
-				slack += 100 * time.Millisecond
+			// The schedule the run followed is the trace's, scaled: exactly.
+			require.NoError(t, p.Prepare())
+			sch := bench.ScheduleOf(p.Load, p.Seed)
+			for i, r := range trace.Records {
+				require.Equal(t, time.Duration(math.Round(float64(r.At)/speed)), sch.Next(), "send %d", i)
 			}
+			// The sends arrived at those times, within the generator's own
+			// lag (its largest) and the way to the server. The in-process
+			// server shares the machine's cores with the client: on a busy
+			// machine it reads a request later, so the margin is wide.
+			maxLag := time.Duration(tr.Dist(latency.ScheduleLag, "", "").Quantile(1))
+			slack := maxLag + 250*time.Millisecond
+			var late []time.Duration
 			for i, r := range recs {
 				want := tr.Begin.Add(time.Duration(float64(trace.Records[i].At) / speed))
 				d := r.Arrival.Sub(want)
+				late = append(late, d)
 				assert.True(t, d >= -time.Millisecond && d <= slack, "request %d arrived %v after its trace time (lag up to %v)", i, d, maxLag)
 			}
+			slices.Sort(late)
+			t.Logf("%s: arrival after the trace time: median %v, max %v; schedule lag max %v", s.file, late[len(late)/2], late[len(late)-1], maxLag)
 			// The lengths: a prompt of the input length, and (ignore_eos)
 			// exactly the output length, at least one token.
 			type lengths struct{ in, out int }
@@ -228,7 +238,8 @@ func TestTracePrefixSharing(t *testing.T) {
 	assert.Equal(t, float64(total), metricValue(t, srv, "vllm:prefix_cache_hits_total"))
 }
 
-// metricValue reads one metric of the emulator's model "fast".
+// metricValue reads one metric of the emulator's model "fast" (0 when
+// it is not there).
 func metricValue(t *testing.T, srv *emulator.Server, name string) float64 {
 	t.Helper()
 	resp, err := http.Get(srv.URL() + "/metrics")
@@ -244,8 +255,7 @@ func metricValue(t *testing.T, srv *emulator.Server, name string) float64 {
 			return v
 		}
 	}
-	t.Fatalf("no %s in the metrics", name)
-	return 0
+	return 0 // a counter not yet counted is not exported
 }
 
 func TestTracePlanErrors(t *testing.T) {

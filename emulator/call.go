@@ -58,6 +58,9 @@ type Record struct {
 	PromptTokens int `json:"prompt_tokens"`
 	// MaxTokens is the client's output limit (0: none).
 	MaxTokens int `json:"max_tokens,omitempty"`
+	// SessionID is the SageMaker stateful session the request belongs to:
+	// the one it opened (NEW_SESSION), or the id it carried.
+	SessionID string `json:"session_id,omitempty"`
 	// IgnoreEOS says the request asked for its max tokens past the end of
 	// sequence (vLLM's ignore_eos): OutputTokens is then MaxTokens.
 	IgnoreEOS bool `json:"ignore_eos,omitempty"`

@@ -276,6 +276,10 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 		fail(*terr)
 		return
 	}
+	if sid := r.Header.Get(headerSessionID); sid != "" && sid != newSessionValue && !stream && isCloseSession(body) {
+		s.closeSageMakerSession(w, ep, sid, reqID, arrivalOf(r), wait)
+		return
+	}
 	gen, perr := parseSageMakerLLM(body)
 	if perr != nil {
 		// The container rejects the body; SageMaker reports it as a ModelError.
@@ -304,8 +308,34 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 		internalFailure: strings.EqualFold(r.Header.Get(HeaderStreamError), "InternalStreamFailure")}
 	if newSession {
 		wr.newSession = s.uuid()
+		c.rec.SessionID = wr.newSession
+	} else {
+		c.rec.SessionID = r.Header.Get(headerSessionID)
 	}
 	s.serveGen(w, r, c, wr)
+}
+
+// isCloseSession reports whether body asks to close a stateful session:
+// {"requestType":"CLOSE"}, the emulated container's close request (a
+// real container defines its own).
+func isCloseSession(body []byte) bool {
+	var b struct {
+		RequestType string `json:"requestType"`
+	}
+	return json.Unmarshal(body, &b) == nil && strings.EqualFold(b.RequestType, "CLOSE")
+}
+
+// closeSageMakerSession answers a close request of session sid: 200 with
+// X-Amzn-SageMaker-Closed-Session-Id, and a record of route
+// "close-session".
+func (s *Server) closeSageMakerSession(w http.ResponseWriter, ep *endpoint, sid, reqID string, arrival time.Time, wait func()) {
+	seq := ep.seq.next()
+	s.store(Record{ID: fmt.Sprintf("emu-%s-%d-%d", ep.Name, s.instance, seq), Seq: seq, Endpoint: ep.Name, Provider: SageMaker,
+		Route: "close-session", Arrival: arrival, Status: http.StatusOK, Outcome: "ok", SessionID: sid, TimeScale: s.scale})
+	wait()
+	w.Header().Set("x-amzn-RequestId", reqID)
+	w.Header().Set(headerClosedSessionID, sid)
+	writeJSON(w, http.StatusOK, map[string]string{"closed": sid})
 }
 
 // SageMaker stateful sessions: a request whose session header is
@@ -313,7 +343,9 @@ func (s *Server) serveSageMaker(w http.ResponseWriter, r *http.Request) {
 const (
 	headerSessionID    = "X-Amzn-SageMaker-Session-Id"
 	headerNewSessionID = "X-Amzn-SageMaker-New-Session-Id"
-	newSessionValue    = "NEW_SESSION"
+	// headerClosedSessionID names the session a close request closed.
+	headerClosedSessionID = "X-Amzn-SageMaker-Closed-Session-Id"
+	newSessionValue       = "NEW_SESSION"
 	// sageMakerSessionTTL is how long after its creation the emulator
 	// says a session expires.
 	sageMakerSessionTTL = 20 * time.Minute
