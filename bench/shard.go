@@ -96,11 +96,22 @@ func splitCount(total, index, count int) int {
 //   - Poisson rate λ: each worker an independent Poisson stream of rate
 //     λ/count (their sum is a Poisson stream of rate λ), with its own
 //     seed (ShardSeed);
+//   - gamma rate λ: each worker λ/count with the plan's burstiness (the
+//     sum has the plan's rate and, over long windows, its variance; its
+//     gaps are closer to Poisson's than one stream's);
+//   - ramp: each worker's rates From/count to To/count, over the same
+//     time (constant arrivals are not offset between workers);
+//   - trace replay: record j of the replayed window goes to worker
+//     j mod count (Trace.Shard), its time kept, so the workers' sends add
+//     up to the trace's; a plan whose trace is already sharded is refused;
+//   - sessions: the users split as the concurrency is;
 //   - the request limit split exactly as the concurrency is (it must be at
 //     least count), and so the in-flight cap; the duration is each
 //     worker's.
 //
-// Every worker draws its mix deck with its own seed. The warm-up is each
+// Every worker draws its mix deck, its Poisson, gamma and think-time draws
+// and its requests' own prompt text with its own seed; shared prefixes and
+// a trace's hash blocks stay shared across workers. The warm-up is each
 // worker's own (it warms that worker's connections) and is left out of
 // the results. The ladder decides each step from its own requests' p95
 // and is not split: it is refused, as is any other load model.
@@ -129,8 +140,31 @@ func (p *Plan) ShardPlan(index, count int) (*Plan, error) {
 	case LoadConstant:
 		l.phase = time.Duration(float64(index) / l.Rate * float64(time.Second))
 		l.Rate /= float64(count)
-	case LoadPoisson:
+	case LoadPoisson, LoadGamma:
 		l.Rate /= float64(count)
+	case LoadRamp:
+		rp := *l.Ramp
+		rp.From /= float64(count)
+		rp.To /= float64(count)
+		l.Ramp = &rp
+	case LoadTrace:
+		tl := *l.Trace
+		if tl.Shards > 1 {
+			return bad("the plan's trace already replays part %d of %d: drop its shard and shards, and let --shards split it", tl.Shard, tl.Shards)
+		}
+		if tl.trace == nil || len(tl.trace.Records) < count {
+			return bad("a trace of fewer records than %d shards cannot be split", count)
+		}
+		tl.Shard, tl.Shards = index, count
+		tl.trace = tl.trace.Shard(index, count)
+		l.Trace = &tl
+	case LoadSessions:
+		ss := *l.Sessions
+		if ss.Users < count {
+			return bad("%d users cannot be split over %d shards: give each at least one", ss.Users, count)
+		}
+		ss.Users = splitCount(ss.Users, index, count)
+		l.Sessions = &ss
 	case LoadLadder:
 		return bad("the ladder decides each step from the p95 of its own requests, which one worker of several does not see; run it on one machine")
 	default:

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"text/template"
 	"time"
@@ -117,19 +118,35 @@ func (o *Options) prepare() error {
 	return nil
 }
 
-// PlanFile returns the plan file the workers read: p (loaded and prepared)
-// as JSON, with its payload files' contents inline (a pod has only the
-// ConfigMap). A plan with headers is refused: header values may be
-// credentials, and a ConfigMap is not secret (credentials go in the
-// Secret NAME-credentials as the environment variables the providers
-// read). So is a plan its shards cannot split (see bench.Plan.ShardPlan),
-// and a payload that is not text.
-func PlanFile(p *bench.Plan, shards int) ([]byte, error) {
+// Plan is what the workers read from the ConfigMap: the plan file, and the
+// trace file a trace replay reads.
+type Plan struct {
+	// JSON is the plan file (plan.json).
+	JSON []byte
+	// Hash is the plan's bench.PlanHash, as every worker computes it.
+	Hash string
+	// Files are further files beside plan.json, by key (a trace).
+	Files map[string]string
+}
+
+// maxConfigMap bounds what the ConfigMap holds (Kubernetes allows 1 MiB).
+const maxConfigMap = 900 << 10
+
+// PlanFile returns what the workers read: p (loaded and prepared) as JSON,
+// with its payload files' contents inline and its trace file beside it
+// (a pod has only the ConfigMap). A plan with headers is refused: header
+// values may be credentials, and a ConfigMap is not secret (credentials
+// go in the Secret NAME-credentials as the environment variables the
+// providers read). So is a plan its shards cannot split (see
+// bench.Plan.ShardPlan), a payload or trace that is not text, and one
+// past what a ConfigMap holds.
+func PlanFile(p *bench.Plan, shards int) (*Plan, error) {
 	for i := range shards {
 		if _, err := p.ShardPlan(i, shards); err != nil {
 			return nil, err
 		}
 	}
+	out := &Plan{Files: map[string]string{}}
 	c := *p
 	c.Targets = append([]bench.Target(nil), p.Targets...)
 	for i := range c.Targets {
@@ -161,11 +178,40 @@ func PlanFile(p *bench.Plan, shards int) ([]byte, error) {
 		}
 		c.Mix = &m
 	}
+	if tl := p.Load.Trace; p.Load.Model == bench.LoadTrace && tl != nil {
+		if tl.File == "" {
+			return nil, errcodes.New(errcodes.InvalidParam, "k8s render: the plan's trace has no file to put in the ConfigMap")
+		}
+		b, err := os.ReadFile(tl.File)
+		if err != nil {
+			return nil, errcodes.Wrap(err, errcodes.InvalidParam, "k8s render: trace file: "+err.Error())
+		}
+		if !utf8.Valid(b) {
+			return nil, errcodes.Errorf(errcodes.InvalidParam, "k8s render: trace file %s is not text, and a ConfigMap holds text only", tl.File)
+		}
+		key := "trace" + filepath.Ext(tl.File)
+		out.Files[key] = string(b)
+		ct := *tl
+		ct.File = "/plan/" + key
+		ct.SetTrace(nil)
+		c.Load.Trace = &ct
+	}
 	b, err := json.MarshalIndent(&c, "", "  ")
 	if err != nil {
 		return nil, errcodes.Wrap(err, errcodes.Internal, "k8s render: encode plan: "+err.Error())
 	}
-	return b, nil
+	size := len(b)
+	for _, f := range out.Files {
+		size += len(f)
+	}
+	if size > maxConfigMap {
+		return nil, errcodes.Errorf(errcodes.InvalidParam, "k8s render: the plan and its files come to %d bytes, more than a ConfigMap holds (%d)", size, maxConfigMap)
+	}
+	out.JSON = b
+	if out.Hash, err = bench.PlanHash(&c); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // inline puts a payload file's content in the payload's body.
@@ -187,28 +233,21 @@ func inline(pl *bench.Payload) error {
 // data is the template's input.
 type data struct {
 	Options
-	Plan     string // the plan file
+	Plan     string            // the plan file
+	Files    map[string]string // the files beside it
 	PlanHash string
 	Results  string // the results' claim
 	Coord    string // shard 0's address
 }
 
-func newData(o Options, plan []byte) (*data, error) {
+func newData(o Options, plan *Plan) (*data, error) {
 	if err := o.prepare(); err != nil {
 		return nil, err
 	}
-	p, err := bench.ParsePlan(plan)
-	if err != nil {
-		return nil, err
+	if plan == nil || len(plan.JSON) == 0 {
+		return nil, errcodes.New(errcodes.InvalidParam, "k8s render: no plan")
 	}
-	if err := p.Prepare(); err != nil {
-		return nil, err
-	}
-	hash, err := bench.PlanHash(p)
-	if err != nil {
-		return nil, err
-	}
-	d := &data{Options: o, Plan: string(plan), PlanHash: hash, Results: o.Claim,
+	d := &data{Options: o, Plan: string(plan.JSON), Files: plan.Files, PlanHash: plan.Hash, Results: o.Claim,
 		Coord: fmt.Sprintf("%s-0.%s:%d", o.Name, o.Name, o.Port)}
 	if d.Results == "" {
 		d.Results = o.Name + "-results"
@@ -218,19 +257,19 @@ func newData(o Options, plan []byte) (*data, error) {
 
 // Workers writes the manifests of the run: the plan's ConfigMap, the
 // headless Service, the results' claim (unless Options.Claim names one)
-// and the workers' Indexed Job. plan is the plan file (PlanFile).
-func Workers(w io.Writer, o Options, plan []byte) error {
+// and the workers' Indexed Job.
+func Workers(w io.Writer, o Options, plan *Plan) error {
 	return render(w, workersTmpl, o, plan)
 }
 
 // Merge writes the merge Job, to apply once the workers' Job is complete:
 // it merges the shards' results into NAME-results/merged.json and prints
 // the merged report in its log.
-func Merge(w io.Writer, o Options, plan []byte) error {
+func Merge(w io.Writer, o Options, plan *Plan) error {
 	return render(w, mergeTmpl, o, plan)
 }
 
-func render(w io.Writer, t *template.Template, o Options, plan []byte) error {
+func render(w io.Writer, t *template.Template, o Options, plan *Plan) error {
 	d, err := newData(o, plan)
 	if err != nil {
 		return err

@@ -67,7 +67,7 @@ func TestStrictDecodeCatchesAMisspeltField(t *testing.T) {
 	assert.ErrorContains(t, yaml.UnmarshalStrict(doc, &batchv1.Job{}), `unknown field "paralelism"`)
 }
 
-func render(t *testing.T, o k8srender.Options, planPath string) (workers, merge []byte, plan []byte) {
+func render(t *testing.T, o k8srender.Options, planPath string) (workers, merge []byte, plan *k8srender.Plan) {
 	t.Helper()
 	p, err := bench.LoadPlan(planPath)
 	require.NoError(t, err)
@@ -108,7 +108,8 @@ func TestRenderedManifests(t *testing.T) {
 			require.NoError(t, p.Prepare())
 			hash, err := bench.PlanHash(p)
 			require.NoError(t, err)
-			assert.Equal(t, string(plan), strings.TrimSuffix(objs.configMaps[0].Data["plan.json"], "\n"))
+			assert.Equal(t, string(plan.JSON), strings.TrimSuffix(objs.configMaps[0].Data["plan.json"], "\n"))
+			assert.Equal(t, plan.Hash, hash)
 			assert.Equal(t, 60.0, p.Load.Rate)
 
 			svc := objs.services[0]
@@ -177,6 +178,38 @@ func TestRenderedManifests(t *testing.T) {
 	}
 }
 
+// TestRenderedTraceReplay: a trace replay's trace goes in the ConfigMap
+// beside the plan, which reads it there; the workers' plan hashes as the
+// manifests say.
+func TestRenderedTraceReplay(t *testing.T) {
+	p := &bench.Plan{Targets: []bench.Target{{Provider: "openai", Model: "m", URL: "http://vllm:8000"}},
+		Load: bench.Load{Model: bench.LoadTrace, Trace: &bench.TraceLoad{File: "../../bench/testdata/traces/azure2023.csv", Speed: 2}}}
+	require.NoError(t, p.Prepare())
+	plan, err := k8srender.PlanFile(p, 3)
+	require.NoError(t, err)
+	var w bytes.Buffer
+	require.NoError(t, k8srender.Workers(&w, k8srender.Options{Image: "img:1", Shards: 3, CPU: "1", Memory: "1Gi"}, plan))
+	objs := decodeStrict(t, w.Bytes())
+	cm := objs.configMaps[0].Data
+	want, err := os.ReadFile("../../bench/testdata/traces/azure2023.csv")
+	require.NoError(t, err)
+	assert.Equal(t, strings.TrimRight(string(want), "\n"), strings.TrimRight(cm["trace.csv"], "\n"))
+
+	// As a pod sees it: the ConfigMap's files under /plan.
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "trace.csv"), []byte(cm["trace.csv"]), 0o644))
+	wp, err := bench.ParsePlan([]byte(strings.ReplaceAll(cm["plan.json"], "/plan/", dir+"/")))
+	require.NoError(t, err)
+	assert.Equal(t, "/plan/trace.csv", strings.Split(strings.Split(cm["plan.json"], `"file": "`)[1], `"`)[0])
+	require.NoError(t, wp.Prepare())
+	assert.Equal(t, p.Limits.Requests, wp.Limits.Requests)
+	wp.Load.Trace.File = "/plan/trace.csv" // the hash is of the plan as the pods read it
+	h, err := bench.PlanHash(wp)
+	require.NoError(t, err)
+	assert.Equal(t, plan.Hash, h)
+	assert.Equal(t, plan.Hash, objs.jobs[0].Annotations["cloudinfer.dev/plan"])
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestDeployManifestsAreRendered: deploy/kubernetes holds the manifests
@@ -228,6 +261,11 @@ func TestRenderRefuses(t *testing.T) {
 	_, err = k8srender.PlanFile(&h, 3)
 	assert.ErrorContains(t, err, "a ConfigMap is not secret")
 	assert.NotContains(t, err.Error(), "Bearer")
+	big := *p
+	big.Targets = append([]bench.Target(nil), p.Targets...)
+	big.Targets[0].Payload.Body = strings.Repeat("x", 1<<20)
+	_, err = k8srender.PlanFile(&big, 3)
+	assert.ErrorContains(t, err, "more than a ConfigMap holds")
 	lad := &bench.Plan{Targets: p.Targets, Load: bench.Load{Model: bench.LoadLadder}, Limits: bench.Limits{Duration: bench.Duration(1e9)}}
 	require.NoError(t, lad.Prepare())
 	_, err = k8srender.PlanFile(lad, 3)

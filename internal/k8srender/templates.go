@@ -68,6 +68,10 @@ kind: ConfigMap
 data:
   plan.json: |
 {{indent 4 .Plan}}
+{{- range $k, $v := .Files}}
+  {{$k}}: |
+{{indent 4 $v}}
+{{- end}}
 ---
 # Shard 0 is the start coordinator: the others reach it as {{.Name}}-0.{{.Name}}
 # (the pod's hostname in this headless Service) and it releases them together.
