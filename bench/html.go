@@ -401,7 +401,7 @@ func serverGaugesChart(tr *TargetResult) *chart {
 	for i, role := range []servermetrics.Role{servermetrics.RoleRunning, servermetrics.RoleWaiting} {
 		s := series{name: "server " + string(role), color: color(i), kind: kindLine}
 		for _, p := range src.Over {
-			if v, ok := p.Gauges[role]; ok {
+			if v, ok := p.Gauges[role]; ok && p.T+shift <= c.xRange[1] {
 				s.xs, s.ys = append(s.xs, p.T+shift), append(s.ys, v)
 			}
 		}
@@ -421,8 +421,9 @@ func kvCacheChart(tr *TargetResult) *chart {
 	}
 	shift := src.Begin.Sub(tr.Begin).Seconds()
 	kv := series{name: "server KV cache %", color: color(4), kind: kindLine}
+	end := timeAxis(tr)[1]
 	for _, p := range src.Over {
-		if v, ok := p.Gauges[servermetrics.RoleKVCache]; ok {
+		if v, ok := p.Gauges[servermetrics.RoleKVCache]; ok && p.T+shift <= end {
 			kv.xs, kv.ys = append(kv.xs, p.T+shift), append(kv.ys, 100*v)
 		}
 	}

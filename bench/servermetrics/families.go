@@ -141,6 +141,19 @@ var Families = []Known{
 	{"emulator", "emulator_requests_total", "counter", "", 0, ""},
 }
 
+// rank orders families for a role: a server's own before another's in the
+// order of Families (vLLM first), unknown families last. A server that
+// writes two families of one role (the emulator writes vLLM's and TGI's)
+// is read through the first.
+func rank(name string) int {
+	for i, k := range Families {
+		if k.Name == name {
+			return i
+		}
+	}
+	return len(Families)
+}
+
 // known returns the documented families of name.
 func known(name string) []Known {
 	var out []Known

@@ -242,6 +242,7 @@ func (r *Reducer) add(at time.Time, fams map[string]*dto.MetricFamily, mark bool
 	}
 	r.last = at
 	tp := TimePoint{T: at.Sub(r.begin).Seconds(), Gauges: map[Role]float64{}}
+	tpRank := map[Role]int{} // the family each role's point is read from
 	reset := ""
 	names := make([]string, 0, len(fams))
 	for n := range fams {
@@ -317,7 +318,14 @@ func (r *Reducer) add(at time.Time, fams map[string]*dto.MetricFamily, mark bool
 					g.Last = cur.value
 					switch a.role {
 					case RoleRunning, RoleWaiting, RoleKVCache:
-						tp.Gauges[a.role] += cur.value
+						rk, seenRole := tpRank[a.role]
+						switch fr := rank(name); {
+						case !seenRole || fr < rk:
+							tpRank[a.role] = fr
+							tp.Gauges[a.role] = cur.value
+						case fr == rk:
+							tp.Gauges[a.role] += cur.value
+						}
 					}
 				}
 			default:
@@ -511,14 +519,15 @@ func labelKey(l map[string]string) string {
 	return b.String()
 }
 
-// Histogram returns the role's histogram: the delta of the first known
-// family of that role with observations, its series summed (their
+// Histogram returns the role's histogram: the delta of the first family
+// of that role with observations (in the order of Families: vLLM's before
+// TGI's), its series summed (their
 // buckets when they share bounds). ok is false when none has any.
 func (s *Summary) Histogram(role Role) (h *HistogramDelta, family string, ok bool) {
 	if s == nil {
 		return nil, "", false
 	}
-	for _, f := range s.Families {
+	for _, f := range s.ranked() {
 		var sum *HistogramDelta
 		for _, se := range f.Series {
 			if se.Role != role || se.Histogram == nil || se.Histogram.Count <= 0 {
@@ -562,7 +571,7 @@ func (s *Summary) Mean(role Role) (mean, n float64, family string, ok bool) {
 // counter returns the sum of the role's counter deltas and their family
 // ("" if none).
 func (s *Summary) counter(role Role) (float64, string) {
-	for _, f := range s.Families {
+	for _, f := range s.ranked() {
 		if f.Type != "counter" {
 			continue
 		}
@@ -587,7 +596,7 @@ func (s *Summary) Gauge(role Role) (g GaugeStats, family string, ok bool) {
 	if s == nil {
 		return g, "", false
 	}
-	for _, f := range s.Families {
+	for _, f := range s.ranked() {
 		for _, se := range f.Series {
 			if se.Role != role || se.Gauge == nil {
 				continue
@@ -604,4 +613,11 @@ func (s *Summary) Gauge(role Role) (g GaugeStats, family string, ok bool) {
 		}
 	}
 	return g, "", false
+}
+
+// ranked returns the families in rank order (see rank).
+func (s *Summary) ranked() []*Family {
+	out := slices.Clone(s.Families)
+	slices.SortStableFunc(out, func(a, b *Family) int { return rank(a.Name) - rank(b.Name) })
+	return out
 }

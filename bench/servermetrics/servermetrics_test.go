@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -332,4 +333,26 @@ func TestScraperBadEndpoints(t *testing.T) {
 	}
 	_, err := Start(ctx, Options{URL: "ftp://x/metrics"})
 	require.Error(t, err)
+}
+
+// TestTwoFamiliesOfOneRole: a server writing vLLM's and TGI's families
+// (the emulator) is read through vLLM's, not their sum.
+func TestTwoFamiliesOfOneRole(t *testing.T) {
+	page := "# TYPE tgi_batch_current_size gauge\ntgi_batch_current_size 3\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 5\n" +
+		"# TYPE tgi_request_queue_duration histogram\ntgi_request_queue_duration_bucket{le=\"+Inf\"} 1\ntgi_request_queue_duration_sum 9\ntgi_request_queue_duration_count 1\n" +
+		"# TYPE vllm:request_queue_time_seconds histogram\nvllm:request_queue_time_seconds_bucket{le=\"+Inf\"} 2\nvllm:request_queue_time_seconds_sum 1\nvllm:request_queue_time_seconds_count 2\n"
+	fams, err := Parse(strings.NewReader(page))
+	require.NoError(t, err)
+	r := NewReducer()
+	r.Mark(time.Unix(1, 0), map[string]*dto.MetricFamily{})
+	r.Add(time.Unix(2, 0), fams)
+	s := r.Summary()
+	require.Len(t, s.Over, 1)
+	assert.Equal(t, 5.0, s.Over[0].Gauges[RoleRunning])
+	g, fam, _ := s.Gauge(RoleRunning)
+	assert.Equal(t, "vllm:num_requests_running", fam)
+	assert.Equal(t, 5.0, g.Mean)
+	mean, _, fam, _ := s.Mean(RoleQueue)
+	assert.Equal(t, "vllm:request_queue_time_seconds", fam)
+	assert.Equal(t, 0.5, mean)
 }
