@@ -220,6 +220,7 @@ var services = map[string][2]string{
 	cloudreq.ProviderOpenAI:          {cloudreq.ProviderOpenAI, cloudreq.ServiceOpenAICompatible},
 	cloudreq.ServiceOpenAICompatible: {cloudreq.ProviderOpenAI, cloudreq.ServiceOpenAICompatible},
 	serviceSageMakerAsync:            {cloudreq.ProviderAWS, serviceSageMakerAsync},
+	serviceVertexOpenAI:              {cloudreq.ProviderGCP, serviceVertexOpenAI},
 }
 
 // serviceSageMakerAsync is SageMaker asynchronous inference
@@ -227,9 +228,13 @@ var services = map[string][2]string{
 // stream (Prepare turns Stream off).
 const serviceSageMakerAsync = "sagemaker-async"
 
+// serviceVertexOpenAI is Vertex AI's OpenAI-compatible chat
+// (vertex.ServiceOpenAPI), a service of gcp beside vertex.
+const serviceVertexOpenAI = "vertex-openai"
+
 // otherServices are the services a provider serves beside its default one,
 // which Target.Service may name.
-var otherServices = map[string][]string{cloudreq.ProviderAWS: {serviceSageMakerAsync}}
+var otherServices = map[string][]string{cloudreq.ProviderAWS: {serviceSageMakerAsync}, cloudreq.ProviderGCP: {serviceVertexOpenAI}}
 
 // ProviderOf returns the provider and service that a provider or service
 // name (as Target.Provider accepts it, in any case) stands for; ok is false

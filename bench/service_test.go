@@ -19,6 +19,7 @@ targets:
   - {provider: aws, service: sagemaker-async, endpoint: e1, stream: true}
   - {provider: sagemaker-async, endpoint: e2}
   - {provider: aws, endpoint: e3, stream: true}
+  - {provider: vertex-openai, model: google/gemini-2.0-flash-001, stream: true}
 `))
 	require.NoError(t, err)
 	require.NoError(t, p.Prepare())
@@ -28,6 +29,9 @@ targets:
 	}
 	assert.False(t, p.Targets[0].Stream, "asynchronous inference answers whole")
 	assert.True(t, p.Targets[2].Stream)
+	assert.Equal(t, cloudreq.ProviderGCP, p.Targets[3].Provider)
+	assert.Equal(t, "vertex-openai", p.Targets[3].Service)
+	assert.True(t, p.Targets[3].Stream)
 
 	p, err = ParsePlan([]byte("limits: {requests: 1}\ntargets:\n  - {provider: azure, service: sagemaker-async, endpoint: e}\n"))
 	require.NoError(t, err)

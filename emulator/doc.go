@@ -35,6 +35,8 @@
 //	POST /v1/projects/{p}/locations/{l}/endpoints/{e}:{m}  Vertex AI REST, m = predict, rawPredict,
 //	POST /v1/projects/{p}/locations/{l}/publishers/{pub}/models/{e}:{m}  streamRawPredict, generateContent,
 //	                                                       streamGenerateContent (?alt=sse or JSON array)
+//	POST /v1/projects/{p}/locations/{l}/endpoints/openapi/chat/completions  Vertex AI OpenAI-compatible chat
+//	                                                       (model = endpoint name; OpenAI-form errors)
 //	POST /api/predict/{service}                            PAI-EAS legacy LLM body
 //	POST /api/predict/{service}/v1/chat/completions        PAI-EAS OpenAI-compatible (also /v1/completions, GET /v1/models)
 //	POST /v1/chat/completions, /v1/completions             OpenAI-compatible (vLLM); model = endpoint name

@@ -520,6 +520,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/score", p == "/chat/completions", p == "/info":
 		// Azure ML's own URL shape, https://{endpoint}.{region}.inference.ml.azure.com/score.
 		s.serveAzureMLHost(w, r)
+	case isVertexOpenAPIPath(p):
+		s.serveVertexOpenAPI(w, r)
 	case strings.HasPrefix(p, "/v1/projects/"), strings.HasPrefix(p, "/v1beta1/projects/"):
 		s.serveVertexREST(w, r)
 	case strings.HasPrefix(p, "/api/predict/"):

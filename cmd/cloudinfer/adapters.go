@@ -164,6 +164,15 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 		return sagemaker.New(ctx, o)
 	},
 	cloudreq.ProviderGCP: func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
+		if t.Service == vertex.ServiceOpenAPI {
+			// OpenAI-compatible chat over HTTPS with Application Default
+			// Credentials; the embedded emulator's route takes no token.
+			o := vertex.OpenAPIOptions{Project: t.Project, Location: cmpOr(t.Location, "us-central1"), HTTPClient: n.http}
+			if emu != nil {
+				o.BaseURL, o.Anonymous = emu.URL()+"/v1/projects/emulator/locations/"+o.Location+"/endpoints/openapi", true
+			}
+			return vertex.NewOpenAPI(ctx, o)
+		}
 		o := vertex.Options{Project: t.Project, Location: t.Location, Endpoint: t.GRPCAddr, ClientOptions: n.grpc}
 		if host, _, _ := strings.Cut(t.GRPCAddr, ":"); strings.HasSuffix(host, ".prediction.vertexai.goog") {
 			// A dedicated endpoint's DNS name: its calls need the

@@ -25,3 +25,16 @@ func TestInvokeSageMakerAsync(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "unsupported streaming for aws/sagemaker-async")
 }
+
+// TestInvokeVertexOpenAI: `cloudinfer invoke --provider vertex-openai`
+// reaches the emulator's endpoints/openapi chat route, whole and streamed.
+func TestInvokeVertexOpenAI(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		c := &invokeCmd{Provider: "vertex-openai", Endpoint: "llama-3-8b", Prompt: "Say hello.", MaxTokens: 6,
+			Type: "application/json", TimeScale: 0.01, Stream: stream}
+		var out strings.Builder
+		require.NoError(t, c.run(context.Background(), &out))
+		assert.Contains(t, out.String(), "status 200")
+		assert.Contains(t, out.String(), "out 6 (server)")
+	}
+}

@@ -197,6 +197,23 @@
 // ERR_MODEL_NOT_READY, which cloudreq's classifier reads as
 // not-ready-then-ready evidence.
 //
+// # OpenAI-compatible chat
+//
+// OpenAPIAdapter (NewOpenAPI; service ServiceOpenAPI, "vertex-openai")
+// speaks Vertex AI's OpenAI-compatible chat completions,
+// POST https://LOCATION-aiplatform.googleapis.com/v1/projects/P/locations/L/endpoints/openapi/chat/completions
+// (aiplatform.googleapis.com for "global"), with the openai adapter's
+// wire: generate, invoke and SSE streams. Target.Model (or
+// Target.Endpoint) is the model as Vertex names it. Tokens come from
+// OpenAPIOptions.TokenSource or Application Default Credentials (scope
+// cloud-platform), cached and refreshed before expiry; they are never sent
+// over plain http unless AllowInsecureHTTP. Errors are mapped as the
+// openai adapter's (its package doc), with Provider "gcp", plus:
+//
+//	error                                             code                   retryable
+//	no Application Default Credentials (NewOpenAPI)   ERR_UNAUTHENTICATED    no
+//	the token source failed                           ERR_UNAUTHENTICATED    no
+//
 // # Dedicated endpoints
 //
 // An endpoint created with a dedicated public endpoint is served at its own
