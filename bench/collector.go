@@ -46,6 +46,9 @@ type collector struct {
 	cut    atomic.Bool
 	cutN   atomic.Int64
 	unsent atomic.Int64
+	// capWaits counts the open loop's sends that waited for a worker at
+	// the in-flight cap.
+	capWaits atomic.Int64
 
 	scheduled atomic.Uint64 // float64 bits
 
@@ -69,10 +72,9 @@ type collector struct {
 	points   []Point
 	seen     int64
 	rng      *rand.Rand
-	e2e      stats.Dist // progress p95
-	first    time.Time  // first send
-	last     time.Time  // last send
-	end      time.Time  // last end
+	first    time.Time // first send
+	last     time.Time // last send
+	end      time.Time // last end
 	prevSnap Snapshot
 	prevAt   time.Time
 	rate     float64
@@ -99,9 +101,13 @@ func (c *collector) begin(t time.Time) {
 
 func (c *collector) setScheduled(r float64) { c.scheduled.Store(math.Float64bits(r)) }
 
+// calls recycles the calls' observers: one per call in flight.
+var calls = sync.Pool{New: func() any { return new(call) }}
+
 // StartCall implements cloudreq.Observer.
 func (c *collector) StartCall(ctx context.Context, req *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
-	o := &call{c: c, class: req.Class, tags: req.Tags, fb: feedbackOf(ctx)}
+	o := calls.Get().(*call)
+	*o = call{c: c, class: req.Class, tags: req.Tags, fb: feedbackOf(ctx)}
 	if o.turn = turnOf(ctx); o.turn > 0 && req.Generate != nil {
 		n := 0
 		for _, m := range req.Generate.Messages {
@@ -154,6 +160,8 @@ func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 	if o.fb != nil {
 		o.fb.End(&s, cut)
 	}
+	*o = call{}
+	calls.Put(o)
 }
 
 // MaxErrorExample bounds a kept error message.
@@ -210,9 +218,6 @@ func (c *collector) add(s *latency.Sample, tags map[string]string, send time.Tim
 	if s.End.After(c.end) {
 		c.end = s.End
 	}
-	if v, ok := s.Value(latency.E2E); ok && s.Err == "" {
-		c.e2e.Add(v)
-	}
 	for dim, v := range tags {
 		m := c.tags[dim]
 		if m == nil {
@@ -260,10 +265,10 @@ func (c *collector) snapshot() Snapshot {
 		Sent: c.sent.Load(), Done: c.done.Load(), Errors: c.errs.Load(),
 		Scheduled: math.Float64frombits(c.scheduled.Load()),
 	}
-	c.mu.Lock()
-	if c.e2e.Count() > 0 {
-		s.P95 = time.Duration(c.e2e.Quantile(0.95))
+	if e2e := c.rec.Dist(latency.E2E, stats.Filter{}); e2e.Count() > 0 {
+		s.P95 = time.Duration(e2e.Quantile(0.95))
 	}
+	c.mu.Lock()
 	if dt := now.Sub(c.prevAt); dt >= time.Second {
 		c.rate = float64(s.Done-c.prevSnap.Done) / dt.Seconds()
 		c.prevSnap, c.prevAt = s, now
@@ -285,7 +290,7 @@ func (c *collector) result() *TargetResult {
 		Name: t.Name, Provider: t.Provider, Service: t.Service, Endpoint: publicURL(t.Endpoint),
 		Model: t.Model, Action: t.Action, Stream: t.Stream, Network: t.Network,
 		Load: c.plan.Load.String(), Begin: c.start,
-		Sent: c.sent.Load(), Late: c.late.Load(), Cut: c.cutN.Load(), Unsent: c.unsent.Load(), Recorder: c.rec,
+		Sent: c.sent.Load(), Late: c.late.Load(), Cut: c.cutN.Load(), Unsent: c.unsent.Load(), CapWaits: c.capWaits.Load(), Recorder: c.rec,
 		Series: c.series, Points: c.points, Ladder: c.ladderTrace,
 		CPU: -1, MachineCPU: -1,
 	}

@@ -477,7 +477,8 @@ func (r *Result) intendedRows() [][]string {
 		if lag.Count() > 0 {
 			lagS = ms(lag.Quantile(0.5)) + " / " + ms(lag.Quantile(0.99))
 		}
-		rows = append(rows, []string{tr.Name, meanSD(ttft), pcts(ttft), meanSD(e2e), pcts(e2e), lagS})
+		m := saturatedMark(tr)
+		rows = append(rows, []string{tr.Name, meanSD(ttft) + m, pcts(ttft) + m, meanSD(e2e) + m, pcts(e2e) + m, lagS + m})
 	}
 	return rows
 }
@@ -520,10 +521,33 @@ func (r *Result) loadRows() [][]string {
 			mcpu = fmt.Sprintf("%.0f%%", 100*tr.MachineCPU)
 		}
 		load, _, _ := strings.Cut(tr.Load, " (") // the details are in the run's description
-		rows = append(rows, []string{tr.Name, load, strconv.FormatInt(tr.Sent, 10), fmtNum(wall), offered, sentRate, okRate, tokRate,
-			lagS, strconv.FormatInt(tr.Late, 10), cpu, mcpu})
+		m := saturatedMark(tr)
+		rows = append(rows, []string{tr.Name, load, strconv.FormatInt(tr.Sent, 10), fmtNum(wall), offered, sentRate + m, okRate, tokRate,
+			lagS + m, strconv.FormatInt(tr.Late, 10) + m, cpu, mcpu})
 	}
 	return rows
+}
+
+// saturatedMark is the mark of the figures a saturated client set.
+func saturatedMark(tr *TargetResult) string {
+	if tr.Saturated != "" {
+		return " *"
+	}
+	return ""
+}
+
+// saturatedBanners returns a line for each target whose client was the
+// bottleneck, shown before the figures.
+func (r *Result) saturatedBanners() []string {
+	var out []string
+	for _, tr := range r.Targets {
+		if tr.Saturated != "" {
+			out = append(out, fmt.Sprintf("CLIENT SATURATED (%s): %s. The load generator, not the target, set the figures marked *"+
+				" (sent /s, schedule lag, late, and the figures from the intended send); rerun at a lower rate or on more machines",
+				tr.Name, tr.Saturated))
+		}
+	}
+	return out
 }
 
 // notes returns the warnings and failures, one line each.
@@ -550,6 +574,14 @@ func (r *Result) renderSummary(w io.Writer, md, detail bool) error {
 		fmt.Fprintf(ew, "# cloudinfer bench\n\n")
 	}
 	r.describe(ew)
+	if bs := r.saturatedBanners(); len(bs) > 0 {
+		for _, b := range bs {
+			if md {
+				b = "**" + b + "**"
+			}
+			fmt.Fprintf(ew, "%s\n\n", b)
+		}
+	}
 	r.ReferenceTable(ew, md)
 	for _, s := range r.sections(rep) {
 		if md {
@@ -908,6 +940,9 @@ func (r *Result) renderCSV(w io.Writer) error {
 		}
 		if tr.MachineCPU >= 0 {
 			put("load", "machine-cpu", "share", f(tr.MachineCPU), "")
+		}
+		if tr.Saturated != "" {
+			put("load", "saturated", "reason", tr.Saturated, "")
 		}
 		if tr.Ladder != nil {
 			for _, s := range tr.Ladder.Steps {

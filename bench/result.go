@@ -80,6 +80,16 @@ type TargetResult struct {
 	// duration ended but could not be made by then (plus LateAfter): the
 	// target or the in-flight cap could not keep up. They are not in Sent.
 	Unsent int64 `json:"unsent,omitempty"`
+	// CapWaits counts the open loop's sends that found every worker busy
+	// at the in-flight cap (Load.MaxInFlight) and waited for one: sends
+	// late because the target did not keep up, not the client.
+	CapWaits int64 `json:"cap_waits,omitempty"`
+	// Saturated, when set, says why the client itself was the bottleneck
+	// (CPU-bound, or sends late or unsent with workers to spare): the
+	// figures that measure the generator (sent /s, lag, late, the figures
+	// from the intended send) are then the client's, not the target's,
+	// and the reports mark them.
+	Saturated string `json:"saturated,omitempty"`
 	// OfferedRate is the open loop's scheduled rate (0 otherwise);
 	// SendRate the rate the sends achieved: (sent − 1) / (last − first send).
 	OfferedRate float64 `json:"offered_rate,omitempty"`
@@ -475,6 +485,27 @@ func (tr *TargetResult) warnings(p *Plan) {
 			"achieved send rate %.1f/s is %.1f%% below the offered %.4g/s", tr.SendRate,
 			100*(1-tr.SendRate/tr.OfferedRate), tr.OfferedRate))
 	}
+	tr.Saturated = tr.saturation()
+}
+
+// saturation returns why the client was the bottleneck of tr's run, or
+// "": its CPU share reached CPUBoundShare, or more than LateShare of its
+// sends were late, or sends were left unsent, while most sends found a
+// worker free (CapWaits: at the in-flight cap the target is the one that
+// does not keep up).
+func (tr *TargetResult) saturation() string {
+	var why []string
+	if tr.CPU >= CPUBoundShare {
+		why = append(why, fmt.Sprintf("its CPU use was %.0f%% of %d cores", 100*tr.CPU, runtime.NumCPU()))
+	}
+	spare := 2*tr.CapWaits < tr.Late+tr.Unsent
+	if tr.Sent > 0 && float64(tr.Late)/float64(tr.Sent) > LateShare && spare {
+		why = append(why, fmt.Sprintf("%.1f%% of its sends were late with workers to spare", 100*float64(tr.Late)/float64(tr.Sent)))
+	}
+	if tr.Unsent > 0 && spare {
+		why = append(why, fmt.Sprintf("%d sends due were never made", tr.Unsent))
+	}
+	return strings.Join(why, "; ")
 }
 
 // Counts returns the target's request counters (all classes and starts).

@@ -135,7 +135,9 @@ type target struct {
 	opts   Options
 	client *cloudreq.Client
 	col    *collector
-	obsOpt func(*cloudreq.CallOptions)
+	// measured are the call options of a measured call: the collector
+	// and the run's observers see it.
+	measured []func(*cloudreq.CallOptions)
 
 	pickMu     sync.Mutex
 	picker     *Picker
@@ -158,9 +160,9 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 		return nil, err
 	}
 	tg.col = col
-	tg.obsOpt = func(o *cloudreq.CallOptions) {
+	tg.measured = []func(*cloudreq.CallOptions){func(o *cloudreq.CallOptions) {
 		o.Observers = append(append(o.Observers, tg.col), opts.Observers...)
-	}
+	}}
 	tg.base = buildRequest(t, nil)
 	tg.shape = newShaper(p, t)
 	if p.Mix != nil {
@@ -284,6 +286,15 @@ wait:
 
 // request returns the next request to send.
 func (tg *target) request(intended time.Time) *cloudreq.CloudRequest {
+	r := new(cloudreq.CloudRequest)
+	tg.fill(r, intended, -1)
+	return r
+}
+
+// fill sets *r to the next request to send, measured request i of the
+// shape (i < 0: the next in the order fill is called): a worker reuses
+// one request for its calls (the client copies what it keeps of it).
+func (tg *target) fill(r *cloudreq.CloudRequest, intended time.Time, i int) {
 	base := tg.base
 	var tags map[string]string
 	if tg.picker != nil {
@@ -292,13 +303,15 @@ func (tg *target) request(intended time.Time) *cloudreq.CloudRequest {
 		tg.pickMu.Unlock()
 		base, tags = tg.bases[pk.Class], pk.Tags
 	}
-	r := *base
+	*r = *base
 	r.IntendedSend = intended
 	r.Tags = tags
 	if tg.shape != nil {
-		tg.shape(&r, int(tg.shaped.Add(1)-1))
+		if i < 0 {
+			i = int(tg.shaped.Add(1) - 1)
+		}
+		tg.shape(r, i)
 	}
-	return &r
 }
 
 // do sends one request and reads its response to the end; measured calls
@@ -306,7 +319,7 @@ func (tg *target) request(intended time.Time) *cloudreq.CloudRequest {
 func (tg *target) do(ctx context.Context, req *cloudreq.CloudRequest, measured bool) {
 	var opt []func(*cloudreq.CallOptions)
 	if measured {
-		opt = append(opt, tg.obsOpt)
+		opt = tg.measured
 	}
 	if !tg.t.Stream {
 		_, _ = tg.client.Invoke(ctx, req, opt...)
@@ -345,12 +358,14 @@ func (tg *target) closed(ctx context.Context) {
 	var wg sync.WaitGroup
 	for range tg.plan.Load.Concurrency {
 		wg.Go(func() {
+			var req cloudreq.CloudRequest
 			for stop.Err() == nil {
 				if n := tg.sent.Add(1); lim.Requests > 0 && n > int64(lim.Requests) {
 					return
 				}
 				tg.col.sent.Add(1)
-				tg.do(callCtx, tg.request(time.Time{}), true)
+				tg.fill(&req, time.Time{}, -1)
+				tg.do(callCtx, &req, true)
 			}
 		})
 	}
@@ -365,12 +380,13 @@ func (tg *target) closed(ctx context.Context) {
 }
 
 // open runs an open loop: a dispatcher sleeps until each intended send
-// time of the load's Schedule and hands the request to a goroutine, at
-// most MaxInFlight at a time. A send that finds no free slot waits for
-// one: it is late, and its lag is measured; it is never dropped, but a
-// send not made by the duration's end (plus LateAfter) is not made at
-// all, and is counted as unsent. An Adaptive schedule is woken at its
-// horizon to decide what follows, and told of each request it sent.
+// time of the load's Schedule and hands the request to a worker, an idle
+// one or a new one, at most MaxInFlight of them (see pool). A send that
+// finds every worker busy at the cap waits for one: it is late, and its
+// lag is measured; it is never dropped, but a send not made by the
+// duration's end (plus LateAfter) is not made at all, and is counted as
+// unsent. An Adaptive schedule is woken at its horizon to decide what
+// follows, and told of each request it sent.
 func (tg *target) open(ctx context.Context) {
 	p := tg.plan
 	ld := p.Load
@@ -379,8 +395,7 @@ func (tg *target) open(ctx context.Context) {
 
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	slots := make(chan struct{}, ld.MaxInFlight)
-	var wg sync.WaitGroup
+	workers := newPool(tg, ld.MaxInFlight)
 	start := tg.col.start
 	limit := p.Limits.Duration.D()
 	// Sends due before the duration's end are made until LateAfter past
@@ -391,7 +406,7 @@ func (tg *target) open(ctx context.Context) {
 		sendCtx, cancelSend = context.WithDeadline(ctx, start.Add(limit+ld.LateAfter.D()))
 	}
 	defer cancelSend()
-	sleep := newSleeper()
+	sleep := newSleeper(ld.SendSpin.D())
 	defer sleep.stop()
 	n := 0
 	stopped := time.Duration(-1) // when the schedule stopped, if by the duration
@@ -424,23 +439,19 @@ func (tg *target) open(ctx context.Context) {
 		if !sleep.until(sendCtx, at) {
 			break
 		}
-		select {
-		case slots <- struct{}{}:
-		case <-sendCtx.Done():
-		}
-		if sendCtx.Err() != nil {
+		w := workers.get(sendCtx)
+		if w == nil {
 			break
 		}
 		sch.Next()
 		n++
 		tg.sent.Add(1)
 		tg.col.sent.Add(1)
-		reqCtx := withFeedback(callCtx, sch.Sent(at))
-		req := tg.request(at)
-		wg.Go(func() {
-			defer func() { <-slots }()
-			tg.do(reqCtx, req, true)
-		})
+		j := job{ctx: withFeedback(callCtx, sch.Sent(at)), at: at, i: -1}
+		if tg.shape != nil {
+			j.i = int(tg.shaped.Add(1) - 1) // in send order
+		}
+		w.in <- j
 	}
 	if stopped < 0 {
 		stopped = time.Since(start)
@@ -463,12 +474,119 @@ func (tg *target) open(ctx context.Context) {
 		unsent = int64(sch.SkipBefore(end, most))
 	}
 	tg.col.unsent.Store(unsent)
+	tg.col.capWaits.Store(workers.capWaits)
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { workers.close(); close(done) }()
 	tg.drain(ctx, done, cancel)
 	// The run stopped sending when it stopped, or when the schedule fell
 	// behind, whichever came first.
 	tg.col.ladderTrace = sch.Finish(min(stopped, reached))
+}
+
+// job is one send an open loop hands to a worker: the call's context
+// (with an Adaptive schedule's Feedback), its intended send time and its
+// index in send order for the request's shape (-1: none).
+type job struct {
+	ctx context.Context
+	at  time.Time
+	i   int
+}
+
+// worker is one of an open loop's senders: a goroutine that makes the
+// calls it is handed one after another, with one request it reuses. A
+// goroutine per call would grow a fresh stack through the HTTP stack's
+// depth on every call; a worker's stays grown.
+type worker struct {
+	in  chan job // buffered 1: the dispatcher never waits on it
+	req cloudreq.CloudRequest
+}
+
+// pool is an open loop's workers: as many as its calls have been in
+// flight at once, at most max. The dispatcher takes an idle one (the one
+// that came idle last: its stack and connection are the warmest), or
+// starts a new one under the cap, or at the cap waits for one to come
+// free.
+type pool struct {
+	tg  *target
+	max int
+
+	mu      sync.Mutex
+	idle    []*worker
+	all     []*worker
+	waiting bool          // the dispatcher waits on free
+	free    chan struct{} // buffered 1: a worker came idle
+	wg      sync.WaitGroup
+	// capWaits counts the sends that found every worker busy at the cap
+	// (the dispatcher's alone: read after the loop).
+	capWaits int64
+}
+
+func newPool(tg *target, max int) *pool {
+	return &pool{tg: tg, max: max, free: make(chan struct{}, 1)}
+}
+
+// get returns an idle or a new worker, or, at the cap, the first to come
+// free; nil when ctx ends first.
+func (p *pool) get(ctx context.Context) *worker {
+	capped := false
+	for {
+		p.mu.Lock()
+		if n := len(p.idle); n > 0 {
+			w := p.idle[n-1]
+			p.idle = p.idle[:n-1]
+			p.mu.Unlock()
+			return w
+		}
+		if len(p.all) < p.max {
+			w := &worker{in: make(chan job, 1)}
+			p.all = append(p.all, w)
+			p.mu.Unlock()
+			p.wg.Go(func() { p.run(w) })
+			return w
+		}
+		p.waiting = true
+		p.mu.Unlock()
+		if !capped {
+			capped = true
+			p.capWaits++
+		}
+		select {
+		case <-p.free:
+		case <-ctx.Done():
+			p.mu.Lock()
+			p.waiting = false
+			p.mu.Unlock()
+			return nil
+		}
+	}
+}
+
+// run makes w's calls until its channel is closed.
+func (p *pool) run(w *worker) {
+	for j := range w.in {
+		p.tg.fill(&w.req, j.at, j.i)
+		p.tg.do(j.ctx, &w.req, true)
+		p.mu.Lock()
+		p.idle = append(p.idle, w)
+		if p.waiting {
+			p.waiting = false
+			select {
+			case p.free <- struct{}{}:
+			default:
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+// close ends the workers once their calls are done, and waits for them.
+func (p *pool) close() {
+	p.mu.Lock()
+	for _, w := range p.all {
+		close(w.in)
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
 }
 
 // progress starts the progress updates and returns their stop.
@@ -499,31 +617,3 @@ func (tg *target) progress() func() {
 		pr.End()
 	}
 }
-
-// sleeper sleeps until absolute times on one reusable timer.
-type sleeper struct{ t *time.Timer }
-
-func newSleeper() *sleeper {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return &sleeper{t: t}
-}
-
-// until sleeps until at (returning at once when it is past) and reports
-// whether ctx is still live.
-func (s *sleeper) until(ctx context.Context, at time.Time) bool {
-	d := time.Until(at)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	s.t.Reset(d)
-	select {
-	case <-s.t.C:
-		return true
-	case <-ctx.Done():
-		s.t.Stop()
-		return false
-	}
-}
-
-func (s *sleeper) stop() { s.t.Stop() }

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type loadAdapter struct {
 	base, perInFlight time.Duration
 	inflight          atomic.Int64
+	maxInFlight       atomic.Int64 // the most calls in flight at once
 	n                 atomic.Int64
 
 	mu      sync.Mutex
@@ -50,6 +51,8 @@ func (a *loadAdapter) Encode(*cloudreq.CloudRequest, bool) (cloudreq.Payload, er
 func (a *loadAdapter) Invoke(ctx context.Context, c *cloudreq.Call) (*cloudreq.CloudResponse, error) {
 	in := a.inflight.Add(1)
 	defer a.inflight.Add(-1)
+	for m := a.maxInFlight.Load(); in > m && !a.maxInFlight.CompareAndSwap(m, in); m = a.maxInFlight.Load() {
+	}
 	a.n.Add(1)
 	a.mu.Lock()
 	if a.classes == nil {
@@ -195,6 +198,10 @@ func TestOpenLoopNeverDropsAtTheInFlightCap(t *testing.T) {
 	assert.Greater(t, tr.Late, int64(20))
 	require.NotEmpty(t, tr.Warnings)
 	assert.Contains(t, strings.Join(tr.Warnings, "\n"), "behind its schedule")
+	// The sends waited at the cap: the target, not the client, was slow.
+	assert.Greater(t, tr.CapWaits, int64(20))
+	assert.Empty(t, tr.Saturated)
+	assert.LessOrEqual(t, fake.maxInFlight.Load(), int64(2), "more calls in flight than the cap")
 	lag := tr.Dist(latency.ScheduleLag, "", "")
 	assert.Greater(t, lag.Max(), int64(100*time.Millisecond))
 	// CO-corrected E2E includes the lag; the plain E2E does not.

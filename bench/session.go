@@ -258,13 +258,13 @@ func cmp0(v, def int) int {
 // whether it succeeded.
 func (tg *target) doText(ctx context.Context, req *cloudreq.CloudRequest) (string, bool) {
 	if !tg.t.Stream {
-		resp, err := tg.client.Invoke(ctx, req, tg.obsOpt)
+		resp, err := tg.client.Invoke(ctx, req, tg.measured...)
 		if err != nil || resp == nil {
 			return "", false
 		}
 		return resp.Text, true
 	}
-	s, err := tg.client.Stream(ctx, req, tg.obsOpt)
+	s, err := tg.client.Stream(ctx, req, tg.measured...)
 	if err != nil {
 		return "", false
 	}

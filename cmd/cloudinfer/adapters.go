@@ -209,14 +209,17 @@ func asyncAdapter(ctx context.Context, t *bench.Target, o sagemaker.Options, emu
 	return sagemaker.NewAsync(ctx, o, ao)
 }
 
-// benchTransport is the transport of the HTTP adapters: as many idle
-// connections per host as a run may have requests in flight, so that a
-// high-rate run reuses connections instead of opening new ones (the
-// standard transport keeps 2 per host).
+// benchTransport is the transport of the HTTP adapters: every connection
+// a run opened stays in the pool (per host, as many as a run may have
+// requests in flight, bench.MaxWorkers), so that a run whose in-flight
+// count peaks never closes a connection to open another at its next
+// peak: the dials would cost the client CPU just when it is short of it
+// (the standard transport keeps 2 per host). A pool never holds more
+// connections than the run had calls in flight at once.
 var benchTransport = func() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 0
-	tr.MaxIdleConnsPerHost = bench.DefaultMaxInFlight
+	tr.MaxIdleConnsPerHost = bench.MaxWorkers
 	return tr
 }()
 

@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"context"
+	"runtime"
+	"time"
+)
+
+// The open loop's sleeper waits until each intended send time in three
+// stretches: the runtime's timer until coarseLead before it (that timer
+// can fire up to a millisecond late on an idle machine: the runtime's
+// poller waits in whole milliseconds), then, where the system has one, a
+// fine timer (Linux's timerfd, woken through the runtime's poller, as
+// precise as the kernel's high-resolution timers) until the spin stretch,
+// then a spin that yields the processor between clock reads until the
+// time itself.
+const (
+	// coarseLead is how long before a send the runtime's timer hands over
+	// to the fine one.
+	coarseLead = 2 * time.Millisecond
+	// spinShare bounds the spin to this share of each wait, so that the
+	// spin costs at most this share of a core at any rate.
+	spinShare = 0.1
+	// spinAll is the wait below which the sleeper spins it whole: a timer
+	// costs more than the wait.
+	spinAll = 10 * time.Microsecond
+)
+
+// sleeper sleeps until absolute times on one reusable timer and, where
+// there is one, one fine timer. It belongs to one goroutine.
+type sleeper struct {
+	t    *time.Timer
+	fine fineTimer // nil: none on this system, or it could not be made
+	spin time.Duration
+	last time.Time // the previous wait's end, for spinShare
+	// plain: sleep on the runtime's timer alone (no fine timer, no spin).
+	plain bool
+}
+
+// fineTimer is a timer precise to microseconds: wait blocks the goroutine
+// (not its thread) for d.
+type fineTimer interface {
+	wait(d time.Duration) error
+	close()
+}
+
+// newSleeper returns a sleeper that spins the last spin of each wait, at
+// most spinShare of the time between two waits; a negative spin sleeps on
+// the runtime's timer alone (no fine timer, no spin).
+func newSleeper(spin time.Duration) *sleeper {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	s := &sleeper{t: t, spin: max(spin, 0), last: time.Now(), plain: spin < 0}
+	if !s.plain {
+		if f, err := newFineTimer(); err == nil {
+			s.fine = f
+		}
+	}
+	return s
+}
+
+// spinFor returns how long to spin of a wait of d, sinceLast after the
+// previous wait's end: the spin, at most spinShare of the time between
+// two sends, or all of a wait under spinAll.
+func (s *sleeper) spinFor(d, sinceLast time.Duration) time.Duration {
+	if d <= spinAll {
+		return d
+	}
+	return min(s.spin, time.Duration(spinShare*float64(sinceLast)))
+}
+
+// until sleeps until at (returning at once when it is past) and reports
+// whether ctx is still live.
+func (s *sleeper) until(ctx context.Context, at time.Time) bool {
+	now := time.Now()
+	d := at.Sub(now)
+	if d <= 0 {
+		s.last = now
+		return ctx.Err() == nil
+	}
+	if s.plain {
+		return s.sleep(ctx, d)
+	}
+	spin := s.spinFor(d, at.Sub(s.last))
+	s.last = at
+	lead := spin
+	if s.fine != nil {
+		lead = max(coarseLead, spin)
+	}
+	if d > lead && !s.sleep(ctx, d-lead) {
+		return false
+	}
+	if s.fine != nil {
+		if d := time.Until(at) - spin; d > 0 && s.fine.wait(d) != nil {
+			s.stopFine() // the runtime's timer and the spin from now on
+		}
+	}
+	if !spinUntil(at) {
+		// The clock stands still while this goroutine runs: a fake one,
+		// as in a testing/synctest bubble. Only the runtime's timer moves
+		// it.
+		s.plain = true
+		s.stopFine()
+		return s.sleep(ctx, time.Until(at))
+	}
+	return ctx.Err() == nil
+}
+
+// sleep sleeps d on the runtime's timer and reports whether ctx is still
+// live.
+func (s *sleeper) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	s.t.Reset(d)
+	select {
+	case <-s.t.C:
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		s.t.Stop()
+		return false
+	}
+}
+
+// spinStuck is how many clock reads in a row that return the same time
+// make spinUntil give up: a real clock moves between two reads a yield
+// apart; a fake one stands still while the goroutine runs.
+const spinStuck = 10_000
+
+// spinUntil spins until at, yielding the processor between clock reads;
+// false when the clock stood still (see spinStuck).
+func spinUntil(at time.Time) bool {
+	last, same := time.Now(), 0
+	for last.Before(at) {
+		runtime.Gosched()
+		now := time.Now()
+		if !now.Equal(last) {
+			last, same = now, 0
+		} else if same++; same >= spinStuck {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *sleeper) stopFine() {
+	if s.fine != nil {
+		s.fine.close()
+		s.fine = nil
+	}
+}
+
+func (s *sleeper) stop() {
+	s.t.Stop()
+	s.stopFine()
+}

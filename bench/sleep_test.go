@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSleeperNeverWakesEarly: whatever the wait — spun whole, on the fine
+// timer, on the runtime's timer then the fine one — until returns at or
+// after the time it was given, with the spin on and off.
+func TestSleeperNeverWakesEarly(t *testing.T) {
+	for _, spin := range []time.Duration{DefaultSendSpin, 0, -1} {
+		s := newSleeper(spin)
+		for _, d := range []time.Duration{5 * time.Microsecond, 80 * time.Microsecond, 700 * time.Microsecond, 3 * time.Millisecond} {
+			for range 5 {
+				at := time.Now().Add(d)
+				require.True(t, s.until(context.Background(), at))
+				assert.False(t, time.Now().Before(at), "spin %v, wait %v: woke early", spin, d)
+			}
+		}
+		s.stop()
+	}
+}
+
+func TestSleeperStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := newSleeper(DefaultSendSpin)
+	defer s.stop()
+	time.AfterFunc(20*time.Millisecond, cancel)
+	assert.False(t, s.until(ctx, time.Now().Add(time.Hour)))
+	assert.False(t, s.until(ctx, time.Now().Add(-time.Second)), "a past time on a canceled context")
+}
+
+// TestSleeperSpinBudget: the spin is the configured one, at most a tenth
+// of the time between two sends, and a wait under spinAll is spun whole.
+func TestSleeperSpinBudget(t *testing.T) {
+	s := newSleeper(50 * time.Microsecond)
+	defer s.stop()
+	assert.Equal(t, 50*time.Microsecond, s.spinFor(time.Millisecond, time.Millisecond))           // 1,000/s: 5% of a core
+	assert.Equal(t, 12500*time.Nanosecond, s.spinFor(125*time.Microsecond, 125*time.Microsecond)) // 8,000/s: 10%
+	assert.Equal(t, 50*time.Microsecond, s.spinFor(time.Second, time.Second))                     // 1/s: 0.005%
+	assert.Equal(t, 7*time.Microsecond, s.spinFor(7*time.Microsecond, time.Millisecond))
+	off := newSleeper(0)
+	defer off.stop()
+	assert.Zero(t, off.spinFor(time.Millisecond, time.Millisecond))
+}
+
+// TestSleeperUnderAFakeClock: in a testing/synctest bubble, whose clock
+// stands still while a goroutine runs, the sleeper finds it out and
+// sleeps on the runtime's timer: it wakes exactly on time, by that clock.
+func TestSleeperUnderAFakeClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSleeper(DefaultSendSpin)
+		defer s.stop()
+		for _, d := range []time.Duration{5 * time.Microsecond, 300 * time.Microsecond, 10 * time.Millisecond} {
+			at := time.Now().Add(d)
+			require.True(t, s.until(context.Background(), at))
+			assert.Equal(t, at, time.Now())
+		}
+		assert.True(t, s.plain)
+	})
+}
+
+// TestSaturation: the client is reported saturated when it is CPU-bound,
+// or late or short of sends with workers to spare; not when the sends
+// waited at the in-flight cap (the target did not keep up).
+func TestSaturation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tr   TargetResult
+		want string
+	}{
+		{"on time", TargetResult{Sent: 1000, Late: 5, CPU: 0.3}, ""},
+		{"cpu-bound", TargetResult{Sent: 1000, CPU: 0.9}, "CPU use was 90%"},
+		{"late, workers to spare", TargetResult{Sent: 1000, Late: 100, CPU: 0.5}, "10.0% of its sends were late"},
+		{"unsent, workers to spare", TargetResult{Sent: 1000, Unsent: 30, CPU: 0.5}, "30 sends due were never made"},
+		{"late at the cap", TargetResult{Sent: 1000, Late: 100, Unsent: 30, CapWaits: 120, CPU: 0.5}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.tr.saturation()
+			if tc.want == "" {
+				assert.Empty(t, got)
+			} else {
+				assert.Contains(t, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSaturatedFiguresAreMarked: a saturated client's result says so
+// before its figures, and marks those it set.
+func TestSaturatedFiguresAreMarked(t *testing.T) {
+	r := synthetic(t, "m", 100, 0, 50, 0)
+	var plain strings.Builder
+	require.NoError(t, r.Render(&plain, FormatText, RenderOptions{}))
+	assert.NotContains(t, plain.String(), "CLIENT SATURATED")
+	r.Targets[0].Saturated = "12.0% of its sends were late with workers to spare"
+	var out strings.Builder
+	require.NoError(t, r.Render(&out, FormatText, RenderOptions{}))
+	text := out.String()
+	banner := strings.Index(text, "CLIENT SATURATED (m): 12.0% of its sends were late")
+	require.GreaterOrEqual(t, banner, 0, text)
+	assert.Less(t, banner, strings.Index(text, "target "), "the banner comes before the figures")
+	assert.Contains(t, text, " *")
+	var csv strings.Builder
+	require.NoError(t, r.Render(&csv, FormatCSV, RenderOptions{}))
+	assert.Contains(t, csv.String(), "load,m,,,saturated,reason,12.0% of its sends were late with workers to spare,")
+}
