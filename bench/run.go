@@ -284,13 +284,6 @@ wait:
 	<-done
 }
 
-// request returns the next request to send.
-func (tg *target) request(intended time.Time) *cloudreq.CloudRequest {
-	r := new(cloudreq.CloudRequest)
-	tg.fill(r, intended, -1)
-	return r
-}
-
 // fill sets *r to the next request to send, measured request i of the
 // shape (i < 0: the next in the order fill is called): a worker reuses
 // one request for its calls (the client copies what it keeps of it).
