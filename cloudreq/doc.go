@@ -29,6 +29,18 @@
 // combination no registered adapter supports fails with ERR_INVALID_PARAM and
 // a message listing what is supported.
 //
+// GenerateInput is one typed model of what LLM applications send: message
+// parts (text, images), tool calls and results, tools and tool choice,
+// JSON mode and JSON schemas, seed, n, penalties, top-k, logprobs, the
+// token-limit member, reasoning effort and budget, and Extra members
+// merged into the body. Each adapter writes its dialect and refuses, with
+// ERR_INVALID_PARAM naming the dialect, what the dialect cannot express;
+// docs/generate.md has the feature × dialect table. Answers carry
+// ToolCalls, Reasoning (apart from Text), Logprobs, Choices and
+// Usage.ReasoningTokens; streams carry the same per chunk, with tool-call
+// fragments assembled by the client (ToolCallAssembler) and the whole
+// call set on the chunk that completes it.
+//
 // Every error is an *errcodes.Error. Retries follow RetryOptions: by default
 // 3 attempts, full-jitter exponential backoff from 100 ms capped at 20 s,
 // server Retry-After honoured up to 20 s (and never past the call's

@@ -82,6 +82,23 @@
 //	            {tokens, token_logprobs, top_logprobs, text_offset}; drawn from the seed (k ≤ 20,
 //	            n ≤ 128). Invalid: 400.
 //
+// Tools, JSON output and reasoning are answered deterministically (every
+// chat route, Vertex generateContent over gRPC, TGI's JSON grammar):
+// offered tools with a tool choice other than "none" (Gemini: mode other
+// than NONE) get a call of the named function, or the first offered, with
+// arguments made from its parameters schema, finish reason "tool_calls",
+// streamed as argument fragments (Gemini: one functionCall part); JSON
+// mode answers {"text": <the drawn words>}; a JSON schema (OpenAI
+// json_schema, Gemini responseJsonSchema or responseSchema, TGI grammar)
+// answers JSON that validates against it (first enum or const, minimum-
+// and maximum-respecting numbers, strings of the drawn words, minItems
+// items). Structured answers are never cut by max tokens. Image parts
+// (image_url, inlineData, fileData) are accepted and add 85 prompt tokens
+// each. The "reasoning" profile (Profile.ReasoningTokens) sends its
+// reasoning tokens first: OpenAI delta.reasoning_content and
+// usage.completion_tokens_details.reasoning_tokens, Gemini thought parts
+// and thoughtsTokenCount.
+//
 // A method other than POST (GET for /v1/models) is answered 405 with an
 // Allow header on the Azure ML, PAI-EAS and OpenAI routes; SageMaker
 // answers it 404 UnknownOperationException, and Vertex UNIMPLEMENTED.

@@ -28,8 +28,14 @@
 //
 //   - TTFT ("ttft"): arrival of the first content chunk − SLA clock. A
 //     content chunk carries text or a tool-call delta; role-only, empty and
-//     usage-only chunks never count. A non-streamed call has none: its one
-//     content chunk is the whole body, whose arrival is its E2E.
+//     usage-only chunks never count, nor does a reasoning-only chunk
+//     (Timeline.AddReasoningChunk) when answer content follows. A
+//     non-streamed call has none: its one content chunk is the whole body,
+//     whose arrival is its E2E.
+//   - TTFR ("ttfr"): arrival of the first reasoning-only chunk − SLA clock,
+//     streamed calls of reasoning models. Reasoning chunks are output: they
+//     count in N_out and ITL, and TPOT runs from the first content chunk,
+//     reasoning or answer.
 //   - E2E ("e2e"): arrival of the last content chunk (the whole body,
 //     non-streamed) − SLA clock.
 //   - N_out ("output-tokens"): the server's usage when it reported one,

@@ -284,3 +284,34 @@ func TestSampleString(t *testing.T) {
 	assert.Equal(t, "attempts=2 ttft=212.4ms tpot=5ms e2e=1.2s", s.String())
 	assert.Equal(t, "attempts=0", (&Sample{}).String())
 }
+
+// TestMeasureReasoning: a reasoning-only chunk is TTFR, not TTFT; it
+// counts as output, and TPOT runs from it.
+func TestMeasureReasoning(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tl := &Timeline{Start: t0, IntendedSend: t0, Streamed: true, End: t0.Add(400 * time.Millisecond),
+		Attempts: []Attempt{{Number: 1, Send: t0, FirstByte: t0.Add(50 * time.Millisecond), End: t0.Add(400 * time.Millisecond)}}}
+	tl.AddReasoningChunk(t0.Add(100*time.Millisecond), 1)
+	tl.AddReasoningChunk(t0.Add(200*time.Millisecond), 1)
+	tl.AddChunk(t0.Add(300*time.Millisecond), 1, true)
+	tl.AddChunk(t0.Add(400*time.Millisecond), 1, true)
+	s := Measure(tl, Outcome{})
+	require.True(t, s.Has.Has(TTFR))
+	assert.Equal(t, 100*time.Millisecond, s.TTFR)
+	assert.Equal(t, 300*time.Millisecond, s.TTFT, "the answer's first chunk")
+	assert.Equal(t, 4, s.OutputTokens)
+	assert.Equal(t, 100*time.Millisecond, s.TPOT, "(400 − 100) / 3")
+	v, ok := s.Value(TTFR)
+	assert.True(t, ok)
+	assert.Equal(t, int64(100*time.Millisecond), v)
+	assert.Equal(t, "ttfr", TTFR.String())
+
+	// Reasoning only (cut by the limit): TTFT falls back to the first chunk.
+	tl.Chunks = tl.Chunks[:2]
+	s = Measure(tl, Outcome{})
+	assert.Equal(t, 100*time.Millisecond, s.TTFT)
+	// No reasoning: no TTFR.
+	tl.Chunks = nil
+	tl.AddChunk(t0.Add(100*time.Millisecond), 1, true)
+	assert.False(t, Measure(tl, Outcome{}).Has.Has(TTFR))
+}

@@ -20,7 +20,8 @@ const (
 	// (see TTFR) unless the answer has no other content.
 	TTFT Metric = iota
 	// TPOT is time per output token: (E2E − TTFT) / (N_out − 1), streamed
-	// requests with N_out ≥ 2 only.
+	// requests with N_out ≥ 2 only (from the first content chunk, reasoning
+	// included, for reasoning streams).
 	TPOT
 	// ITL is the inter-chunk latency: each gap between consecutive content
 	// chunks, pooled over requests.
