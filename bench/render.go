@@ -259,6 +259,8 @@ func (r *Result) sections(rep *stats.Report) []section {
 		}
 	}
 	add("Tags", r.tagRows())
+	add(turnsTitle, r.turnRows())
+	add("Stateful sessions (SageMaker)", r.sessionRows())
 	add(decompositionTitle, r.decompositionRows())
 	add(serverTitle, r.serverRows())
 	return out
@@ -905,6 +907,43 @@ func (r *Result) tagRows() [][]string {
 				rows = append(rows, []string{tr.Name, dim, v, strconv.FormatInt(ts.Count, 10),
 					fmt.Sprintf("%.1f%%", 100*float64(ts.Count)/float64(max(total, 1))), strconv.FormatInt(ts.Errors, 10), p95})
 			}
+		}
+	}
+	return rows
+}
+
+// turnsTitle heads the sessions model's table by turn.
+const turnsTitle = "Turns (sessions: turn k's prompt holds the conversation so far; a TTFT that grows less than the prompt shows a prefix cache)"
+
+// turnRows is the sessions model's figures by turn index.
+func (r *Result) turnRows() [][]string {
+	rows := [][]string{{"target", "turn", "requests", "failed", "prompt tokens", "TTFT ms", "TTFT p50/p95/p99", "total ms", "total p50/p95/p99"}}
+	for _, tr := range r.Targets {
+		for _, ts := range tr.Turns {
+			if ts == nil {
+				continue
+			}
+			rows = append(rows, []string{tr.Name, strconv.Itoa(ts.Turn), strconv.FormatInt(ts.Count, 10), strconv.FormatInt(ts.Errors, 10),
+				fmtNum(ts.MeanPromptTokens()), orEmpty(ts.TTFT, meanSD), orEmpty(ts.TTFT, pcts), orEmpty(ts.E2E, meanSD), orEmpty(ts.E2E, pcts)})
+		}
+	}
+	return rows
+}
+
+// orEmpty formats d with f, or "-" when d is nil.
+func orEmpty(d *stats.Dist, f func(*stats.Dist) string) string {
+	if d == nil {
+		return "-"
+	}
+	return f(d)
+}
+
+// sessionRows counts the stateful sessions opened and closed.
+func (r *Result) sessionRows() [][]string {
+	rows := [][]string{{"target", "opened", "closed"}}
+	for _, tr := range r.Targets {
+		if tr.SessionsOpened > 0 || tr.SessionsClosed > 0 {
+			rows = append(rows, []string{tr.Name, strconv.FormatInt(tr.SessionsOpened, 10), strconv.FormatInt(tr.SessionsClosed, 10)})
 		}
 	}
 	return rows

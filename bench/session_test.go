@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,6 +110,20 @@ func TestSessionsAgainstEmulator(t *testing.T) {
 	}
 	assert.Equal(t, int64(2*users*turns), total)
 	assert.Equal(t, 64.0, tr.Turns[0].MeanPromptTokens())
+	// The tables and the report show the turns.
+	for _, f := range []bench.Format{bench.FormatText, bench.FormatMarkdown, bench.FormatHTML} {
+		var b strings.Builder
+		require.NoError(t, res.Render(&b, f, bench.RenderOptions{}))
+		assert.Contains(t, b.String(), "Turns (sessions", f)
+		assert.Regexp(t, `fast(\W|td)+4(\W|td)+[1-9]`, b.String(), "%s: turn 4's row", f)
+	}
+	// Turns merge across machines.
+	second := *res
+	second.Hosts = []bench.Host{{Name: "second", CPUs: 1}}
+	m, err := bench.Merge(res, &second)
+	require.NoError(t, err)
+	assert.Equal(t, 2*tr.Turns[0].Count, m.Targets[0].Turns[0].Count)
+	assert.Equal(t, 2*tr.Turns[3].PromptTokens, m.Targets[0].Turns[3].PromptTokens)
 	// The conversation so far is cached: turn k > 1 finds its earlier
 	// turns' prompt in the prefix cache.
 	cached := 0

@@ -40,8 +40,9 @@ type benchCmd struct {
 	Prompt       string `help:"Prompt text (generate); default: a generated prompt of --prompt-tokens." group:"Payload"`
 	PromptTokens int    `help:"Length of the generated prompt in tokens." default:"512" group:"Payload"`
 	OutputTokens int    `help:"Maximum output tokens (0: the server's default)." group:"Payload"`
+	IgnoreEOS    bool   `name:"ignore-eos" help:"Ask for exactly --output-tokens tokens, past the end of sequence (vLLM's ignore_eos; OpenAI-compatible and PAI-EAS targets, set by itself for a trace replay there)." group:"Payload"`
 
-	Load        string        `help:"Load model: closed, constant, poisson or ladder." enum:",closed,constant,poisson,ladder" default:"" group:"Load"`
+	Load        string        `help:"Load model: closed, constant, poisson, gamma (--rate, --burstiness), ramp (--ramp-*), ladder, trace (--trace) or sessions (--users, --turns). See go doc ./bench." enum:",closed,constant,poisson,gamma,ramp,ladder,trace,sessions" default:"" group:"Load"`
 	Concurrency int           `help:"Closed loop: concurrent workers (1: sequential)." group:"Load"`
 	Rate        float64       `help:"Open loop: requests per second (at most 1e6)." group:"Load"`
 	MaxInFlight int           `help:"Open loop: cap on requests in flight (sends past it are late, never dropped)." group:"Load"`
@@ -61,6 +62,25 @@ type benchCmd struct {
 	LadderFloor      float64       `help:"Ladder: lowest rate (default 10)." group:"Ladder"`
 	LadderTarget     float64       `help:"Ladder: highest rate (default 500, at most 1e6)." group:"Ladder"`
 	LadderMetric     string        `help:"Ladder: latency watched, e2e or ttft." enum:",e2e,ttft" default:"" group:"Ladder"`
+
+	Burstiness   float64       `help:"Gamma: inter-arrival shape at --rate; 1 is Poisson, below 1 burstier, above 1 smoother (default 1)." group:"Workloads"`
+	RampFrom     float64       `help:"Ramp: first rate, requests/s." group:"Workloads"`
+	RampTo       float64       `help:"Ramp: last rate, requests/s, held after --ramp-over." group:"Workloads"`
+	RampOver     time.Duration `help:"Ramp: how long the rate takes from --ramp-from to --ramp-to." group:"Workloads"`
+	RampShape    string        `help:"Ramp: linear or exponential (default linear)." enum:",linear,exponential" default:"" group:"Workloads"`
+	RampArrivals string        `help:"Ramp: constant or poisson arrivals (default constant)." enum:",constant,poisson" default:"" group:"Workloads"`
+	Trace        string        `help:"Replay this trace (implies --load trace): the Azure LLM inference trace 2023/2024 or BurstGPT (CSV), Mooncake or Qwen Bailian (JSONL), told apart by their header or first record. Each request: a prompt of the record's input length, max tokens its output length. Without --requests or --duration the whole trace is sent." type:"existingfile" placeholder:"FILE" group:"Workloads"`
+	TraceSpeed   float64       `help:"Trace: speed factor (10: ten times as fast; default 1)." group:"Workloads"`
+	TraceStart   time.Duration `help:"Trace: replay from this far into the trace." group:"Workloads"`
+	TraceLength  time.Duration `help:"Trace: replay this much of the trace (0: to its end)." group:"Workloads"`
+	Users        int           `help:"Sessions: concurrent users, each holding one conversation after another (default 1; implies --load sessions)." group:"Workloads"`
+	Turns        int           `help:"Sessions: turns per conversation; turn k's prompt holds the conversation so far (default 3)." group:"Workloads"`
+	TurnTokens   int           `help:"Sessions: length of each user message after the first (default --prompt-tokens)." group:"Workloads"`
+	Think        time.Duration `help:"Sessions: mean think time between turns." group:"Workloads"`
+	ThinkDist    string        `help:"Sessions: think-time distribution: constant, exponential or uniform (default constant)." enum:",constant,exponential,uniform" default:"" group:"Workloads"`
+	Stateful     bool          `help:"Sessions: carry SageMaker stateful session ids (opened with NEW_SESSION, closed after the last turn)." group:"Workloads"`
+	PrefixGroups int           `help:"Shared prefixes: how many groups (request i is in group i mod N; default 1 with --prefix-tokens)." group:"Workloads"`
+	PrefixTokens int           `help:"Shared prefixes: each group's prompt prefix, in tokens (at most --prompt-tokens)." group:"Workloads"`
 
 	Mix        string   `help:"Weighted request mix file (YAML or JSON: classes, dimensions)." type:"existingfile" placeholder:"FILE" group:"Mix"`
 	TrafficLog string   `help:"Build the mix from a traffic log (CSV or JSONL: path, method, headers, latency_ms, tag columns)." type:"existingfile" placeholder:"FILE" group:"Mix"`
@@ -182,6 +202,10 @@ func (c *benchCmd) checkNumbers() error {
 		{"--ladder-backoff", c.LadderBackoff}, {"--ladder-floor", c.LadderFloor}, {"--ladder-target", c.LadderTarget},
 		{"--retries", float64(c.Retries)}, {"--timeout", float64(c.Timeout)}, {"--time-scale", c.TimeScale},
 		{"--start-timeout", float64(c.StartTimeout)},
+		{"--burstiness", c.Burstiness}, {"--ramp-from", c.RampFrom}, {"--ramp-to", c.RampTo}, {"--ramp-over", float64(c.RampOver)},
+		{"--trace-speed", c.TraceSpeed}, {"--trace-start", float64(c.TraceStart)}, {"--trace-length", float64(c.TraceLength)},
+		{"--users", float64(c.Users)}, {"--turns", float64(c.Turns)}, {"--turn-tokens", float64(c.TurnTokens)},
+		{"--think", float64(c.Think)}, {"--prefix-groups", float64(c.PrefixGroups)}, {"--prefix-tokens", float64(c.PrefixTokens)},
 	} {
 		if f.v < 0 || math.IsNaN(f.v) {
 			return usageError{errcodes.Errorf(errcodes.InvalidParam, "bench: %s must not be negative (got %g)", f.name, f.v)}
@@ -251,6 +275,7 @@ func (c *benchCmd) applyLoad(p *bench.Plan) {
 	if c.LadderLowWater > 0 {
 		ld.LowWater = bench.Duration(c.LadderLowWater)
 	}
+	c.applyWorkloads(p)
 	setI(&p.Limits.Requests, c.Requests)
 	if c.Duration > 0 {
 		p.Limits.Duration = bench.Duration(c.Duration)
@@ -261,7 +286,7 @@ func (c *benchCmd) applyLoad(p *bench.Plan) {
 	if c.Seed > 0 {
 		p.Seed = c.Seed
 	}
-	if l.Model != bench.LoadLadder && p.Limits.Duration == 0 && p.Limits.Requests == 0 {
+	if l.Model != bench.LoadLadder && l.Model != bench.LoadTrace && l.Trace == nil && p.Limits.Duration == 0 && p.Limits.Requests == 0 {
 		p.Limits.Requests = defaultRequests
 	}
 	if l.Model == bench.LoadLadder && p.Limits.Duration == 0 && p.Limits.Requests == 0 {
@@ -271,6 +296,74 @@ func (c *benchCmd) applyLoad(p *bench.Plan) {
 			step = bench.DefaultLadderStep
 		}
 		p.Limits.Duration = bench.Duration(10 * step)
+	}
+}
+
+// applyWorkloads sets the gamma, ramp, trace, sessions and prefix fields
+// the flags give (a flag that names a model's own settings implies the
+// model when no --load is given), and --ignore-eos on every target.
+func (c *benchCmd) applyWorkloads(p *bench.Plan) {
+	l := &p.Load
+	setF(&l.Burstiness, c.Burstiness)
+	if c.RampFrom > 0 || c.RampTo > 0 || c.RampOver > 0 || c.RampShape != "" || c.RampArrivals != "" {
+		if l.Ramp == nil {
+			l.Ramp = &bench.Ramp{}
+		}
+		setF(&l.Ramp.From, c.RampFrom)
+		setF(&l.Ramp.To, c.RampTo)
+		if c.RampOver > 0 {
+			l.Ramp.Over = bench.Duration(c.RampOver)
+		}
+		setS(&l.Ramp.Shape, c.RampShape)
+		setS(&l.Ramp.Arrivals, c.RampArrivals)
+		if c.Load == "" && l.Model == "" {
+			l.Model = bench.LoadRamp
+		}
+	}
+	if c.Trace != "" || c.TraceSpeed > 0 || c.TraceStart > 0 || c.TraceLength > 0 {
+		if l.Trace == nil {
+			l.Trace = &bench.TraceLoad{}
+		}
+		setS(&l.Trace.File, c.Trace)
+		setF(&l.Trace.Speed, c.TraceSpeed)
+		if c.TraceStart > 0 {
+			l.Trace.Start = bench.Duration(c.TraceStart)
+		}
+		if c.TraceLength > 0 {
+			l.Trace.Length = bench.Duration(c.TraceLength)
+		}
+		if c.Load == "" {
+			l.Model = bench.LoadTrace
+		}
+	}
+	if c.Users > 0 || c.Turns > 0 || c.TurnTokens > 0 || c.Think > 0 || c.ThinkDist != "" || c.Stateful {
+		if l.Sessions == nil {
+			l.Sessions = &bench.Sessions{}
+		}
+		ss := l.Sessions
+		setI(&ss.Users, c.Users)
+		setI(&ss.Turns, c.Turns)
+		setI(&ss.TurnTokens, c.TurnTokens)
+		if c.Think > 0 {
+			ss.Think = bench.Duration(c.Think)
+		}
+		setS(&ss.ThinkDist, c.ThinkDist)
+		ss.Stateful = ss.Stateful || c.Stateful
+		if c.Load == "" && l.Model == "" {
+			l.Model = bench.LoadSessions
+		}
+	}
+	if c.PrefixTokens > 0 || c.PrefixGroups > 0 {
+		if l.Prefix == nil {
+			l.Prefix = &bench.Prefix{}
+		}
+		setI(&l.Prefix.Groups, c.PrefixGroups)
+		setI(&l.Prefix.Tokens, c.PrefixTokens)
+	}
+	if c.IgnoreEOS {
+		for i := range p.Targets {
+			p.Targets[i].Payload.IgnoreEOS = true
+		}
 	}
 }
 
