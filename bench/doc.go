@@ -27,6 +27,29 @@
 // its requests' outcomes (Feedback). Another load model (a trace replay,
 // a ramp) is one new type that implements Schedule.
 //
+// Realistic workloads build on the same interfaces:
+//
+//   - gamma arrivals (Load.Burstiness, NewGamma): inter-arrivals of mean
+//     1/rate and shape burstiness, 1 being Poisson, below 1 burstier;
+//   - ramps (Ramp): the rate from From to To over Over, linear or
+//     exponential, constant or Poisson arrivals, then held;
+//   - trace replay (TraceLoad, ReadTrace): the arrival times and lengths
+//     of the Azure LLM inference trace 2023/2024, BurstGPT, Mooncake or
+//     Qwen Bailian, divided by a speed factor, over a window; each request
+//     a prompt of the record's input length and max tokens its output
+//     length (with IgnoreEOS where the server takes it); the trace's times
+//     are the intended sends. Trace.Shard (record j to shard j mod n,
+//     TraceShard) splits a trace over machines, whose results merge;
+//   - shared prefixes (Prefix, and a trace's hash_ids): prompts that
+//     share exactly the designed blocks, so that a prefix cache's hits
+//     can be measured (the emulator models one: Profile.PrefixCacheTokens);
+//   - multi-turn sessions (Sessions): users each holding conversations of
+//     K turns whose prompt is the conversation so far, with think times,
+//     SageMaker stateful session ids, and the figures by turn
+//     (TargetResult.Turns).
+//
+// ScheduleOf returns the intended sends of a load without sending them.
+//
 // A weighted request Mix picks each request's class and tags (region,
 // device, time of day…) in the given proportions; it can be built from a
 // traffic log. Results are collected through a cloudreq.Observer into

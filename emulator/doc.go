@@ -281,12 +281,27 @@
 // for tests that compare measurements with the ground truth, and compare
 // with the records rather than with the profile's nominal figures.
 //
+// Prefix cache: an endpoint whose profile sets PrefixCacheTokens keeps a
+// prefix cache of that many tokens, in blocks of PrefixBlockTokens (16)
+// tokens of the prompt's text (4 bytes a token), each block named by the
+// hash of the whole prompt up to its end and evicted least recently used.
+// A request's cached tokens are its leading blocks found there; they are
+// left out of the prefill term of its TTFT (PrefillMsPer1K × (prompt −
+// cached − RefPromptTokens) / 1000). Its Record holds CachedTokens, and
+// /metrics counts vllm:prefix_cache_queries_total (prompt tokens looked
+// up) and vllm:prefix_cache_hits_total (tokens found). Chat and
+// completions bodies with vLLM's ignore_eos get exactly max_tokens output
+// tokens (Record.IgnoreEOS).
+//
 // SageMaker stateful sessions: an InvokeEndpoint request whose
 // X-Amzn-SageMaker-Session-Id is NEW_SESSION is answered, when it
 // succeeds, with X-Amzn-SageMaker-New-Session-Id
 // "<id>; Expires=<RFC 3339 UTC, 20 minutes on>", as a stateful model
 // container answers (an error answer opens no session); other session ids
-// are accepted as they come. InvokeEndpointWithResponseStream cannot open a session (the
+// are accepted as they come, and recorded (Record.SessionID); an
+// InvokeEndpoint carrying a session id and the body
+// {"requestType":"CLOSE"} closes it: 200 with
+// X-Amzn-SageMaker-Closed-Session-Id and a record of route close-session. InvokeEndpointWithResponseStream cannot open a session (the
 // service says so; its exact answer is not documented): NEW_SESSION there
 // gets 400 ValidationError.
 //
