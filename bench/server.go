@@ -13,6 +13,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/bench/servermetrics"
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
+	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 	"github.com/cloudinfer/cloudinfer/latency"
 )
 
@@ -78,8 +79,10 @@ func (p *Plan) checkServerMetricsInterval() error {
 
 // ServerMetricsURL returns the /metrics URL found for t by itself, "" if
 // none: <base>/metrics of an OpenAI-compatible server given by URL (its
-// base less a trailing /v1), or of a server root with no path (an
-// emulator running apart, which serves every protocol there).
+// base less a trailing /v1), or of a loopback server root with no path
+// (an emulator running apart, which serves every protocol there). A cloud
+// endpoint's root is never scraped unasked: its /metrics is not the
+// server's, and a call there would be a surprise.
 func ServerMetricsURL(t *Target) string {
 	base := t.URL
 	if base == "" {
@@ -97,7 +100,7 @@ func ServerMetricsURL(t *Target) string {
 		if i := strings.Index(path+"/", "/v1/"); i >= 0 {
 			path = path[:i]
 		}
-	case path != "":
+	case path != "" || !httpadapter.IsLoopbackHost(u.Hostname()):
 		return ""
 	}
 	return u.Scheme + "://" + u.Host + path + "/metrics"
