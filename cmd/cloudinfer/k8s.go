@@ -19,7 +19,7 @@ type k8sCmd struct {
 
 // k8sRenderCmd is `cloudinfer k8s render`.
 type k8sRenderCmd struct {
-	Config string `help:"Plan file (YAML or JSON), as bench --config reads it; its payload files are put inline." type:"existingfile" required:"" placeholder:"FILE"`
+	Config string `help:"Plan file (YAML or JSON), as bench --config reads it; its payload files are put inline, a trace replay's trace file beside it." type:"existingfile" required:"" placeholder:"FILE"`
 	Shards int    `help:"Number of workers (pods, one per node)." required:"" placeholder:"N"`
 	Image  string `help:"cloudinfer container image (build it from the repository's Dockerfile and push it where the cluster pulls from)." required:"" placeholder:"IMAGE"`
 	Merge  bool   `help:"Print the merge Job instead: apply it once the workers' Job is complete."`
