@@ -30,6 +30,7 @@ func TestInputDataRefusals(t *testing.T) {
 		},
 		"n":        func(g *cloudreq.GenerateInput) { g.N = 2 },
 		"logprobs": func(g *cloudreq.GenerateInput) { g.Logprobs = true },
+		"stop":     func(g *cloudreq.GenerateInput) { g.Stop = []string{"\n"} },
 	} {
 		_, err := in.Encode(req(f), false)
 		assert.ErrorContains(t, err, "azureml /score input_data cannot express", name)

@@ -39,6 +39,8 @@ func refuseInputData(g *cloudreq.GenerateInput) error {
 		return &openaiwire.Refusal{Dialect: inputDataDialect, Feature: f, Hint: "use ScoreMessages for a chat deployment"}
 	}
 	switch {
+	case len(g.Stop) > 0:
+		return r("Stop")
 	case g.N > 1:
 		return r("N > 1")
 	case g.Logprobs:
@@ -54,7 +56,7 @@ func refuseInputData(g *cloudreq.GenerateInput) error {
 }
 
 // encodeInputData writes the model catalog's /score body. Stop sequences
-// have no field there and are not sent. The catalog's containers run
+// have no field there and are refused. The catalog's containers run
 // Hugging Face generation, which samples only with do_sample true (a
 // temperature alone is ignored) and refuses a temperature of 0 while
 // sampling: a positive temperature or a top_p sets do_sample true, a

@@ -32,6 +32,7 @@ func TestLegacyRefusals(t *testing.T) {
 		"seed":      func(g *cloudreq.GenerateInput) { g.Seed = &seed },
 		"n":         func(g *cloudreq.GenerateInput) { g.N = 3 },
 		"reasoning": func(g *cloudreq.GenerateInput) { g.Reasoning = &cloudreq.Reasoning{Effort: "low"} },
+		"stop":      func(g *cloudreq.GenerateInput) { g.Stop = []string{"\n"} },
 	} {
 		_, err := a.Encode(req(f), false)
 		assert.ErrorContains(t, err, "pai-eas legacy cannot express", name)

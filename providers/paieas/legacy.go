@@ -26,7 +26,7 @@ type legacyRequest struct {
 // encodeLegacy writes the legacy body: system messages joined into
 // system_prompt, the last user message as prompt, and the turns before it
 // as [user, assistant] pairs in history. Stop sequences have no field and
-// are not sent.
+// are refused.
 func encodeLegacy(g *cloudreq.GenerateInput, stream bool) ([]byte, error) {
 	if err := refuseLegacy(g); err != nil {
 		return nil, err
@@ -91,6 +91,8 @@ func refuseLegacy(g *cloudreq.GenerateInput) error {
 		return &openaiwire.Refusal{Dialect: legacyDialect, Feature: f, Hint: "use DialectOpenAI on an OpenAI-compatible service"}
 	}
 	switch {
+	case len(g.Stop) > 0:
+		return r("Stop")
 	case g.N > 1:
 		return r("N > 1")
 	case g.Logprobs:
