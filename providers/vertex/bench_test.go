@@ -33,7 +33,7 @@ func (s memRaw) Recv() (*httpbody.HttpBody, error) { return s.m, nil }
 // streamGenerateContent message: text, finish reason, usage and the JSON
 // Data.
 func BenchmarkChunkGenerate(b *testing.B) {
-	cs := &chunkStream{gen: memGen{m: genMsg(" token", 0, 0, 0)}, cancel: func() {}}
+	cs := &chunkStream{gen: memGen{m: genMsg(" token", 0, 0, 0)}, resp: &cloudreq.CloudResponse{}, cancel: func() {}}
 	b.ReportAllocs()
 	for b.Loop() {
 		ch, err := cs.Next()
@@ -47,7 +47,7 @@ func BenchmarkChunkGenerate(b *testing.B) {
 // carrying an OpenAI-compatible SSE chunk.
 func BenchmarkChunkRawSSE(b *testing.B) {
 	data := []byte("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" token\"},\"finish_reason\":null}]}\n\n")
-	cs := &chunkStream{raw: memRaw{m: &httpbody.HttpBody{Data: data}}, cancel: func() {}}
+	cs := &chunkStream{raw: memRaw{m: &httpbody.HttpBody{Data: data}}, resp: &cloudreq.CloudResponse{}, cancel: func() {}}
 	b.ReportAllocs()
 	for b.Loop() {
 		ch, err := cs.Next()
