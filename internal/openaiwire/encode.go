@@ -326,6 +326,37 @@ func RefusePromptOnly(g *cloudreq.GenerateInput, d string) error {
 	return nil
 }
 
+// RefuseFixedFields refuses what a template body of fixed generation
+// fields cannot carry (Azure's /score input_data, EAS's legacy template):
+// what RefusePromptOnly refuses, and stop sequences, n > 1, logprobs, a
+// seed, penalties and max_completion_tokens; top-k too unless the body has
+// it (topK). hint says where to go instead.
+func RefuseFixedFields(g *cloudreq.GenerateInput, d, hint string, topK bool) error {
+	if err := RefusePromptOnly(g, d); err != nil {
+		return err
+	}
+	var f string
+	switch {
+	case len(g.Stop) > 0:
+		f = "Stop"
+	case g.N > 1:
+		f = "N > 1"
+	case g.Logprobs:
+		f = "Logprobs"
+	case g.Seed != nil:
+		f = "Seed"
+	case g.TopK > 0 && !topK:
+		f = "TopK"
+	case g.PresencePenalty != nil || g.FrequencyPenalty != nil:
+		f = "presence and frequency penalties"
+	case g.TokenLimit == cloudreq.TokenLimitMaxCompletionTokens:
+		f = "TokenLimit max_completion_tokens"
+	default:
+		return nil
+	}
+	return &Refusal{Dialect: d, Feature: f, Hint: hint}
+}
+
 // Prompt flattens chat messages into one prompt string: a lone message's
 // content as it is, else "role: content" lines ending with "assistant:".
 func Prompt(msgs []cloudreq.Message) string {

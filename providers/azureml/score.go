@@ -32,27 +32,7 @@ const inputDataDialect = "azureml /score input_data"
 // refuseInputData refuses what the model catalog's input_data form cannot
 // carry: it is text messages and Hugging Face generation parameters.
 func refuseInputData(g *cloudreq.GenerateInput) error {
-	if err := openaiwire.RefusePromptOnly(g, inputDataDialect); err != nil {
-		return err
-	}
-	r := func(f string) error {
-		return &openaiwire.Refusal{Dialect: inputDataDialect, Feature: f, Hint: "use ScoreMessages for a chat deployment"}
-	}
-	switch {
-	case len(g.Stop) > 0:
-		return r("Stop")
-	case g.N > 1:
-		return r("N > 1")
-	case g.Logprobs:
-		return r("Logprobs")
-	case g.Seed != nil:
-		return r("Seed")
-	case g.PresencePenalty != nil || g.FrequencyPenalty != nil:
-		return r("presence and frequency penalties")
-	case g.TokenLimit == cloudreq.TokenLimitMaxCompletionTokens:
-		return r("TokenLimit max_completion_tokens")
-	}
-	return nil
+	return openaiwire.RefuseFixedFields(g, inputDataDialect, "use ScoreMessages for a chat deployment", true)
 }
 
 // encodeInputData writes the model catalog's /score body. Stop sequences

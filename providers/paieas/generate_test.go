@@ -33,6 +33,7 @@ func TestLegacyRefusals(t *testing.T) {
 		"n":         func(g *cloudreq.GenerateInput) { g.N = 3 },
 		"reasoning": func(g *cloudreq.GenerateInput) { g.Reasoning = &cloudreq.Reasoning{Effort: "low"} },
 		"stop":      func(g *cloudreq.GenerateInput) { g.Stop = []string{"\n"} },
+		"topk":      func(g *cloudreq.GenerateInput) { g.TopK = 5 },
 	} {
 		_, err := a.Encode(req(f), false)
 		assert.ErrorContains(t, err, "pai-eas legacy cannot express", name)

@@ -84,29 +84,7 @@ const legacyDialect = "pai-eas legacy"
 // refuseLegacy refuses what the EAS LLM template's body cannot carry: it
 // is a prompt, a history and three sampling fields.
 func refuseLegacy(g *cloudreq.GenerateInput) error {
-	if err := openaiwire.RefusePromptOnly(g, legacyDialect); err != nil {
-		return err
-	}
-	r := func(f string) error {
-		return &openaiwire.Refusal{Dialect: legacyDialect, Feature: f, Hint: "use DialectOpenAI on an OpenAI-compatible service"}
-	}
-	switch {
-	case len(g.Stop) > 0:
-		return r("Stop")
-	case g.N > 1:
-		return r("N > 1")
-	case g.Logprobs:
-		return r("Logprobs")
-	case g.Seed != nil:
-		return r("Seed")
-	case g.TopK > 0:
-		return r("TopK")
-	case g.PresencePenalty != nil || g.FrequencyPenalty != nil:
-		return r("presence and frequency penalties")
-	case g.TokenLimit == cloudreq.TokenLimitMaxCompletionTokens:
-		return r("TokenLimit max_completion_tokens")
-	}
-	return nil
+	return openaiwire.RefuseFixedFields(g, legacyDialect, "use DialectOpenAI on an OpenAI-compatible service", false)
 }
 
 type legacyResponse struct {
