@@ -79,6 +79,14 @@
 //	APIChat: serverless endpoints, AI Foundry         https://cognitiveservices.azure.com/.default (ScopeFoundry)
 //	  model inference (/chat/completions)
 //
+// Foundry's keyless-authentication guide grants inference through the
+// Cognitive Services User role on the Foundry resource (data action
+// Microsoft.CognitiveServices/accounts/MaaS/*), and the cognitiveservices
+// scope is accepted by every Foundry endpoint shape (Azure OpenAI, Foundry
+// Models, serverless MaaS). Foundry projects also document
+// https://ai.azure.com/.default; a deployment that asks for it is reached
+// with Options.Scope.
+//
 // AML tokens (auth_mode aml_token) expire too: NewAMLTokenCredential turns
 // any fetch function into a refreshing Credential, and
 // NewEndpointTokenCredential is one that asks Azure Resource Manager
