@@ -133,6 +133,7 @@ type call struct {
 	retryIn    time.Duration
 	arrived    bool
 	slotHeld   bool
+	kv         *kvSeq // in the endpoint's KV cache while it runs
 
 	// holdUntil is the earliest time any answer may start (see minAnswerDelay).
 	holdUntil time.Time
@@ -378,6 +379,7 @@ func (c *call) admit(ctx context.Context) error {
 		c.tokenAt[i+1] = t
 		c.rec.GapsMs[i] = ms(d)
 	}
+	c.kv = c.ep.kv.add(c.gen.promptTokens, c.tokenAt)
 	c.rec.PrefillMs = ms(c.ep.scaled(prefill))
 	c.rec.TTFTMs = ms(c.firstAt.Sub(c.rec.Arrival))
 	c.rec.E2EMs = ms(t.Sub(c.rec.Arrival))
@@ -435,6 +437,8 @@ func (c *call) stall(ctx context.Context) {
 
 // end releases the call's resources and stores its record.
 func (c *call) end(status int, outcome string) {
+	c.ep.kv.remove(c.kv)
+	c.kv = nil
 	if c.slotHeld {
 		c.ep.release()
 		c.slotHeld = false

@@ -44,7 +44,7 @@
 //	POST /subscriptions/…/onlineEndpoints/{name}/token     Azure Resource Manager's AML token call: {"accessToken",
 //	                                                       "expiryTimeUtc","refreshAfterTimeUtc"}; the token is one
 //	                                                       of the endpoint's Azure ML keys until Options.AMLTokenTTL
-//	GET  /metrics                                          vLLM's Prometheus families for every request, TGI's for TGI-form requests (label model_name): the records' queue, prefill, decode, TTFT
+//	GET  /metrics                                          vLLM's Prometheus families for every request, TGI's for TGI-form requests (label model_name): the records' queue, prefill, decode, TTFT; running, waiting and KV-cache gauges
 //	GET  /emulator/requests[?endpoint=name]                ground-truth records (JSON); DELETE clears them;
 //	GET  /emulator/requests?id={X-Emulator-Request-Id}     the one request's record, in a list of one (or none)
 //	GET  /emulator/endpoints                               served endpoints and profiles (secrets redacted)
@@ -292,6 +292,16 @@
 // up) and vllm:prefix_cache_hits_total (tokens found). Chat and
 // completions bodies with vLLM's ignore_eos get exactly max_tokens output
 // tokens (Record.IgnoreEOS).
+//
+// KV cache: /metrics writes vllm:kv_cache_usage_perc (a share in [0, 1],
+// vLLM's name since its V1 engine; V0 called it vllm:gpu_cache_usage_perc)
+// per endpoint from a model of its KV cache of KVCacheTokens tokens
+// (default DefaultKVCacheTokens): each running request (from its
+// admission to a slot to its end) holds ⌈(prompt + generated) / 16⌉
+// blocks of PrefixBlockTokens, its generated tokens being those of its
+// token schedule due by the scrape; the gauge is the blocks held over the
+// capacity's, at most 1. Shared prefix blocks count once per request, and
+// a full cache neither preempts nor refuses (Slots bounds what runs).
 //
 // SageMaker stateful sessions: an InvokeEndpoint request whose
 // X-Amzn-SageMaker-Session-Id is NEW_SESSION is answered, when it

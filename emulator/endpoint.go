@@ -196,6 +196,7 @@ type endpoint struct {
 	refillAt time.Time
 
 	cache *prefixCache // nil: no prefix cache
+	kv    *kvCache
 }
 
 // seqCounter hands out request sequence numbers.
@@ -223,6 +224,7 @@ func newEndpoint(e Endpoint, scale float64, seed uint64) *endpoint {
 		slots:    make(chan struct{}, p.Slots),
 		scaled0:  e.StartCold,
 		lastSeen: time.Now(),
+		kv:       newKVCache(p.KVCacheTokens),
 	}
 	if p.Throttle != nil {
 		ep.tokens = p.Throttle.Burst

@@ -3,13 +3,15 @@ package emulator
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // metrics are vLLM's Prometheus metrics (label model_name = endpoint name)
-// for every request, TGI's for the requests in TGI's payload form (with a
+// for every request (vllm:kv_cache_usage_perc from the endpoint's KV-cache
+// model, kvCache), TGI's for the requests in TGI's payload form (with a
 // model_name label too: one emulator serves many models, a TGI one), fed
 // from the ground-truth records, plus emulator_requests_total.
 //
@@ -80,6 +82,8 @@ func newMetrics(s *Server) *metrics {
 				func() float64 { a, _ := ep.load(); return float64(a) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vllm:num_requests_waiting", Help: "Number of requests waiting to be processed.", ConstLabels: labels},
 				func() float64 { _, w := ep.load(); return float64(w) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vllm:kv_cache_usage_perc", Help: "KV-cache usage. 1 means 100 percent usage.", ConstLabels: labels},
+				func() float64 { return ep.kv.usage(time.Now()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tgi_batch_current_size", Help: "Current batch size.", ConstLabels: labels},
 				func() float64 { a, _ := ep.load(); return float64(a) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tgi_queue_size", Help: "Current queue size.", ConstLabels: labels},

@@ -119,6 +119,10 @@ type Profile struct {
 	// that many tokens (see the package doc's prefix cache): the prompt
 	// tokens found there are left out of the prefill term.
 	PrefixCacheTokens int `json:"prefix_cache_tokens,omitempty"`
+	// KVCacheTokens is the KV cache's capacity in tokens (default
+	// DefaultKVCacheTokens), the model behind the vllm:kv_cache_usage_perc
+	// gauge: see the package doc's KV cache.
+	KVCacheTokens int `json:"kv_cache_tokens,omitempty"`
 	// Slots is how many requests are served at once (default 256).
 	Slots int `json:"slots"`
 	// MaxQueue is how many requests may wait for a slot; 0 means 4 × Slots, negative means none.
@@ -162,6 +166,9 @@ func (p Profile) withDefaults() Profile {
 	if p.StallMs <= 0 {
 		p.StallMs = 30000
 	}
+	if p.KVCacheTokens <= 0 {
+		p.KVCacheTokens = DefaultKVCacheTokens
+	}
 	return p
 }
 
@@ -188,6 +195,9 @@ func (p Profile) Validate() error {
 	}
 	if p.PrefixCacheTokens < 0 || p.PrefixCacheTokens > maxPrefixCacheTokens {
 		return fmt.Errorf("profile %q: prefix_cache_tokens must be between 0 and %d", p.Name, maxPrefixCacheTokens)
+	}
+	if p.KVCacheTokens < 0 || p.KVCacheTokens > maxPrefixCacheTokens {
+		return fmt.Errorf("profile %q: kv_cache_tokens must be between 0 and %d", p.Name, maxPrefixCacheTokens)
 	}
 	// Bounds keep one request's memory and time reasonable.
 	const hour = 3600e3
@@ -268,6 +278,9 @@ func overlay(base, p Profile) Profile {
 	}
 	if p.PrefixCacheTokens != 0 {
 		out.PrefixCacheTokens = p.PrefixCacheTokens
+	}
+	if p.KVCacheTokens != 0 {
+		out.KVCacheTokens = p.KVCacheTokens
 	}
 	if p.ColdStartMs != (Dist{}) {
 		out.ColdStartMs = p.ColdStartMs

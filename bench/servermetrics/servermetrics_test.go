@@ -356,3 +356,23 @@ func TestTwoFamiliesOfOneRole(t *testing.T) {
 	assert.Equal(t, "vllm:request_queue_time_seconds", fam)
 	assert.Equal(t, 0.5, mean)
 }
+
+// TestReduceKVCacheV0Name: vLLM V0's vllm:gpu_cache_usage_perc is read as
+// the KV cache as V1's vllm:kv_cache_usage_perc is.
+func TestReduceKVCacheV0Name(t *testing.T) {
+	r := NewReducer()
+	for i, kv := range []float64{0.2, 0.4, 0.9} {
+		_, f := parse(t, fmt.Sprintf("# TYPE vllm:gpu_cache_usage_perc gauge\nvllm:gpu_cache_usage_perc{model_name=\"llama\"} %g\n", kv))
+		f(r, i == 0)
+	}
+	s := r.Summary()
+	require.NotNil(t, s)
+	assert.Equal(t, "vllm", s.Server)
+	g, fam, ok := s.Gauge(RoleKVCache)
+	require.True(t, ok)
+	assert.Equal(t, "vllm:gpu_cache_usage_perc", fam)
+	assert.InDelta(t, 0.5, g.Mean, 1e-9)
+	assert.Equal(t, 0.9, g.Max)
+	require.Len(t, s.Over, 3)
+	assert.Equal(t, 0.4, s.Over[1].Gauges[RoleKVCache])
+}
