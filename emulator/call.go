@@ -80,6 +80,9 @@ type Record struct {
 	Outcome string `json:"outcome"`
 	// TimeScale is the time scale the request ran under.
 	TimeScale float64 `json:"time_scale"`
+	// ClientRequestID is the client's X-Request-Id (at most 256 bytes kept),
+	// which the request's vLLM span names (SpanRequestID).
+	ClientRequestID string `json:"client_request_id,omitempty"`
 
 	cacheQueried bool // the prefix cache was looked up (the request reached its prefill)
 }
@@ -162,6 +165,9 @@ func (s *Server) newCall(ep *endpoint, prov Provider, route string, gen genReque
 		MaxTokens:    gen.maxTokens,
 		IgnoreEOS:    gen.ignoreEOS && gen.maxTokens > 0,
 		TimeScale:    s.scale,
+	}
+	if id := get(HeaderClientRequestID); id != "" {
+		c.rec.ClientRequestID = id[:min(len(id), maxClientRequestID)]
 	}
 	p := ep.prof
 	d := drawRequestN(p, gen.maxTokens, c.rec.IgnoreEOS, c.rng)

@@ -33,6 +33,8 @@ type metrics struct {
 	tgiQueue, tgiInference, tgiDuration, tgiTPOT, tgiBatch *prometheus.HistogramVec
 	tgiInput, tgiGenerated                                 *prometheus.HistogramVec
 	tgiCount, tgiSuccess                                   *prometheus.CounterVec
+
+	spans *spanWriter // nil: no OTLP spans
 }
 
 // vLLM's bucket boundaries (seconds).
@@ -46,6 +48,9 @@ var (
 
 func newMetrics(s *Server) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
+	if s.opts.OTLPWriter != nil {
+		m.spans = &spanWriter{w: s.opts.OTLPWriter}
+	}
 	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
 		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, []string{"model_name"})
 		m.reg.MustRegister(h)
@@ -102,6 +107,9 @@ func (s *Server) observe(r *Record, tgi bool) {
 	m := s.metrics
 	name := r.Endpoint
 	m.requests.WithLabelValues(name, string(r.Provider), strconv.Itoa(r.Status), string(r.Fault)).Inc()
+	if m.spans != nil {
+		m.spans.write(s, r)
+	}
 	if tgi {
 		s.observeTGI(r)
 	}

@@ -68,6 +68,13 @@ type Options struct {
 	// AMLTokenTTL is how long an AML token issued by the ARM token route
 	// is accepted (default DefaultAMLTokenTTL).
 	AMLTokenTTL time.Duration
+	// OTLPWriter, when set, receives vLLM's per-request OpenTelemetry span
+	// ("llm_request", its gen_ai.* attributes from the request's record)
+	// of every request answered in full, as OTLP JSON: one TracesData (the
+	// JSON of an ExportTraceServiceRequest) a line, as an OpenTelemetry
+	// Collector's file exporter writes what vLLM's --otlp-traces-endpoint
+	// sends it. Writes are serialized; a failed one is logged once.
+	OTLPWriter io.Writer
 }
 
 // Server is the emulator: one HTTP listener for every provider's REST

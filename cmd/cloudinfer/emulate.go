@@ -29,6 +29,7 @@ type emulateCmd struct {
 	// The slow-client bounds (emulator.Options), in real time.
 	ReadBodyTimeout   *time.Duration `name:"read-body-timeout" help:"How long a request's body may take to arrive after its headers before a 408 (default: the config's, else 30s; negative: no bound)."`
 	WriteStallTimeout *time.Duration `name:"write-stall-timeout" help:"How long a client may take none of a response's bytes before the response is ended (default: the config's, else 1m; negative: no bound)."`
+	OTLPFile          string         `name:"otlp-file" type:"path" placeholder:"PATH" help:"Append vLLM's per-request OpenTelemetry span (llm_request, gen_ai.latency.* from the request's ground truth) of every request answered in full to PATH, as OTLP JSON lines (an OpenTelemetry Collector file exporter's form): what bench --server-requests reads."`
 }
 
 // Run runs the command.
@@ -43,6 +44,14 @@ func (c *emulateCmd) run(ctx context.Context, out io.Writer) error {
 	opts, err := c.options()
 	if err != nil {
 		return err
+	}
+	if c.OTLPFile != "" {
+		f, err := os.OpenFile(c.OTLPFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return usageError{errcodes.Errorf(errcodes.InvalidParam, "emulate: --otlp-file: %v", err)}
+		}
+		defer f.Close()
+		opts.OTLPWriter = f
 	}
 	srv, err := emulator.New(opts)
 	if err != nil {
