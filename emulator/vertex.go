@@ -341,7 +341,7 @@ func (s *Server) serveVertexREST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch t.method {
-	case "predict", "rawPredict", "streamRawPredict", "generateContent", "streamGenerateContent":
+	case "predict", "rawPredict", "streamRawPredict", "generateContent", "streamGenerateContent", "serverStreamingPredict":
 	default:
 		writeVertexError(w, vertexErr{code: codes.NotFound, msg: "Method :" + t.method + " is not served by the emulator"})
 		return
@@ -368,6 +368,8 @@ func (s *Server) serveVertexREST(w http.ResponseWriter, r *http.Request) {
 	switch t.method {
 	case "predict":
 		gen, perr = parseInstances(body)
+	case "serverStreamingPredict":
+		gen, perr = parseStreamingPredictJSON(body)
 	case "rawPredict", "streamRawPredict":
 		gen, perr = parseRawPredict(body)
 		if perr == nil && t.method == "streamRawPredict" && gen.dialect == dialectInstances {
@@ -388,7 +390,7 @@ func (s *Server) serveVertexREST(w http.ResponseWriter, r *http.Request) {
 		gen.stream = false
 	case "streamRawPredict":
 		gen.stream = true
-	case "streamGenerateContent":
+	case "streamGenerateContent", "serverStreamingPredict":
 		gen.stream = true
 	}
 	c, err := s.newCall(ep, Vertex, t.method, gen, r.Header.Get, arrivalOf(r))
@@ -400,6 +402,8 @@ func (s *Server) serveVertexREST(w http.ResponseWriter, r *http.Request) {
 	errw := vertexErrorWriter(res)
 	vw := vertexWire{target: t, errw: errw}
 	switch {
+	case t.method == "serverStreamingPredict":
+		s.serveGen(w, r, c, &vertexSSPWire{vertexWire: vw, sse: sse})
 	case gen.dialect == dialectChat || gen.dialect == dialectCompletion:
 		s.serveGen(w, r, c, &vertexRawWire{vertexWire: vw, oa: &openAIWire{chat: gen.dialect == dialectChat, model: t.name, created: time.Now().Unix(), errw: errw}})
 	case gen.dialect == dialectInstances:

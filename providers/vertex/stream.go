@@ -18,17 +18,19 @@ import (
 	"github.com/cloudinfer/cloudinfer/errcodes"
 )
 
-// chunkStream is one open server stream: streamGenerateContent (gen) or
-// streamRawPredict (raw).
+// chunkStream is one open server stream: streamGenerateContent (gen),
+// streamRawPredict (raw) or serverStreamingPredict (ssp).
 type chunkStream struct {
 	gen aiplatformpb.PredictionService_StreamGenerateContentClient
 	raw aiplatformpb.PredictionService_StreamRawPredictClient
+	ssp aiplatformpb.PredictionService_ServerStreamingPredictClient
 
 	resp *cloudreq.CloudResponse
 
 	// A message (or end) read before the stream was handed out.
 	pendingGen *aiplatformpb.GenerateContentResponse
 	pendingRaw *httpbody.HttpBody
+	pendingSSP *aiplatformpb.StreamingPredictResponse
 	pendingErr error
 	pending    bool
 
@@ -56,9 +58,12 @@ func (s *chunkStream) Response() *cloudreq.CloudResponse { return s.resp }
 // headers. It returns the mapped error of a failed RPC.
 func (s *chunkStream) peek() error {
 	s.pending = true
-	if s.gen != nil {
+	switch {
+	case s.gen != nil:
 		s.pendingGen, s.pendingErr = s.gen.Recv()
-	} else {
+	case s.ssp != nil:
+		s.pendingSSP, s.pendingErr = s.ssp.Recv()
+	default:
 		s.pendingRaw, s.pendingErr = s.raw.Recv()
 	}
 	if s.pendingErr != nil && !errors.Is(s.pendingErr, io.EOF) {
@@ -84,6 +89,13 @@ func (s *chunkStream) Next() (cloudreq.StreamChunk, error) {
 			return cloudreq.StreamChunk{}, s.endWith(err)
 		}
 		return s.genChunk(m)
+	}
+	if s.ssp != nil {
+		m, err := s.recvSSP()
+		if err != nil {
+			return cloudreq.StreamChunk{}, s.endWith(err)
+		}
+		return s.sspChunk(m)
 	}
 	m, err := s.recvRaw()
 	if err != nil {
@@ -120,12 +132,22 @@ func (s *chunkStream) recvRaw() (*httpbody.HttpBody, error) {
 // genChunk turns one GenerateContentResponse into a chunk. Data is the
 // message's protobuf encoding, valid until the next call to Next.
 func (s *chunkStream) genChunk(m *aiplatformpb.GenerateContentResponse) (cloudreq.StreamChunk, error) {
-	s.chunks++
 	var err error
 	s.buf, err = wireOut.MarshalAppend(s.buf[:0], m)
 	if err != nil {
+		s.chunks++
 		return cloudreq.StreamChunk{}, s.fail(errcodes.Wrap(err, errcodes.Internal, "vertex: encoding a stream message"))
 	}
+	ch := s.genFields(m)
+	ch.Data = s.buf
+	return ch, nil
+}
+
+// genFields reads one GenerateContentResponse into a chunk, Data left
+// unset (the gRPC stream's is the message's encoding, the REST stream's
+// its JSON frame).
+func (s *chunkStream) genFields(m *aiplatformpb.GenerateContentResponse) cloudreq.StreamChunk {
+	s.chunks++
 	s.sb.Reset()
 	fin := candidateText(&s.sb, m)
 	if fin != "" {
@@ -147,8 +169,7 @@ func (s *chunkStream) genChunk(m *aiplatformpb.GenerateContentResponse) (cloudre
 		// Every message repeats the response's id; the first one gives it.
 		s.resp.RequestID = m.GetResponseId()
 	}
-	ch := cloudreq.StreamChunk{Data: s.buf, Text: s.sb.String(), Reasoning: reasoning, ToolCallDeltas: calls, Logprobs: lps, FinishReason: fin, Usage: usageOf(m)}
-	return ch, nil
+	return cloudreq.StreamChunk{Text: s.sb.String(), Reasoning: reasoning, ToolCallDeltas: calls, Logprobs: lps, FinishReason: fin, Usage: usageOf(m)}
 }
 
 // endWith ends the stream on a read error: io.EOF is a clean end for raw

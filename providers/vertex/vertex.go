@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net/http"
 	"strings"
 	"time"
 
@@ -62,6 +63,17 @@ type Options struct {
 	// (grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(n))) overrides
 	// it.
 	MaxResponseBytes int
+	// Transport is how calls travel: TransportGRPC (the default, also
+	// "") or TransportREST, Vertex AI's REST API (JSON over HTTPS; see
+	// the package doc). With REST, Endpoint is a host[:port] (https, or
+	// http with Insecure) or a URL, ClientOptions name the credentials
+	// (their gRPC dial options are ignored), and HTTPClient sends the
+	// requests.
+	Transport Transport
+	// HTTPClient sends the REST transport's requests: the caller's
+	// transport, timeout and redirect policy, its connections left alone
+	// by Close. Nil: the adapter's own transport (the HTTP adapters').
+	HTTPClient *http.Client
 }
 
 // DefaultMaxResponseBytes bounds a response message: 64 MiB, the HTTP
@@ -82,7 +94,8 @@ const (
 // concurrent use.
 type Adapter struct {
 	opts   Options
-	client *aiplatform.PredictionClient
+	client *aiplatform.PredictionClient // nil with TransportREST
+	rest   *restTransport               // nil with TransportGRPC
 }
 
 // Interface checks.
@@ -113,6 +126,20 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 	if opts.Insecure && opts.Endpoint == "" {
 		return nil, invalid("Options.Insecure needs Options.Endpoint (the emulator's gRPC address)")
 	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	switch opts.Transport {
+	case "", TransportGRPC:
+	case TransportREST:
+		r, err := newREST(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &Adapter{opts: opts, rest: r}, nil
+	default:
+		return nil, invalid("unknown Options.Transport %q: want %q or %q", opts.Transport, TransportGRPC, TransportREST)
+	}
 	host := opts.Endpoint
 	if host == "" && opts.DedicatedEndpoint != "" {
 		h, err := dedicatedHost(opts.DedicatedEndpoint)
@@ -129,9 +156,6 @@ func New(ctx context.Context, opts Options, optFns ...func(*Options)) (*Adapter,
 			}
 			host = opts.Location + "-aiplatform.googleapis.com:443"
 		}
-	}
-	if opts.MaxResponseBytes <= 0 {
-		opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	co := []option.ClientOption{
 		option.WithEndpoint(host),
@@ -182,11 +206,17 @@ func newClientError(err error) *errcodes.Error {
 	return e
 }
 
-// Close closes the prediction client and its connections.
-func (a *Adapter) Close() error { return a.client.Close() }
+// Close closes the prediction client and its connections (with
+// TransportREST, the idle connections of the adapter's own transport).
+func (a *Adapter) Close() error {
+	if a.rest != nil {
+		return a.rest.close()
+	}
+	return a.client.Close()
+}
 
 // Client returns the underlying PredictionClient, for calls the adapter
-// does not make (Explain, EmbedContent, …).
+// does not make (Explain, EmbedContent, …); nil with TransportREST.
 func (a *Adapter) Client() *aiplatform.PredictionClient { return a.client }
 
 // Describe implements cloudreq.Adapter.
@@ -251,6 +281,9 @@ func body(call *cloudreq.Call) ([]byte, error) {
 // predict or rawPredict for ActionInvoke (see the package doc for the
 // rule).
 func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.CloudResponse, error) {
+	if a.rest != nil {
+		return a.restInvoke(ctx, call)
+	}
 	ctx, res, err := a.prepare(ctx, call)
 	if err != nil {
 		return nil, err
@@ -285,6 +318,9 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 		resp.RequestID = out.GetResponseId()
 		setMeta(resp, MetaModelVersionID, out.GetModelVersion())
 		return resp, nil
+	}
+	if serverStreaming(req) {
+		return nil, errServerStreamingUnary()
 	}
 	method, pr, e := invokeMethod(req, cloudreq.Payload{Body: b, ContentType: call.Payload.ContentType})
 	if e != nil {
@@ -330,6 +366,9 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 // response headers arrived; a status that ends the RPC before any message
 // is returned as the error of the attempt.
 func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.ChunkStream, error) {
+	if a.rest != nil {
+		return a.restStream(ctx, call)
+	}
 	ctx, res, err := a.prepare(ctx, call)
 	if err != nil {
 		return nil, err
@@ -341,7 +380,20 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 	ctx, cancel := context.WithCancel(ctx)
 	cs := &chunkStream{ctx: ctx, cancel: cancel}
 	var gs grpc.ClientStream
-	if call.Request.Action == cloudreq.ActionGenerate || rawGemini(call.Request) {
+	switch {
+	case serverStreaming(call.Request):
+		sr, e := decodeStreamingPredict(b, res.String())
+		if e != nil {
+			cancel()
+			return nil, e
+		}
+		s, err := a.client.ServerStreamingPredict(ctx, sr, noRetry...)
+		if err != nil {
+			cancel()
+			return nil, mapError(err)
+		}
+		cs.ssp, gs = s, s
+	case call.Request.Action == cloudreq.ActionGenerate || rawGemini(call.Request):
 		gr, e := decodeGenerate(b, res.String())
 		if e != nil {
 			cancel()
@@ -353,7 +405,7 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 			return nil, mapError(err)
 		}
 		cs.gen, gs = s, s
-	} else {
+	default:
 		s, err := a.client.StreamRawPredict(ctx, &aiplatformpb.StreamRawPredictRequest{
 			Endpoint: res.String(),
 			HttpBody: &httpbody.HttpBody{ContentType: rawContentType(call.Payload), Data: b},
