@@ -69,8 +69,11 @@
 //	Vertex      predict: {"instances":[{"prompt":…,"max_tokens":…}]} (Model Garden vLLM) → one prediction
 //	            (the text) per instance; rawPredict/streamRawPredict: OpenAI chat or completions bodies
 //	            (streamRawPredict streams SSE), raw or as {"httpBody":{"contentType","data":base64}};
-//	            generateContent: {"contents":[{"parts":[{"text":…}]}],"generationConfig":{"maxOutputTokens"}}.
-//	            Invalid: INVALID_ARGUMENT.
+//	            generateContent: {"contents":[{"parts":[{"text":…}]}],"generationConfig":{"maxOutputTokens"}}:
+//	            the same GenerateContentResponse messages over gRPC and REST (their JSON form);
+//	            candidateCount n (≤ 8) candidates, each its own index; responseLogprobs with logprobs k
+//	            (≤ 20) → each answer token's logprobsResult {chosenCandidates, topCandidates} and the
+//	            candidate's avgLogprobs. Invalid: INVALID_ARGUMENT.
 //	PAI-EAS     {"prompt":…,"use_stream_chat":"True"} → {"response":…,"history":[]}; streamed as NUL-separated
 //	            JSON chunks (SSE when Accept: text/event-stream), each holding the text so far. OpenAI
 //	            bodies under /v1/. Invalid: 400.
@@ -83,7 +86,7 @@
 //	            n ≤ 128). Invalid: 400.
 //
 // Tools, JSON output and reasoning are answered deterministically (every
-// chat route, Vertex generateContent over gRPC, TGI's JSON grammar):
+// chat route, Vertex generateContent over gRPC and REST, TGI's JSON grammar):
 // offered tools with a tool choice other than "none" (Gemini: mode other
 // than NONE) get a call of the named function, or the first offered, with
 // arguments made from its parameters schema, finish reason "tool_calls",
@@ -97,7 +100,8 @@
 // each. The "reasoning" profile (Profile.ReasoningTokens) sends its
 // reasoning tokens first: OpenAI delta.reasoning_content and
 // usage.completion_tokens_details.reasoning_tokens, Gemini thought parts
-// and thoughtsTokenCount.
+// (only with thinkingConfig.includeThoughts: without it a stream's first
+// message is the answer's) and thoughtsTokenCount (counted either way).
 //
 // A method other than POST (GET for /v1/models) is answered 405 with an
 // Allow header on the Azure ML, PAI-EAS and OpenAI routes; SageMaker

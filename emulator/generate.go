@@ -246,11 +246,6 @@ func split(s string, n int) []string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
-// answerText and reasoningText are the answer's and the reasoning's
-// words.
-func (c *call) answerText() string    { return strings.Join(c.words[c.reasoningN:], "") }
-func (c *call) reasoningText() string { return strings.Join(c.words[:c.reasoningN], "") }
-
 // isReasoning reports whether token i is reasoning.
 func (c *call) isReasoning(i int) bool { return i < c.reasoningN }
 

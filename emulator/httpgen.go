@@ -16,7 +16,7 @@ type wire interface {
 	streamContentType() string
 	// begin writes what precedes the first token (it is called when the first token is due).
 	begin(w io.Writer, c *call) error
-	// token writes token i.
+	// token writes token i, or nothing for a token the answer leaves out.
 	token(w io.Writer, c *call, i int) error
 	// end writes what follows the last token.
 	end(w io.Writer, c *call) error
@@ -131,10 +131,12 @@ func (s *Server) serveGen(w http.ResponseWriter, r *http.Request, c *call, wr wi
 	for i := range c.n {
 		fault := f.midStream() && i == c.breakAt
 		next.Reset()
+		opening := 0 // bytes of begin's, before the token's
 		if !fault {
 			err := error(nil)
 			if i == 0 {
 				err = wr.begin(&next, c)
+				opening = next.Len()
 			}
 			if err == nil {
 				err = wr.token(&next, c, i)
@@ -165,12 +167,17 @@ func (s *Server) serveGen(w http.ResponseWriter, r *http.Request, c *call, wr wi
 			}
 			return
 		}
+		if next.Len() == 0 {
+			continue // a token the wire does not send (a hidden thought)
+		}
 		if _, err := w.Write(next.Bytes()); err != nil {
 			outcome = "canceled"
 			return
 		}
 		flush(w)
-		c.sent(i)
+		if next.Len() > opening {
+			c.sent(i)
+		}
 	}
 	if f.midStream() {
 		// A one-token answer meets its fault after its only token.

@@ -29,13 +29,16 @@ type genRequest struct {
 	maxTokens    int // 0: no limit asked
 	stream       bool
 	includeUsage bool
-	instances    int        // Vertex predict: number of instances
-	details      bool       // TGI: parameters.details asks for finish reason and token count
-	choices      int        // OpenAI "n" (0 or 1: one choice)
-	logprobs     bool       // OpenAI logprobs asked for (chat: logprobs true; completions: logprobs k)
-	topLogprobs  int        // OpenAI top_logprobs (chat) or logprobs (completions) k
-	ignoreEOS    bool       // vLLM's ignore_eos: generate maxTokens tokens
-	plan         answerPlan // tools, tool choice, JSON output
+	instances    int  // Vertex predict: number of instances
+	details      bool // TGI: parameters.details asks for finish reason and token count
+	choices      int  // OpenAI "n", Gemini candidateCount (0 or 1: one choice)
+	logprobs     bool // logprobs asked for (chat: logprobs true; completions: logprobs k; Gemini responseLogprobs; TGI details or a stream)
+	topLogprobs  int  // OpenAI top_logprobs (chat) or logprobs (completions) k, Gemini logprobs, TGI top_n_tokens
+	ignoreEOS    bool // vLLM's ignore_eos: generate maxTokens tokens
+	// includeThoughts is Gemini's thinkingConfig.includeThoughts: thought
+	// parts are sent only when it is set.
+	includeThoughts bool
+	plan            answerPlan // tools, tool choice, JSON output
 	// prompt is the prompt's text (the messages' contents, in order), for
 	// the prefix cache.
 	prompt string
@@ -415,6 +418,12 @@ type contentsBody struct {
 		ResponseMimeType   string          `json:"responseMimeType"`
 		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
 		ResponseSchema     json.RawMessage `json:"responseSchema"`
+		CandidateCount     intField        `json:"candidateCount"`
+		ResponseLogprobs   boolish         `json:"responseLogprobs"`
+		Logprobs           intField        `json:"logprobs"`
+		ThinkingConfig     *struct {
+			IncludeThoughts boolish `json:"includeThoughts"`
+		} `json:"thinkingConfig"`
 	} `json:"generationConfig"`
 	Tools []struct {
 		FunctionDeclarations []struct {
@@ -531,10 +540,39 @@ func parseContents(body []byte) (genRequest, error) {
 	}
 	g := genRequest{dialect: dialectContents, promptTokens: countTokens(n), plan: contentsPlan(&b)}
 	g.promptTokens += g.plan.images * imageTokens
-	if b.GenerationConfig != nil {
-		g.maxTokens = b.GenerationConfig.MaxOutputTokens.n
+	if gc := b.GenerationConfig; gc != nil {
+		g.maxTokens = gc.MaxOutputTokens.n
+		if err := g.setCandidates(gc.CandidateCount, bool(gc.ResponseLogprobs), gc.Logprobs); err != nil {
+			return genRequest{}, err
+		}
+		if gc.ThinkingConfig != nil {
+			g.includeThoughts = bool(gc.ThinkingConfig.IncludeThoughts)
+		}
 	}
 	return g, nil
+}
+
+// setCandidates sets Gemini's candidate count (1 to maxCandidates) and
+// logprobs: responseLogprobs, with logprobs k top candidates (0 to
+// maxLogprobs, and only with responseLogprobs), as Vertex AI checks them.
+func (g *genRequest) setCandidates(n intField, logprobs bool, k intField) error {
+	if n.set {
+		if n.n < 1 || n.n > maxCandidates {
+			return fmt.Errorf("generation_config.candidate_count must be between 1 and %d (got %d)", maxCandidates, n.n)
+		}
+		g.choices = n.n
+	}
+	if k.set {
+		if !logprobs {
+			return errors.New("generation_config.logprobs needs generation_config.response_logprobs set to true")
+		}
+		if k.n < 0 || k.n > maxLogprobs {
+			return fmt.Errorf("generation_config.logprobs must be between 0 and %d (got %d)", maxLogprobs, k.n)
+		}
+		g.topLogprobs = k.n
+	}
+	g.logprobs = logprobs
+	return nil
 }
 
 type easBody struct {

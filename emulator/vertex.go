@@ -497,63 +497,16 @@ func (v *vertexPredictWire) whole(c *call) (string, []byte) {
 	return "application/json", b
 }
 
-// Gemini-style GenerateContentResponse, as JSON.
-type gcPart struct {
-	Text string `json:"text"`
-}
-
-type gcContent struct {
-	Role  string   `json:"role"`
-	Parts []gcPart `json:"parts"`
-}
-
-type gcCandidate struct {
-	Content      gcContent `json:"content"`
-	FinishReason string    `json:"finishReason,omitempty"`
-	Index        int       `json:"index"`
-}
-
-type gcUsage struct {
-	PromptTokenCount     int `json:"promptTokenCount"`
-	CandidatesTokenCount int `json:"candidatesTokenCount"`
-	TotalTokenCount      int `json:"totalTokenCount"`
-}
-
-type gcResponse struct {
-	Candidates    []gcCandidate `json:"candidates"`
-	UsageMetadata *gcUsage      `json:"usageMetadata,omitempty"`
-	ModelVersion  string        `json:"modelVersion"`
-	CreateTime    string        `json:"createTime"`
-	ResponseID    string        `json:"responseId"`
-}
-
-func gcFinish(f string) string {
-	if f == "length" {
-		return "MAX_TOKENS"
-	}
-	return "STOP"
-}
-
-func gcChunk(c *call, text string, last bool) gcResponse {
-	r := gcResponse{
-		Candidates:   []gcCandidate{{Content: gcContent{Role: "model", Parts: []gcPart{{Text: text}}}}},
-		ModelVersion: c.ep.Name,
-		CreateTime:   c.rec.Arrival.UTC().Format(time.RFC3339Nano),
-		ResponseID:   c.rec.ID,
-	}
-	if last {
-		r.Candidates[0].FinishReason = gcFinish(c.finish)
-		r.UsageMetadata = &gcUsage{PromptTokenCount: c.gen.promptTokens, CandidatesTokenCount: c.n, TotalTokenCount: c.gen.promptTokens + c.n}
-	}
-	return r
-}
-
 // vertexContentWire answers generateContent and streamGenerateContent:
 // with alt=sse, `data: {GenerateContentResponse}` events and no [DONE];
-// else a streamed JSON array `[{…}\n,\r\n{…}]`.
+// else a streamed JSON array `[{…}\n,\r\n{…}]`. The messages are the
+// gRPC route's (geminiAnswer), in their JSON form.
 type vertexContentWire struct {
 	vertexWire
 	sse bool
+	ga  geminiAnswer
+	// elements counts the stream's elements written so far.
+	elements int
 }
 
 func (v *vertexContentWire) streamContentType() string {
@@ -571,12 +524,13 @@ func (v *vertexContentWire) begin(w io.Writer, _ *call) error {
 	return err
 }
 
-func (v *vertexContentWire) element(w io.Writer, i int, b []byte) error {
+func (v *vertexContentWire) element(w io.Writer, b []byte) error {
+	v.elements++
 	if v.sse {
 		_, err := w.Write(append(append([]byte("data: "), b...), "\r\n\r\n"...))
 		return err
 	}
-	if i > 0 {
+	if v.elements > 1 {
 		if _, err := io.WriteString(w, "\n,\r\n"); err != nil {
 			return err
 		}
@@ -585,12 +539,17 @@ func (v *vertexContentWire) element(w io.Writer, i int, b []byte) error {
 	return err
 }
 
+// token writes token i's message; nothing for a hidden thought.
 func (v *vertexContentWire) token(w io.Writer, c *call, i int) error {
-	b, err := json.Marshal(gcChunk(c, c.words[i], i == c.n-1))
+	m := v.ga.message(c, i)
+	if m == nil {
+		return nil
+	}
+	b, err := geminiJSON(m)
 	if err != nil {
 		return err
 	}
-	return v.element(w, i, b)
+	return v.element(w, b)
 }
 
 func (v *vertexContentWire) end(w io.Writer, _ *call) error {
@@ -602,7 +561,7 @@ func (v *vertexContentWire) end(w io.Writer, _ *call) error {
 }
 
 func (v *vertexContentWire) streamError(w io.Writer, c *call) error {
-	if err := v.element(w, c.breakAt, v.streamErrorBody()); err != nil {
+	if err := v.element(w, v.streamErrorBody()); err != nil {
 		return err
 	}
 	return v.end(w, c)
@@ -614,7 +573,7 @@ func (v *vertexContentWire) streamErrorFirst(w io.Writer, c *call) error {
 	if err := v.begin(w, c); err != nil {
 		return err
 	}
-	if err := v.element(w, 0, v.streamErrorFirstBody(c)); err != nil {
+	if err := v.element(w, v.streamErrorFirstBody(c)); err != nil {
 		return err
 	}
 	return v.end(w, c)
@@ -630,7 +589,7 @@ func (v *vertexContentWire) malformed(w io.Writer, _ *call) error {
 }
 
 func (v *vertexContentWire) whole(c *call) (string, []byte) {
-	b, _ := json.Marshal(gcChunk(c, c.text(), true))
+	b, _ := geminiJSON(v.ga.message(c, -1))
 	return "application/json; charset=UTF-8", b
 }
 

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -198,16 +199,19 @@ func TestVertexREST(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode)
 	events := readSSE(t, resp.Body)
 	require.Len(t, events, 6)
-	var last gcResponse
-	require.NoError(t, json.Unmarshal([]byte(events[5]), &last))
-	assert.Equal(t, "MAX_TOKENS", last.Candidates[0].FinishReason)
-	require.NotNil(t, last.UsageMetadata)
+	var last aiplatformpb.GenerateContentResponse
+	require.NoError(t, protojson.Unmarshal([]byte(events[5]), &last), "the REST JSON of a GenerateContentResponse")
+	assert.Equal(t, aiplatformpb.Candidate_MAX_TOKENS, last.GetCandidates()[0].GetFinishReason())
+	assert.EqualValues(t, 6, last.GetUsageMetadata().GetCandidatesTokenCount())
 
 	// JSON array framing.
 	resp = post(vertexEndpoint+":streamGenerateContent", contents, nil)
-	var arr []gcResponse
+	var arr []json.RawMessage
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&arr))
 	assert.Len(t, arr, 6)
+	for _, el := range arr {
+		require.NoError(t, protojson.Unmarshal(el, &aiplatformpb.GenerateContentResponse{}))
+	}
 
 	// Mid-stream error in SSE.
 	resp = post(vertexEndpoint+":streamGenerateContent?alt=sse", contents, map[string]string{HeaderInject: "stream-error"})

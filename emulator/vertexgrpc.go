@@ -24,7 +24,6 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // grpcLimits bound what one gRPC client can hold (see the package
@@ -193,8 +192,9 @@ func (v *vertexGRPC) prepare(ctx context.Context, resource, method string, strea
 }
 
 // run drives a call: admission, ground-truth header metadata, then for a
-// stream (out not nil) one message per token, msg(i), sent through out, or
-// for a unary call a wait until the last token.
+// stream (out not nil) one message per token, msg(i), sent through out
+// (none when msg returns nil: the token is not sent, as a hidden thought),
+// or for a unary call a wait until the last token.
 func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, out *stallSender, msg func(i int) (any, error)) (err error) {
 	outcome := "ok"
 	if out != nil {
@@ -294,6 +294,9 @@ func (v *vertexGRPC) run(ctx context.Context, c *call, t vertexTarget, out *stal
 			return midErr()
 		}
 		m, err := msg(i)
+		if err == nil && m == nil {
+			continue
+		}
 		if err == nil {
 			if f == FaultMalformedBody && i == c.breakAt {
 				outcome = "fault"
@@ -455,52 +458,6 @@ func generateContentJSON(req *aiplatformpb.GenerateContentRequest) ([]byte, erro
 	return protojson.Marshal(req)
 }
 
-// gcProto is the GenerateContentResponse of token i (i < 0: the whole
-// answer): a thought part for reasoning, a functionCall part for a tool
-// call, else a text part; the last carries the finish reason and usage
-// (thoughtsTokenCount apart from candidatesTokenCount).
-func gcProto(c *call, i int, last bool) *aiplatformpb.GenerateContentResponse {
-	var parts []*aiplatformpb.Part
-	answer := func(text string) *aiplatformpb.Part {
-		if c.tool != nil {
-			args := &structpb.Struct{}
-			_ = protojson.Unmarshal([]byte(text), args)
-			return &aiplatformpb.Part{Data: &aiplatformpb.Part_FunctionCall{FunctionCall: &aiplatformpb.FunctionCall{Name: c.tool.name, Args: args}}}
-		}
-		return &aiplatformpb.Part{Data: &aiplatformpb.Part_Text{Text: text}}
-	}
-	switch {
-	case i < 0:
-		if c.reasoningN > 0 {
-			parts = append(parts, &aiplatformpb.Part{Data: &aiplatformpb.Part_Text{Text: c.reasoningText()}, Thought: true})
-		}
-		parts = append(parts, answer(c.answerText()))
-	case c.isReasoning(i):
-		parts = append(parts, &aiplatformpb.Part{Data: &aiplatformpb.Part_Text{Text: c.words[i]}, Thought: true})
-	default:
-		parts = append(parts, answer(c.words[i]))
-	}
-	r := &aiplatformpb.GenerateContentResponse{
-		Candidates:   []*aiplatformpb.Candidate{{Content: &aiplatformpb.Content{Role: "model", Parts: parts}}},
-		ModelVersion: c.ep.Name,
-		CreateTime:   timestamppb.New(c.rec.Arrival),
-		ResponseId:   c.rec.ID,
-	}
-	if last {
-		r.Candidates[0].FinishReason = aiplatformpb.Candidate_STOP
-		if c.finish == "length" {
-			r.Candidates[0].FinishReason = aiplatformpb.Candidate_MAX_TOKENS
-		}
-		out := c.n - c.reasoningN
-		r.UsageMetadata = &aiplatformpb.GenerateContentResponse_UsageMetadata{
-			PromptTokenCount: int32(min(c.gen.promptTokens, 1<<30)), CandidatesTokenCount: int32(min(out, 1<<30)),
-			ThoughtsTokenCount: int32(min(c.reasoningN, 1<<30)),
-			TotalTokenCount:    int32(min(c.gen.promptTokens+c.n, 1<<30)),
-		}
-	}
-	return r
-}
-
 // GenerateContent answers the whole generation.
 func (v *vertexGRPC) GenerateContent(ctx context.Context, req *aiplatformpb.GenerateContentRequest) (*aiplatformpb.GenerateContentResponse, error) {
 	c, t, err := v.prepare(ctx, req.GetModel(), "GenerateContent", false, func() (genRequest, error) {
@@ -516,11 +473,13 @@ func (v *vertexGRPC) GenerateContent(ctx context.Context, req *aiplatformpb.Gene
 	if err := v.run(ctx, c, t, nil, nil); err != nil {
 		return nil, err
 	}
-	return vertexUnreadable(c, gcProto(c, -1, true)), nil
+	var ga geminiAnswer
+	return vertexUnreadable(c, ga.message(c, -1)), nil
 }
 
-// StreamGenerateContent sends one GenerateContentResponse per token; the
-// last carries the finish reason and usage.
+// StreamGenerateContent sends one GenerateContentResponse per token
+// (thoughts left out unless includeThoughts is set; see geminiAnswer); the
+// last carries the finish reasons and usage.
 func (v *vertexGRPC) StreamGenerateContent(req *aiplatformpb.GenerateContentRequest, stream aiplatformpb.PredictionService_StreamGenerateContentServer) error {
 	return v.serveStream(stream, func(ctx context.Context, out *stallSender) error {
 		c, t, err := v.prepare(ctx, req.GetModel(), "StreamGenerateContent", true, func() (genRequest, error) {
@@ -533,8 +492,12 @@ func (v *vertexGRPC) StreamGenerateContent(req *aiplatformpb.GenerateContentRequ
 		if err != nil {
 			return err
 		}
+		var ga geminiAnswer
 		return v.run(ctx, c, t, out, func(i int) (any, error) {
-			return gcProto(c, i, i == c.n-1), nil
+			if m := ga.message(c, i); m != nil {
+				return m, nil
+			}
+			return nil, nil // a hidden thought: nothing to send
 		})
 	})
 }

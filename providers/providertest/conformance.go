@@ -57,6 +57,11 @@ type Harness struct {
 	// checked refused with ERR_INVALID_PARAM naming Dialect); a feature
 	// left out is not checked.
 	Features map[Feature]bool
+	// HidesThoughts says the dialect sends reasoning text only when
+	// Reasoning.IncludeThoughts is set (Gemini's includeThoughts):
+	// FeatureReasoning then checks too that without it no reasoning text
+	// comes, while usage still counts the reasoning tokens.
+	HidesThoughts bool
 	// Dialect is the dialect's name, as its refusals give it.
 	Dialect string
 }

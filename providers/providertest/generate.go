@@ -32,13 +32,18 @@ const (
 	// FeatureImages: image parts (a URL and inline bytes) are accepted and
 	// count in the prompt.
 	FeatureImages Feature = "images"
-	// FeatureLogprobs: each output token's logprob, with top logprobs.
+	// FeatureLogprobs: each output token's logprob, with two top
+	// logprobs (the token itself first), one per output token, in the
+	// whole answer and in the stream's chunks.
 	FeatureLogprobs Feature = "logprobs"
-	// FeatureChoices: N = 2 gives two choices.
+	// FeatureChoices: N = 2 gives two choices, indexed 0 and 1, whose
+	// texts Text joins.
 	FeatureChoices Feature = "choices"
-	// FeatureReasoning: on the emulator's "reasoning" endpoint, reasoning
-	// text comes apart from the answer, reasoning tokens are in usage,
-	// and latency measures TTFR before TTFT.
+	// FeatureReasoning: on the emulator's "reasoning" endpoint, with
+	// IncludeThoughts, reasoning text comes apart from the answer,
+	// reasoning tokens are in usage, and latency measures TTFR before
+	// TTFT (and, with Harness.HidesThoughts, without IncludeThoughts no
+	// reasoning text comes but the tokens are counted).
 	FeatureReasoning Feature = "reasoning"
 	// FeatureSampling: seed, presence and frequency penalties and top-k
 	// are sent and accepted.
@@ -85,16 +90,16 @@ func (e *env) features(t *testing.T) {
 					assert.Greater(t, resp.Usage.InputTokens, plain.Usage.InputTokens, "images count in the prompt")
 				}
 			case FeatureLogprobs:
-				resp := e.must(t, e.featureRequest(f))
-				require.NotEmpty(t, resp.Logprobs)
-				for _, lp := range resp.Logprobs {
-					assert.LessOrEqual(t, lp.Logprob, 0.0)
-					assert.Len(t, lp.Top, 2, "top logprobs")
-				}
+				e.checkLogprobs(t)
 			case FeatureChoices:
 				resp := e.must(t, e.featureRequest(f))
 				require.Len(t, resp.Choices, 2)
-				assert.NotEmpty(t, resp.Choices[1].Text)
+				for i, c := range resp.Choices {
+					assert.Equal(t, i, c.Index)
+					assert.NotEmpty(t, c.Text)
+					assert.NotEmpty(t, c.FinishReason)
+				}
+				assert.Equal(t, resp.Choices[0].Text+resp.Choices[1].Text, resp.Text, "Text joins the choices' texts")
 			case FeatureReasoning:
 				e.checkReasoning(t)
 			case FeatureSampling:
@@ -136,7 +141,7 @@ func (e *env) featureRequest(f Feature) *cloudreq.CloudRequest {
 		g.N = 2
 	case FeatureReasoning:
 		r.Target = e.h.Target("reasoning")
-		g.Reasoning = &cloudreq.Reasoning{Effort: "low"}
+		g.Reasoning = &cloudreq.Reasoning{Effort: "low", IncludeThoughts: true}
 		g.MaxTokens = 0
 	case FeatureSampling:
 		seed, pp, fp := int64(42), 0.1, 0.2
@@ -187,7 +192,55 @@ func (e *env) checkTools(t *testing.T) {
 	assert.Empty(t, resp.ToolCalls, "tool choice none")
 }
 
+func (e *env) checkLogprobs(t *testing.T) {
+	check := func(t *testing.T, lps []cloudreq.TokenLogprob, text string, outputTokens int) {
+		t.Helper()
+		require.NotEmpty(t, lps)
+		var joined strings.Builder
+		for _, lp := range lps {
+			joined.WriteString(lp.Token)
+			assert.LessOrEqual(t, lp.Logprob, 0.0)
+			if assert.Len(t, lp.Top, 2, "top logprobs") {
+				assert.Equal(t, lp.Token, lp.Top[0].Token, "the token leads its top logprobs")
+				assert.GreaterOrEqual(t, lp.Top[0].Logprob, lp.Top[1].Logprob)
+			}
+		}
+		assert.Equal(t, text, joined.String(), "the tokens are the text")
+		if outputTokens > 0 {
+			assert.Len(t, lps, outputTokens, "one logprob per output token")
+		}
+	}
+	resp := e.must(t, e.featureRequest(FeatureLogprobs))
+	check(t, resp.Logprobs, resp.Text, resp.Usage.OutputTokens)
+
+	s := Stream(t, e.client, e.featureRequest(FeatureLogprobs))
+	require.NoError(t, s.Err)
+	var lps []cloudreq.TokenLogprob
+	for _, ch := range s.Chunks {
+		lps = append(lps, ch.Logprobs...)
+	}
+	check(t, lps, s.Text(), s.Resp.Usage.OutputTokens)
+}
+
 func (e *env) checkReasoning(t *testing.T) {
+	if e.h.HidesThoughts {
+		r := e.featureRequest(FeatureReasoning)
+		r.Generate.Reasoning.IncludeThoughts = false
+		resp := e.must(t, r)
+		assert.Empty(t, resp.Reasoning, "no reasoning text without IncludeThoughts")
+		assert.NotEmpty(t, resp.Text)
+		assert.Positive(t, resp.Usage.ReasoningTokens, "the reasoning tokens are counted")
+		s := Stream(t, e.client, r)
+		require.NoError(t, s.Err)
+		for _, ch := range s.Chunks {
+			assert.Empty(t, ch.Reasoning, "no reasoning chunk without IncludeThoughts")
+		}
+		assert.NotEmpty(t, s.Text())
+		assert.Positive(t, s.Resp.Usage.ReasoningTokens)
+		m := latency.Measure(s.Resp.Timing, latency.Outcome{OutputTokens: s.Resp.Usage.OutputTokens})
+		assert.False(t, m.Has.Has(latency.TTFR), "no TTFR without reasoning chunks")
+		assert.True(t, m.Has.Has(latency.TTFT))
+	}
 	resp := e.must(t, e.featureRequest(FeatureReasoning))
 	assert.NotEmpty(t, resp.Reasoning, "reasoning text")
 	assert.NotEmpty(t, resp.Text, "answer text")

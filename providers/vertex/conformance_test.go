@@ -33,7 +33,9 @@ func TestConformance(t *testing.T) {
 		NoCredentials:    noCredentialsAdapter,
 		Dialect:          "vertex gemini",
 		Features: map[providertest.Feature]bool{
-			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true,
+			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true,
+			providertest.FeatureLogprobs: true, providertest.FeatureChoices: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true,
 		},
+		HidesThoughts: true,
 	})
 }

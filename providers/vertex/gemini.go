@@ -356,8 +356,8 @@ func answerOf(r *aiplatformpb.GenerateContentResponse, firstCall int) geminiAnsw
 		var t, rs strings.Builder
 		calls := readCandidate(c, &t, &rs, firstCall)
 		lps := candidateLogprobs(c)
+		text.WriteString(t.String()) // Text joins the candidates' texts
 		if i == 0 {
-			text.WriteString(t.String())
 			reasoning.WriteString(rs.String())
 			a.calls, a.logprobs = calls, lps
 		}

@@ -87,8 +87,9 @@ func setMeta(resp *cloudreq.CloudResponse, k, v string) {
 	resp.Metadata[k] = v
 }
 
-// candidateText appends the text parts of the first candidate to sb (if
-// not nil), thought parts left out, and returns its portable finish reason ("" while generation goes on). A
+// candidateText appends the text parts of the candidates to sb (if not
+// nil), in order, thought parts left out, and returns the first
+// candidate's portable finish reason ("" while generation goes on). A
 // response without candidates whose prompt feedback has a block reason (a
 // blocked prompt: Vertex generates nothing) finishes with
 // "content_filter".
@@ -100,15 +101,16 @@ func candidateText(sb *strings.Builder, r *aiplatformpb.GenerateContentResponse)
 		}
 		return ""
 	}
-	c := cands[0]
 	if sb != nil {
-		for _, p := range c.GetContent().GetParts() {
-			if !p.GetThought() {
-				sb.WriteString(p.GetText())
+		for _, c := range cands {
+			for _, p := range c.GetContent().GetParts() {
+				if !p.GetThought() {
+					sb.WriteString(p.GetText())
+				}
 			}
 		}
 	}
-	return finishReason(c.GetFinishReason())
+	return finishReason(cands[0].GetFinishReason())
 }
 
 // finishReason maps a Vertex finish reason to the portable vocabulary:
