@@ -112,6 +112,9 @@ func richAnswer(resp *cloudreq.CloudResponse) {
 	}
 	if r, err := openaiwire.Decode(resp.Data); err == nil && r.Error == nil {
 		resp.ToolCalls, resp.Reasoning, resp.Logprobs, resp.Choices = r.ToolCalls, r.Reasoning, r.Logprobs, r.Choices
+		if len(r.Choices) > 1 {
+			resp.Text = r.Text // the choices' texts joined, as CloudResponse.Text says
+		}
 		if r.Usage != nil {
 			resp.Usage.ReasoningTokens = r.Usage.ReasoningTokens
 		}
