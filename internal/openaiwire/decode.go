@@ -111,7 +111,10 @@ func (d *decoder) decode(data []byte) (Result, error) {
 		}
 		extra = true
 	}
-	if extra || d.whole {
+	// A body fast read whole, with none of the members extras reads and
+	// at most one choice, has nothing more for extras: its second decode,
+	// by encoding/json, was most of a whole answer's cost.
+	if extra {
 		extras(data, &r, !ok, d.whole)
 	}
 	return r, nil

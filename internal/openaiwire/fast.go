@@ -88,7 +88,8 @@ const (
 // fast decodes data, a trimmed body starting with '{', as slow would,
 // and its reasoning text. It reports false, having decided nothing, for a
 // body it declines (see above), and extra for a body with members that
-// extras reads (tool calls, logprobs, usage details, a reasoning object).
+// extras reads (tool calls, logprobs, usage details, a reasoning object)
+// or, for a whole answer, with more than one choice (extras lists them).
 func (d *decoder) fast(data []byte) (r Result, extra, ok bool) {
 	// Nesting deeper than jsonMaxDepth takes more than jsonMaxDepth
 	// brackets; counting them is cheaper than tracking the depth.
@@ -127,7 +128,7 @@ func (d *decoder) fast(data []byte) (r Result, extra, ok bool) {
 	if s.hasUsage {
 		r.Usage = &cloudreq.Usage{InputTokens: s.usage.PromptTokens, OutputTokens: s.usage.CompletionTokens, Source: "server"}
 	}
-	return r, s.extra, true
+	return r, s.extra || (d.whole && s.choices > 1), true
 }
 
 // cursor reads a JSON document that gjson.Valid accepted: as the document
@@ -331,6 +332,7 @@ type fastScan struct {
 	reasoning []byte // the choices' reasoning texts, decoded and joined
 	content   bool   // a reasoning or tool-call delta was seen
 	extra     bool   // a member extras reads was seen
+	choices   int    // the elements of "choices", null ones included
 	finish    []byte // the first non-empty finish_reason
 	usage     wireUsage
 	hasUsage  bool
@@ -377,6 +379,7 @@ type rawDelta struct {
 
 // choice reads one element of "choices", as slow's loop over them does.
 func (s *fastScan) choice() bool {
+	s.choices++
 	if s.null() {
 		return true
 	}
