@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -52,7 +53,31 @@ func (c *benchCmd) Run() error {
 		case <-done:
 		}
 	}()
+	if c.CPUProfile != "" {
+		stop, err := startCPUProfile(c.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	return c.run(ctx, os.Stdout, os.Stderr)
+}
+
+// startCPUProfile starts a CPU profile written to path and returns its
+// stop, which ends the profile and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usageError{errcodes.Wrap(err, errcodes.InvalidParam, "bench: --cpuprofile: "+err.Error())}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, errcodes.Wrap(err, errcodes.Internal, "bench: --cpuprofile: "+err.Error())
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) error {

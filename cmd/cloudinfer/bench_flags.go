@@ -106,6 +106,10 @@ type benchCmd struct {
 	Detail   bool   `help:"Add the full per-group latency report to the text output." group:"Output"`
 	Quiet    bool   `help:"No progress bar." group:"Output"`
 
+	// CPUProfile writes a Go CPU profile of the whole command here (for
+	// profiling the load generator itself; not in --help).
+	CPUProfile string `name:"cpuprofile" hidden:"" type:"path"`
+
 	MetricsAddr string `help:"Serve Prometheus metrics of the run on this address (e.g. :9464)." group:"Telemetry"`
 	OTLP        string `name:"otlp" help:"Export spans and metrics over OTLP/HTTP to this endpoint." group:"Telemetry"`
 
