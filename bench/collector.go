@@ -60,9 +60,9 @@ type collector struct {
 
 	rec *stats.Recorder
 
-	// onSample, when set, sees each measured call's sample and response
-	// (the server metrics' per-request join).
-	onSample func(*latency.Sample, *cloudreq.CloudResponse)
+	// onSample, when set, sees each measured call's sample, response and
+	// request id sent (the server metrics' per-request join).
+	onSample func(s *latency.Sample, resp *cloudreq.CloudResponse, requestID string)
 
 	mu       sync.Mutex
 	tags     map[string]map[string]*TagStats
@@ -107,7 +107,7 @@ var calls = sync.Pool{New: func() any { return new(call) }}
 // StartCall implements cloudreq.Observer.
 func (c *collector) StartCall(ctx context.Context, req *cloudreq.CloudRequest, _ bool) (context.Context, cloudreq.CallObserver) {
 	o := calls.Get().(*call)
-	*o = call{c: c, class: req.Class, tags: req.Tags, fb: feedbackOf(ctx)}
+	*o = call{c: c, class: req.Class, tags: req.Tags, fb: feedbackOf(ctx), requestID: req.RequestID}
 	if o.turn = turnOf(ctx); o.turn > 0 && req.Generate != nil {
 		n := 0
 		for _, m := range req.Generate.Messages {
@@ -127,6 +127,8 @@ type call struct {
 	// turn is a session request's turn (1, 2, …; 0 outside sessions) and
 	// promptTokens its prompt's estimated length.
 	turn, promptTokens int
+	// requestID is the request id the call was given before its hooks.
+	requestID string
 }
 
 // EndAttempt implements cloudreq.CallObserver.
@@ -155,7 +157,7 @@ func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 		o.c.addTurn(o.turn, o.promptTokens, &s)
 	}
 	if o.c.onSample != nil && !cut {
-		o.c.onSample(&s, resp)
+		o.c.onSample(&s, resp, o.requestID)
 	}
 	if o.fb != nil {
 		o.fb.End(&s, cut)

@@ -105,6 +105,18 @@ type Target struct {
 	// found by itself: <base>/metrics of an OpenAI-compatible server or an
 	// emulator given by URL. "off" scrapes none, not even that one.
 	ServerMetrics []string `json:"server_metrics,omitempty" yaml:"server_metrics,omitempty"`
+	// ServerRequests is a file of the server's per-request OpenTelemetry
+	// spans: vLLM's (started with --otlp-traces-endpoint) as an
+	// OpenTelemetry Collector's file exporter writes them, OTLP JSON lines
+	// (or a cloudinfer emulate --otlp-file). Each measured request is then
+	// sent with an X-Request-Id of its own, and the run's end joins the
+	// file's spans with them by that id (vLLM's chatcmpl-<id>): the exact,
+	// per-request split of a real server (bench.MethodSpans).
+	ServerRequests string `json:"server_requests,omitempty" yaml:"server_requests,omitempty"`
+	// ServerRequestsWait bounds how long the run's end waits for the
+	// spans still missing from ServerRequests (default
+	// DefaultServerRequestsWait; negative: no wait, one read).
+	ServerRequestsWait Duration `json:"server_requests_wait,omitempty" yaml:"server_requests_wait,omitempty"`
 }
 
 // Payload is what a request sends: a raw body (file or inline) for the

@@ -104,8 +104,11 @@
 // into the warnings, never an error. Decompose splits each group's means
 // into network+client, queue, prefill, the server's other time and decode:
 // exactly, per class and start, where the server keeps per-request
-// records (the emulator's, joined by request id), and from the server's
-// histogram means otherwise. Merge keeps one summary per scraped URL (the
+// records (the emulator's, joined by request id) or writes per-request
+// spans (Target.ServerRequests: vLLM's OpenTelemetry spans in a
+// collector's OTLP JSON file, joined by the X-Request-Id each measured
+// request is then sent with), and from the server's histogram means
+// otherwise. Merge keeps one summary per scraped URL (the
 // longest window's) rather than summing counters several machines read
 // from one server.
 package bench

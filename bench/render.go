@@ -262,15 +262,34 @@ func (r *Result) sections(rep *stats.Report) []section {
 	add(turnsTitle, r.turnRows())
 	add("Stateful sessions (SageMaker)", r.sessionRows())
 	add(decompositionTitle, r.decompositionRows())
+	add(spanJoinTitle, r.spanJoinRows())
 	add(serverTitle, r.serverRows())
 	return out
+}
+
+// spanJoinTitle heads the spans file join's table.
+const spanJoinTitle = "Server per-request spans (vLLM's, joined by X-Request-Id): a measured request without a span is left out of the exact (vLLM spans) rows; " +
+	"spans of no measured request are the warm-up's, another client's or an earlier run's; estimated: a V0 span with no prefill of its own (prefill = TTFT − queue)"
+
+// spanJoinRows is the spans file join's table.
+func (r *Result) spanJoinRows() [][]string {
+	rows := [][]string{{"target", "file", "spans read", "matched", "measured without a span", "spans of no measured request", "estimated", "bad lines"}}
+	for _, tr := range r.Targets {
+		if tr.Server == nil || tr.Server.SpanJoin == nil {
+			continue
+		}
+		j := tr.Server.SpanJoin
+		rows = append(rows, []string{tr.Name, j.File, strconv.FormatInt(j.Spans, 10), strconv.FormatInt(j.Matched, 10),
+			strconv.FormatInt(j.Unmatched, 10), strconv.FormatInt(j.Others, 10), strconv.FormatInt(j.Estimated, 10), strconv.FormatInt(j.Bad, 10)})
+	}
+	return rows
 }
 
 // decompositionTitle heads the "where the time went" table, with its
 // method.
 const decompositionTitle = "Where the time went (means, ms): client TTFT = network+client + queue + prefill + server other; E2E = TTFT + server decode + decode transit. " +
 	"network+client is client TTFT − the server's own TTFT (without one: − queue − prefill). " +
-	"exact: per request, the server's own records joined with the client's measurements; " +
+	"exact: per request, the emulator's own records joined with the client's measurements; exact (vLLM spans): per request, the server's per-request spans joined with them; " +
 	"histogram: the server's histogram means over the window (exact means, but over all the server's requests, another client's too, with no class or start split; " +
 	"its TTFT counts a cold start, the client's does not)"
 

@@ -149,6 +149,9 @@ type target struct {
 	// record, a prefix group's prompt.
 	shape  func(r *cloudreq.CloudRequest, i int)
 	shaped atomic.Int64
+	// named gives each request an X-Request-Id of its own (a spans
+	// file's join, Target.ServerRequests).
+	named bool
 
 	sent atomic.Int64
 }
@@ -165,6 +168,7 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	}}
 	tg.base = buildRequest(t, nil)
 	tg.shape = newShaper(p, t)
+	tg.named = t.ServerRequests != ""
 	if p.Mix != nil {
 		size := DeckSize
 		if n := p.Limits.Requests; n > 0 && n < size {
@@ -299,6 +303,9 @@ func (tg *target) fill(r *cloudreq.CloudRequest, intended time.Time, i int) {
 	*r = *base
 	r.IntendedSend = intended
 	r.Tags = tags
+	if tg.named {
+		r.RequestID = newRequestID()
+	}
 	if tg.shape != nil {
 		if i < 0 {
 			i = int(tg.shaped.Add(1) - 1)

@@ -2,8 +2,11 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strings"
@@ -28,6 +31,42 @@ type ServerResult struct {
 	// Unmatched counts the measured requests with a server request id
 	// whose record was not found (dropped by the server, or not kept).
 	Unmatched int64 `json:"unmatched,omitempty"`
+	// Spans holds the measured requests joined with the server's own
+	// per-request spans (Target.ServerRequests: vLLM's), by class and
+	// start; SpanJoin says what the join found.
+	Spans    []*ExactGroup `json:"spans,omitempty"`
+	SpanJoin *SpanJoin     `json:"span_join,omitempty"`
+}
+
+// SpanJoin is what the join of a target's spans file
+// (Target.ServerRequests) with its measured requests found.
+type SpanJoin struct {
+	// File is the spans file read.
+	File string `json:"file"`
+	// Spans counts the per-request spans read; Matched those of a
+	// measured request (by its X-Request-Id).
+	Spans   int64 `json:"spans"`
+	Matched int64 `json:"matched"`
+	// Unmatched counts the measured requests answered in full with no
+	// span in the file (not exported yet, or dropped); Others the spans of
+	// no measured request (the warm-up's, another client's, an earlier
+	// run's).
+	Unmatched int64 `json:"unmatched"`
+	Others    int64 `json:"others"`
+	// Estimated counts the matched spans with no prefill or decode time
+	// of their own (vLLM's V0 engine): prefill is their TTFT less queue.
+	Estimated int64 `json:"estimated,omitempty"`
+	// Bad counts the file's lines that were not OTLP JSON.
+	Bad int64 `json:"bad_lines,omitempty"`
+}
+
+func (j *SpanJoin) merge(o *SpanJoin) {
+	j.Spans += o.Spans
+	j.Matched += o.Matched
+	j.Unmatched += o.Unmatched
+	j.Others += o.Others
+	j.Estimated += o.Estimated
+	j.Bad += o.Bad
 }
 
 // ExactGroup is the successful measured requests of one class and start
@@ -136,9 +175,31 @@ func serverMetricsURLs(t *Target, opts Options) []string {
 type serverRun struct {
 	scrapers []*servermetrics.Scraper
 	mu       sync.Mutex
-	pairs    map[string]pair // server request id → the client's view
-	order    []string
+	byServer pairs // by the emulator's request id
+	bySent   pairs // by the X-Request-Id sent (a spans file's join)
 	warn     []string
+	// spans is the target's spans file ("": none), spansWait how long
+	// the end waits for its missing spans.
+	spans     string
+	spansWait time.Duration
+}
+
+// pairs are measured requests by id, the oldest dropped past maxPairs.
+type pairs struct {
+	m     map[string]pair
+	order []string
+}
+
+func (ps *pairs) put(id string, p pair) {
+	if ps.m == nil {
+		ps.m = map[string]pair{}
+	}
+	if len(ps.order) >= maxPairs {
+		delete(ps.m, ps.order[0])
+		ps.order = ps.order[1:]
+	}
+	ps.m[id] = p
+	ps.order = append(ps.order, id)
 }
 
 // pair is one measured request as the client saw it.
@@ -155,10 +216,13 @@ const maxPairs = 100000
 // scrape.
 func startServerMetrics(ctx context.Context, p *Plan, t *Target, opts Options, col *collector) *serverRun {
 	urls := serverMetricsURLs(t, opts)
-	if len(urls) == 0 {
+	if len(urls) == 0 && t.ServerRequests == "" {
 		return nil
 	}
-	sr := &serverRun{pairs: map[string]pair{}}
+	sr := &serverRun{spans: t.ServerRequests, spansWait: t.ServerRequestsWait.D()}
+	if sr.spansWait == 0 {
+		sr.spansWait = DefaultServerRequestsWait
+	}
 	var models []string
 	for _, m := range []string{t.Endpoint, t.Model} {
 		if _, isURL := parseHTTPURL(m); m != "" && !isURL {
@@ -177,13 +241,31 @@ func startServerMetrics(ctx context.Context, p *Plan, t *Target, opts Options, c
 	return sr
 }
 
-// sample keeps a measured request answered by a server that names it.
-func (sr *serverRun) sample(s *latency.Sample, resp *cloudreq.CloudResponse) {
+// DefaultServerRequestsWait is how long the end of a run waits, at most,
+// for the spans of its measured requests to reach the spans file: vLLM's
+// span exporter sends a batch every 5 s (OTEL_BSP_SCHEDULE_DELAY), the
+// collector's file exporter writes it within about a second.
+const DefaultServerRequestsWait = 10 * time.Second
+
+// newRequestID returns a fresh client request id: 32 hex digits.
+func newRequestID() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+	return hex.EncodeToString(b[:])
+}
+
+// sample keeps a measured request answered by a server that names it (the
+// emulator's id), and, for a spans file's join, by the X-Request-Id sent.
+func (sr *serverRun) sample(s *latency.Sample, resp *cloudreq.CloudResponse, sent string) {
 	if s.Err != "" || resp == nil {
 		return
 	}
 	id := resp.Metadata[emulatorRequestID]
-	if id == "" {
+	if sr.spans == "" {
+		sent = ""
+	}
+	if id == "" && sent == "" {
 		return
 	}
 	e2e, ok := s.Value(latency.E2E)
@@ -196,12 +278,12 @@ func (sr *serverRun) sample(s *latency.Sample, resp *cloudreq.CloudResponse) {
 	}
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
-	if len(sr.order) >= maxPairs {
-		delete(sr.pairs, sr.order[0])
-		sr.order = sr.order[1:]
+	if id != "" {
+		sr.byServer.put(id, p)
 	}
-	sr.pairs[id] = p
-	sr.order = append(sr.order, id)
+	if sent != "" {
+		sr.bySent.put(sent, p)
+	}
 }
 
 // emulatorRequestID is the response metadata key of the emulator's
@@ -239,7 +321,10 @@ func (sr *serverRun) finish(ctx context.Context, tr *TargetResult) {
 		}
 	}
 	sr.scrapers = nil // stopped
-	if len(res.Sources) > 0 {
+	if sr.spans != "" {
+		sr.joinSpans(ctx, res, tr)
+	}
+	if len(res.Sources) > 0 || res.SpanJoin != nil {
 		tr.Server = res
 	}
 }
@@ -259,7 +344,7 @@ func (sr *serverRun) close(ctx context.Context) {
 // answered in full by class and start.
 func (sr *serverRun) join(ctx context.Context, source string, res *ServerResult, tr *TargetResult) {
 	sr.mu.Lock()
-	pairs := sr.pairs
+	pairs := sr.byServer.m
 	sr.mu.Unlock()
 	if len(pairs) == 0 {
 		return
@@ -276,23 +361,95 @@ func (sr *serverRun) join(ctx context.Context, source string, res *ServerResult,
 			res.Unmatched++
 			continue
 		}
-		if r.Outcome != "ok" || r.TokensSent == 0 {
-			continue
-		}
-		k := [2]string{p.class, p.start}
-		g := groups[k]
-		if g == nil {
-			g = &ExactGroup{Class: p.class, Start: p.start}
-			groups[k] = g
-			res.Exact = append(res.Exact, g)
-		}
-		g.add(p, r)
+		res.Exact = addExact(groups, res.Exact, p, r)
 	}
-	slices.SortFunc(res.Exact, func(a, b *ExactGroup) int {
-		return strings.Compare(a.Class+"\x00"+a.Start, b.Class+"\x00"+b.Start)
-	})
+	sortExact(res.Exact)
 	if res.Unmatched > 0 {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf("%d measured requests had no record at %s (the emulator keeps its most recent): the per-request split leaves them out", res.Unmatched, servermetrics.RecordsURL(source)))
+	}
+}
+
+// addExact adds a request answered in full to its class and start's group
+// (a new one appended to list), and returns list.
+func addExact(groups map[[2]string]*ExactGroup, list []*ExactGroup, p pair, r servermetrics.Request) []*ExactGroup {
+	if r.Outcome != "ok" || r.TokensSent == 0 {
+		return list
+	}
+	k := [2]string{p.class, p.start}
+	g := groups[k]
+	if g == nil {
+		g = &ExactGroup{Class: p.class, Start: p.start}
+		groups[k] = g
+		list = append(list, g)
+	}
+	g.add(p, r)
+	return list
+}
+
+func sortExact(list []*ExactGroup) {
+	slices.SortFunc(list, func(a, b *ExactGroup) int {
+		return strings.Compare(a.Class+"\x00"+a.Start, b.Class+"\x00"+b.Start)
+	})
+}
+
+// joinSpans reads the target's spans file and sums the measured requests
+// that have a span by class and start. Where some have none yet, it reads
+// the file again every half second, until they all have one or
+// spansWait is up (or ctx ends): a server exports its spans in batches.
+func (sr *serverRun) joinSpans(ctx context.Context, res *ServerResult, tr *TargetResult) {
+	sr.mu.Lock()
+	pairs := sr.bySent.m
+	sr.mu.Unlock()
+	j := &SpanJoin{File: sr.spans}
+	res.SpanJoin = j
+	found := map[string]*servermetrics.Span{}
+	var st servermetrics.SpanStats
+	var err error
+	deadline := time.Now().Add(sr.spansWait)
+	for {
+		clear(found)
+		st, err = servermetrics.ReadSpansFile(sr.spans, func(s *servermetrics.Span) {
+			for _, id := range servermetrics.ClientRequestIDs(s.ID) {
+				if _, ok := pairs[id]; ok {
+					if found[id] == nil {
+						c := *s
+						found[id] = &c
+					}
+					return
+				}
+			}
+		})
+		if (err == nil && len(found) == len(pairs)) || ctx.Err() != nil || !time.Now().Before(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(500*time.Millisecond, time.Until(deadline))):
+		}
+	}
+	if err != nil {
+		tr.Warnings = append(tr.Warnings, "server per-request spans: "+errcodes.From(err).Message)
+		return
+	}
+	j.Spans, j.Bad = int64(st.Spans), int64(st.Bad)
+	groups := map[[2]string]*ExactGroup{}
+	for id, p := range pairs {
+		s, ok := found[id]
+		if !ok {
+			j.Unmatched++
+			continue
+		}
+		j.Matched++
+		if s.Estimated {
+			j.Estimated++
+		}
+		res.Spans = addExact(groups, res.Spans, p, s.Request)
+	}
+	j.Others = j.Spans - j.Matched
+	sortExact(res.Spans)
+	if j.Unmatched > 0 {
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf("%d of %d measured requests had no span in %s after %v (is the server started with --otlp-traces-endpoint, and the collector's file exporter writing there?): the vLLM-spans split leaves them out",
+			j.Unmatched, len(pairs), sr.spans, sr.spansWait))
 	}
 }
 
@@ -345,14 +502,13 @@ func (t *TargetResult) mergeServer(o *ServerResult) {
 	}
 	s := t.Server
 	s.Unmatched += o.Unmatched
-	for _, g := range o.Exact {
-		i := slices.IndexFunc(s.Exact, func(m *ExactGroup) bool { return m.Class == g.Class && m.Start == g.Start })
-		if i < 0 {
-			c := *g
-			s.Exact = append(s.Exact, &c)
-			continue
+	s.Exact = mergeExact(s.Exact, o.Exact)
+	s.Spans = mergeExact(s.Spans, o.Spans)
+	if o.SpanJoin != nil {
+		if s.SpanJoin == nil {
+			s.SpanJoin = &SpanJoin{File: o.SpanJoin.File}
 		}
-		s.Exact[i].merge(g)
+		s.SpanJoin.merge(o.SpanJoin)
 	}
 	for _, sum := range o.Sources {
 		i := slices.IndexFunc(s.Sources, func(m *servermetrics.Summary) bool { return m.Source == sum.Source })
@@ -374,6 +530,21 @@ func (t *TargetResult) mergeServer(o *ServerResult) {
 	}
 }
 
+// mergeExact adds o's groups into list's (each machine's requests are its
+// own) and returns list.
+func mergeExact(list, o []*ExactGroup) []*ExactGroup {
+	for _, g := range o {
+		i := slices.IndexFunc(list, func(m *ExactGroup) bool { return m.Class == g.Class && m.Start == g.Start })
+		if i < 0 {
+			c := *g
+			list = append(list, &c)
+			continue
+		}
+		list[i].merge(g)
+	}
+	return list
+}
+
 // Decomposition is where a group's latency went (means, milliseconds; NaN:
 // unknown): client TTFT = Residual (network + client) + Queue + Prefill +
 // ServerOther, client E2E = TTFT + client decode, client decode =
@@ -382,12 +553,13 @@ type Decomposition struct {
 	Target string
 	// Class and Start are the group ("" for all).
 	Class, Start string
-	// Method says how the server's parts were read: "exact" (per request,
-	// the server's records joined with the client's measurements) or
-	// "histogram" (the server's histogram means over the window, the
-	// whole server's, with no class or start split).
+	// Method says how the server's parts were read: MethodExact (per
+	// request, the emulator's records joined with the client's
+	// measurements), MethodSpans (per request, vLLM's spans joined with
+	// them) or MethodHistogram (the server's histogram means over the
+	// window, the whole server's, with no class or start split).
 	Method string
-	// Source is the server metrics or records the parts came from.
+	// Source is the server metrics, records or spans file the parts came from.
 	Source string
 	N      float64
 	// ClientTTFT and ClientE2E are the client's means.
@@ -421,24 +593,50 @@ func (d *Decomposition) Share() float64 {
 }
 
 // Decompose returns the target's "where the time went" rows: one per
-// class and start from the exact per-request join when the server keeps
-// records, and one for all requests from the first scraped server with
-// the histograms for it.
+// class and start from each per-request join (the emulator's records,
+// then a spans file's), and one for all requests from the first scraped
+// server with the histograms for it.
 func (t *TargetResult) Decompose() []Decomposition {
 	var out []Decomposition
 	if t.Server == nil {
 		return nil
 	}
+	var records string
+	if len(t.Server.Sources) > 0 {
+		records = servermetrics.RecordsURL(t.Server.Sources[0].Source)
+	}
+	out = exactRows(out, t, t.Server.Exact, MethodExact, records)
+	if j := t.Server.SpanJoin; j != nil {
+		out = exactRows(out, t, t.Server.Spans, MethodSpans, j.File)
+	}
+	for _, s := range t.Server.Sources {
+		if d, ok := histogramDecomposition(t, s); ok {
+			out = append(out, d)
+			break
+		}
+	}
+	return out
+}
+
+// The decomposition's methods.
+const (
+	// MethodExact is the emulator's records joined request by request.
+	MethodExact = "exact"
+	// MethodSpans is vLLM's per-request spans joined request by request.
+	MethodSpans = "exact (vLLM spans)"
+	// MethodHistogram is the server's histogram means.
+	MethodHistogram = "histogram"
+)
+
+// exactRows appends the rows of per-request groups.
+func exactRows(out []Decomposition, t *TargetResult, groups []*ExactGroup, method, source string) []Decomposition {
 	nan := math.NaN()
-	for _, g := range t.Server.Exact {
+	for _, g := range groups {
 		if g.N == 0 {
 			continue
 		}
-		d := Decomposition{Target: t.Name, Class: g.Class, Start: g.Start, Method: "exact", N: float64(g.N),
+		d := Decomposition{Target: t.Name, Class: g.Class, Start: g.Start, Method: method, Source: source, N: float64(g.N),
 			ClientTTFT: nan, ServerTTFT: nan, Streamed: g.Streamed > 0}
-		if len(t.Server.Sources) > 0 {
-			d.Source = servermetrics.RecordsURL(t.Server.Sources[0].Source)
-		}
 		if d.Streamed {
 			n := float64(g.Streamed)
 			d.N = n
@@ -456,12 +654,6 @@ func (t *TargetResult) Decompose() []Decomposition {
 			d.DecodeResidual = nan
 		}
 		out = append(out, d)
-	}
-	for _, s := range t.Server.Sources {
-		if d, ok := histogramDecomposition(t, s); ok {
-			out = append(out, d)
-			break
-		}
 	}
 	return out
 }
@@ -485,7 +677,7 @@ func histogramDecomposition(t *TargetResult, s *servermetrics.Summary) (Decompos
 	if math.IsNaN(q+p) && math.IsNaN(ttft) && math.IsNaN(e2e) && math.IsNaN(q+inf) {
 		return Decomposition{}, false
 	}
-	d := Decomposition{Target: t.Name, Method: "histogram", Source: s.Source, N: n, ClientTTFT: nan, ClientE2E: nan,
+	d := Decomposition{Target: t.Name, Method: MethodHistogram, Source: s.Source, N: n, ClientTTFT: nan, ClientE2E: nan,
 		Queue: q, Prefill: p, ServerDecode: dec, ServerTTFT: ttft, Residual: nan, DecodeResidual: nan, Streamed: t.Stream}
 	if math.IsNaN(d.ServerDecode) && !math.IsNaN(inf+p) {
 		d.ServerDecode = inf - p

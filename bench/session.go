@@ -226,6 +226,9 @@ func (tg *target) session(stop, callCtx context.Context, n int, r *rand.Rand) bo
 		g.Messages = msgs
 		req.Generate = &g
 		req.Attributes.SessionID = sid
+		if tg.named {
+			req.RequestID = newRequestID()
+		}
 		answer, ok := tg.doText(context.WithValue(callCtx, turnKey{}, k), &req)
 		if !ok || k == ss.Turns {
 			return true // a failed turn ends its conversation

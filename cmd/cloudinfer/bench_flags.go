@@ -115,6 +115,8 @@ type benchCmd struct {
 
 	ServerMetrics         []string      `name:"server-metrics" help:"Prometheus /metrics URL of the targets' server, scraped during the run (repeatable): a baseline before the warm-up, every --server-metrics-interval, once at the end; counters as deltas, histograms as delta buckets, gauges over time, in the result and the report's \"where the time went\". Found by itself: BASE/metrics of an OpenAI-compatible server or emulator given by URL, and the embedded emulator's. \"off\": none at all. A failing /metrics is a warning, never a failed run." placeholder:"URL" group:"Server metrics"`
 	ServerMetricsInterval time.Duration `name:"server-metrics-interval" help:"Time between two scrapes of the server metrics during the run (default 1s, at least 50ms)." group:"Server metrics"`
+	ServerRequests        string        `name:"server-requests" type:"path" help:"File of the server's per-request OpenTelemetry spans: vLLM's (--otlp-traces-endpoint) as an OpenTelemetry Collector's file exporter writes them, OTLP JSON lines (or emulate --otlp-file). Each measured request is sent with an X-Request-Id of its own; at the end the spans are joined with them by that id (chatcmpl-<id>) for the exact, per-request split, method \"exact (vLLM spans)\". Unmatched requests and spans are counted." placeholder:"FILE" group:"Server metrics"`
+	ServerRequestsWait    time.Duration `name:"server-requests-wait" help:"How long the end of the run waits, at most, for spans still missing from --server-requests (default 10s: vLLM exports a batch every 5s; negative: read once)." group:"Server metrics"`
 
 	shardIndex int // the shard this worker runs (with Shards), from --shard or $JOB_COMPLETION_INDEX
 
@@ -219,7 +221,7 @@ func (c *benchCmd) checkNumbers() error {
 }
 
 // applyServerMetrics gives every target the --server-metrics URLs (or
-// off) and the plan the scrape interval.
+// off) and the --server-requests file, and the plan the scrape interval.
 func (c *benchCmd) applyServerMetrics(p *bench.Plan) error {
 	for _, u := range c.ServerMetrics {
 		if u == "off" {
@@ -241,6 +243,12 @@ func (c *benchCmd) applyServerMetrics(p *bench.Plan) error {
 			if !slices.Contains(t.ServerMetrics, u) {
 				t.ServerMetrics = append(t.ServerMetrics, u)
 			}
+		}
+		if c.ServerRequests != "" {
+			t.ServerRequests = c.ServerRequests
+		}
+		if c.ServerRequestsWait != 0 {
+			t.ServerRequestsWait = bench.Duration(c.ServerRequestsWait)
 		}
 	}
 	return nil

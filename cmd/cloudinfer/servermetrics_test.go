@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,4 +53,44 @@ func TestBenchServerMetricsFlags(t *testing.T) {
 	res, _, _, err := runBench(t, "--provider", "openai", "--model", "llama-3-8b", "--requests", "2", "--time-scale", "0.05", "--server-metrics", "off")
 	require.NoError(t, err)
 	assert.Nil(t, res.Targets[0].Server, "off: nothing scraped")
+}
+
+// TestEmulateOTLPFileJoinedByBench: `emulate --otlp-file` writes vLLM's
+// per-request spans, and `bench --server-requests` against it joins them
+// with its measured requests (the warm-up's are no measured request's).
+func TestEmulateOTLPFileJoinedByBench(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	spans := filepath.Join(t.TempDir(), "spans.jsonl")
+	var out lockedBuffer
+	scale := 0.05
+	cmd := &emulateCmd{Addr: "127.0.0.1:0", TimeScale: &scale, OTLPFile: spans}
+	done := make(chan error, 1)
+	go func() { done <- cmd.run(ctx, &out) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	var root string
+	for deadline := time.Now().Add(10 * time.Second); root == "" && time.Now().Before(deadline); {
+		if _, rest, ok := strings.Cut(out.String(), "ground truth: "); ok {
+			root, _, _ = strings.Cut(rest, "/emulator/requests")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NotEmpty(t, root, out.String())
+
+	res, stdout, _, err := runBench(t, "--provider", "openai", "--url", root+"/v1", "--model", "llama-3-8b", "--requests", "6",
+		"--warmup", "1", "--concurrency", "2", "--server-requests", spans, "--server-requests-wait", "2s")
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	require.NotNil(t, tr.Server)
+	require.NotNil(t, tr.Server.SpanJoin)
+	assert.Equal(t, bench.SpanJoin{File: spans, Spans: 7, Matched: 6, Others: 1}, *tr.Server.SpanJoin)
+	var methods []string
+	for _, d := range tr.Decompose() {
+		methods = append(methods, d.Method)
+	}
+	assert.Contains(t, methods, bench.MethodSpans)
+	assert.Contains(t, stdout, "exact (vLLM spans)")
 }
