@@ -242,6 +242,7 @@ var services = map[string][2]string{
 	cloudreq.ServiceOpenAICompatible: {cloudreq.ProviderOpenAI, cloudreq.ServiceOpenAICompatible},
 	serviceSageMakerAsync:            {cloudreq.ProviderAWS, serviceSageMakerAsync},
 	serviceVertexOpenAI:              {cloudreq.ProviderGCP, serviceVertexOpenAI},
+	serviceSageMakerOpenAI:           {cloudreq.ProviderAWS, serviceSageMakerOpenAI},
 }
 
 // serviceSageMakerAsync is SageMaker asynchronous inference
@@ -253,9 +254,13 @@ const serviceSageMakerAsync = "sagemaker-async"
 // (vertex.ServiceOpenAPI), a service of gcp beside vertex.
 const serviceVertexOpenAI = "vertex-openai"
 
+// serviceSageMakerOpenAI is SageMaker AI's OpenAI-compatible chat route
+// with bearer tokens (sagemaker.ServiceOpenAI), a service of aws.
+const serviceSageMakerOpenAI = "sagemaker-openai"
+
 // otherServices are the services a provider serves beside its default one,
 // which Target.Service may name.
-var otherServices = map[string][]string{cloudreq.ProviderAWS: {serviceSageMakerAsync}, cloudreq.ProviderGCP: {serviceVertexOpenAI}}
+var otherServices = map[string][]string{cloudreq.ProviderAWS: {serviceSageMakerAsync, serviceSageMakerOpenAI}, cloudreq.ProviderGCP: {serviceVertexOpenAI}}
 
 // ProviderOf returns the provider and service that a provider or service
 // name (as Target.Provider accepts it, in any case) stands for; ok is false

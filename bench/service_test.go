@@ -20,6 +20,7 @@ targets:
   - {provider: sagemaker-async, endpoint: e2}
   - {provider: aws, endpoint: e3, stream: true}
   - {provider: vertex-openai, model: google/gemini-2.0-flash-001, stream: true}
+  - {provider: aws, service: sagemaker-openai, endpoint: e4, stream: true}
 `))
 	require.NoError(t, err)
 	require.NoError(t, p.Prepare())
@@ -32,11 +33,14 @@ targets:
 	assert.Equal(t, cloudreq.ProviderGCP, p.Targets[3].Provider)
 	assert.Equal(t, "vertex-openai", p.Targets[3].Service)
 	assert.True(t, p.Targets[3].Stream)
+	assert.Equal(t, cloudreq.ProviderAWS, p.Targets[4].Provider)
+	assert.Equal(t, "sagemaker-openai", p.Targets[4].Service)
+	assert.True(t, p.Targets[4].Stream)
 
 	p, err = ParsePlan([]byte("limits: {requests: 1}\ntargets:\n  - {provider: azure, service: sagemaker-async, endpoint: e}\n"))
 	require.NoError(t, err)
 	assert.ErrorContains(t, p.Prepare(), `provider azure serves azureml, not "sagemaker-async"`)
 	p, err = ParsePlan([]byte("limits: {requests: 1}\ntargets:\n  - {provider: aws, service: bedrock, endpoint: e}\n"))
 	require.NoError(t, err)
-	assert.ErrorContains(t, p.Prepare(), `provider aws serves sagemaker, sagemaker-async, not "bedrock"`)
+	assert.ErrorContains(t, p.Prepare(), `provider aws serves sagemaker, sagemaker-async, sagemaker-openai, not "bedrock"`)
 }

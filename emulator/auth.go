@@ -27,6 +27,11 @@ func (s *Server) authorized(ep *endpoint, prov Provider, r *http.Request, body [
 		if cr.AWSAccessKeyID == "" {
 			return true
 		}
+		if isSageMakerOpenAIPath(r.URL.Path) {
+			// The OpenAI-compatible route takes a bearer token, not SigV4.
+			tok, ok := bearer(r.Header.Get("Authorization"))
+			return ok && verifySageMakerBearer(tok, cr.AWSAccessKeyID, cr.AWSSecretAccessKey, time.Now())
+		}
 		return verifySigV4(r, body, cr.AWSAccessKeyID, cr.AWSSecretAccessKey)
 	case PAIEAS:
 		if len(cr.Keys) == 0 {

@@ -17,6 +17,10 @@
 //
 //	POST /endpoints/{name}/invocations                     SageMaker InvokeEndpoint
 //	POST /endpoints/{name}/invocations-response-stream     SageMaker InvokeEndpointWithResponseStream (eventstream)
+//	POST /endpoints/{name}[/inference-components/{ic}]/openai/v1/chat/completions
+//	                                                       SageMaker AI OpenAI-compatible chat (SSE streams); with
+//	                                                       AWS keys configured, only a bearer token presigned with
+//	                                                       them (sagemaker-api-key-…, CallWithBearerToken, ≤ 12 h)
 //	POST /endpoints/{name}/async-invocations               SageMaker InvokeEndpointAsync: 202 with InferenceId and
 //	                                                       the S3 output and failure locations; the inference then
 //	                                                       runs (as an InvokeEndpoint, with its Record) and its

@@ -482,6 +482,7 @@ func (s *Server) lookup(name string, p Provider) *endpoint {
 //
 //	POST /endpoints/{name}/invocations                       SageMaker InvokeEndpoint
 //	POST /endpoints/{name}/invocations-response-stream       SageMaker InvokeEndpointWithResponseStream
+//	POST /endpoints/{name}[/inference-components/{ic}]/openai/v1/chat/completions  SageMaker OpenAI-compatible
 //	POST /azureml/{endpoint}/score                           Azure ML online endpoint
 //	POST /azureml/{endpoint}/chat/completions                Azure serverless chat completions
 //	GET  /azureml/{endpoint}/info                            Azure model inference API model info
@@ -516,6 +517,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p := r.URL.Path
 	switch {
+	case isSageMakerOpenAIPath(p):
+		s.serveSageMakerOpenAI(w, r)
 	case strings.HasPrefix(p, "/endpoints/"):
 		s.serveSageMaker(w, r)
 	case strings.HasPrefix(p, s3Prefix):

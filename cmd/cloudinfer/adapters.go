@@ -161,6 +161,12 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 		if t.Service == sagemaker.ServiceAsync {
 			return asyncAdapter(ctx, t, o, emu)
 		}
+		if t.Service == sagemaker.ServiceOpenAI {
+			// The OpenAI-compatible route, with bearer tokens minted from
+			// the same credentials (the emulator's placeholder keys).
+			return sagemaker.NewOpenAI(ctx, sagemaker.OpenAIOptions{Region: o.Region, BaseURL: o.BaseEndpoint,
+				Credentials: o.Credentials, AllowInsecureHTTP: o.AllowInsecureHTTP, HTTPClient: n.http})
+		}
 		return sagemaker.New(ctx, o)
 	},
 	cloudreq.ProviderGCP: func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {

@@ -38,3 +38,17 @@ func TestInvokeVertexOpenAI(t *testing.T) {
 		assert.Contains(t, out.String(), "out 6 (server)")
 	}
 }
+
+// TestInvokeSageMakerOpenAI: `cloudinfer invoke --provider sagemaker-openai`
+// reaches the emulator's /endpoints/{name}/openai/v1/chat/completions route
+// with a minted bearer token, whole and streamed.
+func TestInvokeSageMakerOpenAI(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		c := &invokeCmd{Provider: "sagemaker-openai", Endpoint: "llama-3-8b", Prompt: "Say hello.", MaxTokens: 6,
+			Type: "application/json", TimeScale: 0.01, Stream: stream}
+		var out strings.Builder
+		require.NoError(t, c.run(context.Background(), &out))
+		assert.Contains(t, out.String(), "status 200")
+		assert.Contains(t, out.String(), "out 6 (server)")
+	}
+}

@@ -186,6 +186,67 @@
 // reads unchanged. The emulator has no queue limits, TTL expiry, SNS or
 // scaling to zero.
 //
+// # OpenAI-compatible route
+//
+// OpenAIAdapter (NewOpenAI; service ServiceOpenAI, "sagemaker-openai")
+// speaks the OpenAI chat completions route AWS documents for real-time
+// endpoints and inference components ("Invoke endpoints with
+// OpenAI-compatible APIs", SageMaker AI developer guide):
+//
+//	POST https://runtime.sagemaker.REGION.amazonaws.com/endpoints/ENDPOINT/openai/v1/chat/completions
+//	POST https://runtime.sagemaker.REGION.amazonaws.com/endpoints/ENDPOINT/inference-components/IC/openai/v1/chat/completions
+//	Authorization: Bearer sagemaker-api-key-…
+//
+// with the openai adapter's wire: generate, invoke and SSE streams, the
+// container's answer as it is. Target.Endpoint is the endpoint,
+// Attributes.InferenceComponent the component (in the path: the route does
+// not take the X-Amzn-SageMaker-Inference-Component header), Target.Model
+// the body's "model" if set (SageMaker routes by the URL; vLLM refuses an
+// endpoint name there).
+//
+// The bearer token is not fetched from an API: like the SageMaker Python
+// SDK's sagemaker.core.token_generator.generate_token, MintBearerToken
+// presigns (SigV4, query string, signing name "sagemaker", the endpoint's
+// region) POST https://sagemaker.amazonaws.com/?Action=CallWithBearerToken
+// with X-Amz-Expires the lifetime (at most 12 hours, AWS's limit, and no
+// longer than the credentials'), drops "https://", appends "&Version=1",
+// base64-encodes it and prefixes "sagemaker-api-key-". The signer needs
+// sagemaker:CallWithBearerToken and sagemaker:InvokeEndpoint. NewOpenAI
+// mints them from the AWS configuration's credentials through
+// PresignedTokens, which keeps a token and mints the next before it
+// expires (a fifth of its lifetime ahead, at most 15 minutes) or after the
+// route refused it (401, 403); OpenAIOptions.TokenSource takes any other
+// source (StaticBearerToken: one minted elsewhere). A token is a secret:
+// it is never logged nor quoted in an error, and never sent over plain
+// http unless AllowInsecureHTTP.
+//
+// What AWS documents: the path, the bearer scheme, the 12-hour limit, the
+// two IAM actions, and generate_token. What is not in AWS's documentation
+// and is taken from the Python SDK's generator as other implementations
+// reproduce it: the token's exact construction above; from a third party's
+// measurements against real endpoints, unconfirmed: the inference
+// component in the path, the front end's errors in OpenAI's {"error":…}
+// envelope, the container's errors quoted in its message ("Received server
+// error (500) from primary with message …"), and the no-capacity 400 of an
+// endpoint scaled to zero. The emulator serves the route that way.
+//
+// Errors are mapped as the openai adapter's (its package doc), with
+// Provider "aws", then re-read for SageMaker's own:
+//
+//	error                                             code                   retryable
+//	the credentials provider failed (no request)      ERR_UNAUTHENTICATED    no (as in the table above)
+//	the token could not be made, or a static one      ERR_UNAUTHENTICATED    no
+//	  expired (no request)
+//	type ThrottlingException                          ERR_THROTTLED          yes
+//	type UnrecognizedClientException, ExpiredToken…   ERR_UNAUTHENTICATED    no (the token is dropped)
+//	  (the auth codes of the table above)
+//	type AccessDeniedException (403)                  ERR_PERMISSION_DENIED  no (the token is dropped)
+//	400 "Endpoint/Inference component … has no        ERR_MODEL_NOT_READY    yes (scaling from zero)
+//	  capacity"
+//	400 "… not found"                                 ERR_NOT_FOUND          no
+//	500 "Received server error (500) from primary …"  ERR_MODEL_ERROR        no (the container failed)
+//	another container status, quoted                  by its status (openai table)
+//
 // # Credentials and endpoints
 //
 // New loads the default AWS configuration (config.LoadDefaultConfig) unless
