@@ -67,11 +67,11 @@ func TestConformanceREST(t *testing.T) {
 			return New(context.Background(), Options{Project: "p", Location: "us-central1", Endpoint: srv.URL(), Transport: TransportREST})
 		},
 		Dialect: "vertex gemini",
-		// Tool calls and reasoning are left out: the emulator's REST
-		// generateContent answers text parts only.
 		Features: map[providertest.Feature]bool{
-			providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureSampling: true,
+			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true,
+			providertest.FeatureLogprobs: true, providertest.FeatureChoices: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true,
 		},
+		HidesThoughts: true,
 	})
 }
 
