@@ -65,7 +65,12 @@
 //
 //	SageMaker   TGI {"inputs":…,"parameters":{"max_new_tokens":…},"stream":…} → [{"generated_text":…}], or
 //	            OpenAI chat {"messages":…} (LMI) → chat completion. Streams carry the container's own
-//	            SSE bytes (TGI token events or chat chunks) in PayloadPart frames. Invalid: 424 ModelError
+//	            SSE bytes (TGI token events or chat chunks) in PayloadPart frames. TGI "details": true →
+//	            details {finish_reason, generated_tokens, seed, prefill, tokens [{id, text, logprob,
+//	            special}], top_tokens} (top_n_tokens k ≤ 5, TGI's default bound; prefill lists the prompt's
+//	            tokens with decoder_input_details, refused on streams; seed is the one given, or drawn with
+//	            do_sample); stream events carry token.logprob, top_tokens and, last, details {finish_reason,
+//	            generated_tokens, seed, input_length}. Invalid: 424 ModelError
 //	            with OriginalStatusCode 422 (the container refused the body).
 //	Azure ML    /score: {"input_data":{"input_string":[messages],"parameters":{…}}} → {"output":…}, or an
 //	            OpenAI chat body (streams when "stream": true). Invalid: 424 with

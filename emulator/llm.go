@@ -38,6 +38,7 @@ type genRequest struct {
 	// includeThoughts is Gemini's thinkingConfig.includeThoughts: thought
 	// parts are sent only when it is set.
 	includeThoughts bool
+	tgi             tgiOptions // TGI's details members
 	plan            answerPlan // tools, tool choice, JSON output
 	// prompt is the prompt's text (the messages' contents, in order), for
 	// the prefix cache.
@@ -317,8 +318,12 @@ func parseCompletion(body []byte) (genRequest, error) {
 type tgiBody struct {
 	Inputs     *string `json:"inputs"`
 	Parameters *struct {
-		MaxNewTokens maxTokensField `json:"max_new_tokens"`
-		Details      boolish        `json:"details"`
+		MaxNewTokens        maxTokensField `json:"max_new_tokens"`
+		Details             boolish        `json:"details"`
+		DecoderInputDetails boolish        `json:"decoder_input_details"`
+		TopNTokens          intField       `json:"top_n_tokens"`
+		Seed                intField       `json:"seed"`
+		DoSample            boolish        `json:"do_sample"`
 		// Grammar constrains the output: {"type":"json","value":schema}.
 		Grammar *struct {
 			Type  string          `json:"type"`
@@ -348,10 +353,14 @@ func parseSageMakerLLM(body []byte) (genRequest, error) {
 	if t.Inputs == nil {
 		return genRequest{}, errors.New("field \"inputs\" must be a string")
 	}
-	g := genRequest{dialect: dialectTGI, promptTokens: countTokens(len(*t.Inputs)), stream: bool(t.Stream), prompt: *t.Inputs}
+	g := genRequest{dialect: dialectTGI, promptTokens: countTokens(len(*t.Inputs)), stream: bool(t.Stream), prompt: *t.Inputs, logprobs: true}
 	if t.Parameters != nil {
-		g.maxTokens = t.Parameters.MaxNewTokens.n
-		g.details = bool(t.Parameters.Details)
+		p := t.Parameters
+		g.maxTokens = p.MaxNewTokens.n
+		g.details = bool(p.Details)
+		if err := g.setTGI(p.TopNTokens, bool(p.DecoderInputDetails), bool(p.DoSample), p.Seed); err != nil {
+			return genRequest{}, err
+		}
 		if gr := t.Parameters.Grammar; gr != nil {
 			if gr.Type != "json" {
 				return genRequest{}, fmt.Errorf("grammar type %q: the emulator serves \"json\"", gr.Type)

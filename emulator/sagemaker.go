@@ -404,6 +404,8 @@ type sageMakerWire struct {
 	// newSession is the id of the stateful session the call opens, if any
 	// (NEW_SESSION); only a successful answer names it.
 	newSession string
+	// tgi makes a TGI answer's token events and details.
+	tgi tgiAnswer
 }
 
 func (m *sageMakerWire) successHeaders(h http.Header, c *call) {
@@ -449,31 +451,11 @@ func (m *sageMakerWire) begin(w io.Writer, c *call) error {
 	return m.part(w, capture(func(b io.Writer) error { return m.oa.begin(b, c) }))
 }
 
-type tgiToken struct {
-	ID      int     `json:"id"`
-	Text    string  `json:"text"`
-	Logprob float64 `json:"logprob"`
-	Special bool    `json:"special"`
-}
-
-type tgiEvent struct {
-	Index         int      `json:"index"`
-	Token         tgiToken `json:"token"`
-	GeneratedText *string  `json:"generated_text"`
-	Details       any      `json:"details"`
-}
-
 func (m *sageMakerWire) token(w io.Writer, c *call, i int) error {
 	if m.chat {
 		return m.part(w, capture(func(b io.Writer) error { return m.oa.token(b, c, i) }))
 	}
-	ev := tgiEvent{Index: i + 1, Token: tgiToken{ID: 1000 + i, Text: c.words[i], Logprob: -0.5}}
-	if i == c.n-1 {
-		t := c.text()
-		ev.GeneratedText = &t
-		ev.Details = map[string]any{"finish_reason": tgiFinish(c.finish), "generated_tokens": c.n}
-	}
-	b, err := json.Marshal(ev)
+	b, err := json.Marshal(m.tgi.event(c, i))
 	if err != nil {
 		return err
 	}
@@ -549,10 +531,14 @@ func (m *sageMakerWire) whole(c *call) (string, []byte) {
 	if m.chat {
 		return m.oa.whole(c)
 	}
-	out := map[string]any{"generated_text": c.text()}
-	if c.gen.details {
-		out["details"] = map[string]any{"finish_reason": tgiFinish(c.finish), "generated_tokens": c.n}
+	type generated struct {
+		GeneratedText string      `json:"generated_text"`
+		Details       *tgiDetails `json:"details,omitempty"`
 	}
-	b, _ := json.Marshal([]map[string]any{out})
+	out := generated{GeneratedText: c.text()}
+	if c.gen.details {
+		out.Details = m.tgi.details(c)
+	}
+	b, _ := json.Marshal([]generated{out})
 	return "application/json", b
 }

@@ -506,7 +506,7 @@ func (a *Adapter) Invoke(ctx context.Context, call *cloudreq.Call) (*cloudreq.Cl
 		return nil, e
 	}
 	resp.Text, resp.FinishReason, resp.Usage = g.Text, g.Finish, g.Usage
-	richAnswer(resp)
+	richAnswer(resp, req.Generate != nil && req.Generate.Logprobs)
 	return resp, nil
 }
 
@@ -556,7 +556,9 @@ func (a *Adapter) Stream(ctx context.Context, call *cloudreq.Call) (cloudreq.Chu
 		RequestID:   requestID(out.ResultMetadata),
 		Header:      headerOf(raw),
 	}
-	return newChunkStream(ctx, out.GetStream(), watch, head, req.Action == cloudreq.ActionGenerate), nil
+	cs := newChunkStream(ctx, out.GetStream(), watch, head, req.Action == cloudreq.ActionGenerate)
+	cs.logprobs = req.Generate != nil && req.Generate.Logprobs
+	return cs, nil
 }
 
 // payloadBytes returns the call's body as bytes (the SDK takes a []byte).

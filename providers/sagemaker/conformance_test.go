@@ -40,9 +40,11 @@ func TestConformance(t *testing.T) {
 		DialectMessages: map[providertest.Feature]bool{
 			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureLogprobs: true, providertest.FeatureChoices: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true,
 		},
-		// TGI's /generate: JSON through its grammar; the rest refused.
+		// TGI's /generate: JSON through its grammar, logprobs from its
+		// details and token events; the rest refused.
 		DialectTGI: map[providertest.Feature]bool{
-			providertest.FeatureTools: false, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: false, providertest.FeatureChoices: false, providertest.FeatureReasoning: false, providertest.FeatureSampling: false,
+			providertest.FeatureTools: false, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: false,
+			providertest.FeatureLogprobs: true, providertest.FeatureChoices: false, providertest.FeatureReasoning: false, providertest.FeatureSampling: false,
 		},
 	}
 	for _, d := range []Dialect{DialectMessages, DialectTGI} {

@@ -113,6 +113,10 @@ type chunkStream struct {
 	watch    *bodyWatch
 	head     *cloudreq.CloudResponse
 	generate bool
+	// logprobs is whether the request asked for logprobs: only then are a
+	// TGI event's token logprob and top tokens read (TGI sends them in
+	// every event).
+	logprobs bool
 
 	split lineSplitter
 	// event holds a data field spread over several lines, joined so far;
@@ -234,7 +238,7 @@ func (s *chunkStream) line(b []byte) (cloudreq.StreamChunk, bool, error) {
 			s.complete = true
 		}
 		ch := cloudreq.StreamChunk{Data: l.data, Text: l.text, Tokens: l.tokens, FinishReason: l.finish}
-		richChunk(&ch)
+		richChunk(&ch, s.logprobs)
 		if l.hasUsage {
 			s.usage = cloudreq.Usage{InputTokens: l.input, OutputTokens: l.output, Source: "server"}
 			ch.Usage = &s.usage

@@ -98,16 +98,20 @@ var (
 	markDetails   = []byte(`"completion_tokens_details"`)
 )
 
-func rich(b []byte) bool {
+// rich reports whether b may hold more than text; logprobs are looked for
+// only when asked (every TGI event has a token logprob: a text chunk of a
+// request without logprobs is then read by the dialect parser alone).
+func rich(b []byte, logprobs bool) bool {
 	return bytes.Contains(b, markToolCalls) || bytes.Contains(b, markReasoning) ||
-		bytes.Contains(b, markLogprobs) || bytes.Contains(b, markDetails)
+		(logprobs && bytes.Contains(b, markLogprobs)) || bytes.Contains(b, markDetails)
 }
 
 // richAnswer fills a messages-dialect answer's tool calls, reasoning,
-// logprobs, choices and reasoning tokens (openaiwire reads them), and a
-// TGI answer's token logprobs (details.tokens).
-func richAnswer(resp *cloudreq.CloudResponse) {
-	if !rich(resp.Data) && !bytes.Contains(resp.Data, []byte(`"choices"`)) {
+// logprobs, choices and reasoning tokens (openaiwire reads them), and,
+// when logprobs were asked for, a TGI answer's token logprobs
+// (details.tokens, with details.top_tokens).
+func richAnswer(resp *cloudreq.CloudResponse, logprobs bool) {
+	if !rich(resp.Data, logprobs) && !bytes.Contains(resp.Data, []byte(`"choices"`)) {
 		return
 	}
 	if r, err := openaiwire.Decode(resp.Data); err == nil && r.Error == nil {
@@ -122,13 +126,16 @@ func richAnswer(resp *cloudreq.CloudResponse) {
 			return
 		}
 	}
-	resp.Logprobs = tgiLogprobs(resp.Data)
+	if logprobs {
+		resp.Logprobs = tgiLogprobs(resp.Data)
+	}
 }
 
 // richChunk fills a messages-dialect chunk's reasoning, tool-call
-// fragments and logprobs, and a TGI chunk's token logprob.
-func richChunk(ch *cloudreq.StreamChunk) {
-	if !rich(ch.Data) {
+// fragments and logprobs, and, when logprobs were asked for, a TGI
+// chunk's token logprob and top tokens.
+func richChunk(ch *cloudreq.StreamChunk, logprobs bool) {
+	if !rich(ch.Data, logprobs) {
 		return
 	}
 	if r, err := openaiwire.Decode(ch.Data); err == nil && r.Error == nil && (r.Reasoning != "" || len(r.ToolCalls) > 0 || len(r.Logprobs) > 0) {
