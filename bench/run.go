@@ -436,7 +436,12 @@ func (tg *target) open(ctx context.Context) {
 			break
 		}
 		at := start.Add(off)
-		if !sleep.until(sendCtx, at) {
+		// The last stretch of the wait (the spin) is the worker's: it is
+		// handed the send before it is due, and so is running when it is.
+		if workers.stillClock.Load() && !sleep.plain {
+			sleep.stillClock() // a worker's spin found a fake clock
+		}
+		if !sleep.before(sendCtx, at) {
 			break
 		}
 		w := workers.get(sendCtx)
@@ -484,8 +489,9 @@ func (tg *target) open(ctx context.Context) {
 }
 
 // job is one send an open loop hands to a worker: the call's context
-// (with an Adaptive schedule's Feedback), its intended send time and its
-// index in send order for the request's shape (-1: none).
+// (with an Adaptive schedule's Feedback), its intended send time (which
+// may be a spin away yet) and its index in send order for the request's
+// shape (-1: none).
 type job struct {
 	ctx context.Context
 	at  time.Time
@@ -519,6 +525,10 @@ type pool struct {
 	// capWaits counts the sends that found every worker busy at the cap
 	// (the dispatcher's alone: read after the loop).
 	capWaits int64
+	// stillClock is set once a worker found the clock standing still
+	// while it spun (a testing/synctest bubble's): the workers then wait
+	// for their sends on the runtime's timer.
+	stillClock atomic.Bool
 }
 
 func newPool(tg *target, max int) *pool {
@@ -564,6 +574,7 @@ func (p *pool) get(ctx context.Context) *worker {
 // run makes w's calls until its channel is closed.
 func (p *pool) run(w *worker) {
 	for j := range w.in {
+		p.due(j.at)
 		p.tg.fill(&w.req, j.at, j.i)
 		p.tg.do(j.ctx, &w.req, true)
 		p.mu.Lock()
@@ -577,6 +588,19 @@ func (p *pool) run(w *worker) {
 		}
 		p.mu.Unlock()
 	}
+}
+
+// due waits until at, the end of a send's wait, which the dispatcher
+// left to the worker to spin (see sleeper.before); at once when it is
+// past.
+func (p *pool) due(at time.Time) {
+	if !p.stillClock.Load() {
+		if spinUntil(at) {
+			return
+		}
+		p.stillClock.Store(true)
+	}
+	time.Sleep(time.Until(at))
 }
 
 // close ends the workers once their calls are done, and waits for them.

@@ -72,6 +72,28 @@ func (s *sleeper) spinFor(d, sinceLast time.Duration) time.Duration {
 // until sleeps until at (returning at once when it is past) and reports
 // whether ctx is still live.
 func (s *sleeper) until(ctx context.Context, at time.Time) bool {
+	if !s.before(ctx, at) {
+		return false
+	}
+	if s.plain {
+		return true // slept to at on the runtime's timer
+	}
+	if !spinUntil(at) {
+		// The clock stands still while this goroutine runs: a fake one,
+		// as in a testing/synctest bubble. Only the runtime's timer moves
+		// it.
+		s.stillClock()
+		return s.sleep(ctx, time.Until(at))
+	}
+	return ctx.Err() == nil
+}
+
+// before sleeps until the last stretch before at that until spins (all
+// of it when the sleeper is plain) and reports whether ctx is still live.
+// The caller spins the rest (spinUntil): the open loop hands that stretch
+// to the worker that sends, which is then awake and on a processor when
+// the send is due, instead of being woken at that time.
+func (s *sleeper) before(ctx context.Context, at time.Time) bool {
 	now := time.Now()
 	d := at.Sub(now)
 	if d <= 0 {
@@ -94,14 +116,6 @@ func (s *sleeper) until(ctx context.Context, at time.Time) bool {
 		if d := time.Until(at) - spin; d > 0 && s.fine.wait(d) != nil {
 			s.stopFine() // the runtime's timer and the spin from now on
 		}
-	}
-	if !spinUntil(at) {
-		// The clock stands still while this goroutine runs: a fake one,
-		// as in a testing/synctest bubble. Only the runtime's timer moves
-		// it.
-		s.plain = true
-		s.stopFine()
-		return s.sleep(ctx, time.Until(at))
 	}
 	return ctx.Err() == nil
 }
@@ -141,6 +155,13 @@ func spinUntil(at time.Time) bool {
 		}
 	}
 	return true
+}
+
+// stillClock makes the sleeper plain from now on: its caller found the
+// clock standing still while spinning (see until).
+func (s *sleeper) stillClock() {
+	s.plain = true
+	s.stopFine()
 }
 
 func (s *sleeper) stopFine() {

@@ -112,3 +112,29 @@ func TestSaturatedFiguresAreMarked(t *testing.T) {
 	require.NoError(t, r.Render(&csv, FormatCSV, RenderOptions{}))
 	assert.Contains(t, csv.String(), "load,m,,,saturated,reason,12.0% of its sends were late with workers to spare,")
 }
+
+// TestSleeperBeforeLeavesTheSpin: before returns a spin ahead of the time
+// (the open loop's worker spins it, awake when the send is due), and
+// until never early; a plain sleeper's before sleeps the whole wait. A
+// busy machine can wake a thread later than the spin, so the early return
+// is asked of one try in five.
+func TestSleeperBeforeLeavesTheSpin(t *testing.T) {
+	s := newSleeper(5 * time.Millisecond)
+	defer s.stop()
+	early := false
+	for range 5 {
+		at := time.Now().Add(100 * time.Millisecond) // spin: min(5 ms, a tenth of 100 ms)
+		require.True(t, s.before(context.Background(), at))
+		if time.Now().Before(at) {
+			early = true
+			break
+		}
+	}
+	assert.True(t, early, "before never returned ahead of the time")
+
+	plain := newSleeper(-1)
+	defer plain.stop()
+	at := time.Now().Add(3 * time.Millisecond)
+	require.True(t, plain.before(context.Background(), at))
+	assert.False(t, time.Now().Before(at), "a plain sleeper's before woke early")
+}
