@@ -50,7 +50,7 @@ func (r *Result) RenderHTML(w io.Writer) error {
 			add(tr.Name+": server gauges over time (lines: at each scrape; bars: client req/s)", c)
 		}
 		if c := kvCacheChart(tr); c != nil {
-			add(tr.Name+": server KV cache % and client p95 total ms over time", c)
+			add(tr.Name+": server KV cache % and client p95 total (% of its largest) over time", c)
 		}
 		if tr.Ladder != nil {
 			rate, p95 := ladderCharts(tr)
@@ -413,7 +413,9 @@ func serverGaugesChart(tr *TargetResult) *chart {
 }
 
 // kvCacheChart draws the server's KV-cache use (%) beside the client's
-// p95 total latency per bucket; nil when the server reports none.
+// p95 total latency per bucket, as a share of its largest so that both
+// read on one 0–100 axis (in ms it would flatten the KV line); nil when
+// the server reports none.
 func kvCacheChart(tr *TargetResult) *chart {
 	src := gaugeSource(tr)
 	if src == nil {
@@ -430,12 +432,27 @@ func kvCacheChart(tr *TargetResult) *chart {
 	if len(kv.xs) == 0 {
 		return nil
 	}
-	c := &chart{title: "KV cache over time", xlabel: "seconds from start", ylabel: "% · ms", w: 1180, h: 240, yFromZero: true, xRange: timeAxis(tr)}
+	c := &chart{title: "KV cache over time", xlabel: "seconds from start", ylabel: "%", w: 1180, h: 240, yFromZero: true, xRange: timeAxis(tr)}
 	for _, s := range latencyOverTime(tr).series {
-		if s.name == "p95" {
-			s.name = "client p95 total ms"
-			c.series = append(c.series, s)
+		if s.name != "p95" {
+			continue
 		}
+		top := 0.0
+		for _, y := range s.ys {
+			if !math.IsNaN(y) && !math.IsInf(y, 0) {
+				top = max(top, y)
+			}
+		}
+		if top <= 0 {
+			continue
+		}
+		ys := make([]float64, len(s.ys))
+		for i, y := range s.ys {
+			ys[i] = 100 * y / top
+		}
+		s.ys = ys
+		s.name = "client p95 total, % of its largest (" + fmtNum(top) + " ms)"
+		c.series = append(c.series, s)
 	}
 	c.series = append(c.series, kv)
 	return c

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cloudinfer/cloudinfer/bench"
+	"github.com/cloudinfer/cloudinfer/bench/servermetrics"
 	"github.com/cloudinfer/cloudinfer/emulator"
 )
 
@@ -155,4 +156,27 @@ func TestServerSpansUnmatched(t *testing.T) {
 			assert.Empty(t, tr.Decompose())
 		}
 	}
+}
+
+// TestKVCacheChartShares: the HTML report's KV-cache chart draws the
+// emulator's KV gauge with the client's p95 as a share of its largest, on
+// one percent axis.
+func TestKVCacheChartShares(t *testing.T) {
+	srv := startEmulator(t, 1, []emulator.Endpoint{fastEndpoint("fast", 20)})
+	tg := bench.Target{Name: "fast", Provider: "openai", Model: "fast", URL: srv.URL() + "/v1", Stream: true,
+		Payload: bench.Payload{PromptTokens: 64, OutputTokens: 2}}
+	p := &bench.Plan{Targets: []bench.Target{tg}, Load: bench.Load{Model: bench.LoadClosed, Concurrency: 4},
+		Limits: bench.Limits{Requests: 40}, ServerMetricsInterval: bench.Duration(50 * time.Millisecond)}
+	res, err := bench.Run(context.Background(), p, bench.Options{Connect: emulatorConnect(srv)})
+	require.NoError(t, err)
+	src := res.Targets[0].Server.Sources[0]
+	g, fam, ok := src.Gauge(servermetrics.RoleKVCache)
+	require.True(t, ok)
+	assert.Equal(t, "vllm:kv_cache_usage_perc", fam)
+	assert.Positive(t, g.Max, "4 running requests of 64 prompt tokens hold blocks")
+	assert.LessOrEqual(t, g.Max, 4*5/float64(emulator.DefaultKVCacheTokens/emulator.PrefixBlockTokens)+1e-12, "at most 4 × ⌈(64+2)/16⌉ blocks")
+	var html bytes.Buffer
+	require.NoError(t, res.Render(&html, bench.FormatHTML, bench.RenderOptions{}))
+	assert.Contains(t, html.String(), "server KV cache % and client p95 total (% of its largest) over time")
+	assert.Contains(t, html.String(), "client p95 total, % of its largest (")
 }
