@@ -78,6 +78,13 @@ type Target struct {
 	URL string `json:"url,omitempty" yaml:"url,omitempty"`
 	// GRPCAddr is Vertex's gRPC address, when it differs from the cloud's.
 	GRPCAddr string `json:"grpc_addr,omitempty" yaml:"grpc_addr,omitempty"`
+	// Transport is how a Vertex (gcp) target's calls travel: grpc (the
+	// default) or rest (Vertex AI's REST API; URL is then its root).
+	Transport string `json:"transport,omitempty" yaml:"transport,omitempty"`
+	// Method is the request's cloudreq.Attributes.Method: a Vertex invoke
+	// RPC (predict, rawPredict, generateContent, streamGenerateContent,
+	// serverStreamingPredict).
+	Method string `json:"method,omitempty" yaml:"method,omitempty"`
 	// Region, Project and Location locate the endpoint in its cloud.
 	Region   string `json:"region,omitempty" yaml:"region,omitempty"`
 	Project  string `json:"project,omitempty" yaml:"project,omitempty"`
@@ -570,6 +577,12 @@ func (t *Target) prepare() error {
 		t.Service = pair[1]
 	}
 	t.Provider = pair[0]
+	switch {
+	case t.Transport != "" && t.Transport != "grpc" && t.Transport != "rest":
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: transport %q: want grpc or rest", t.Name, t.Transport)
+	case t.Transport != "" && t.Service != pair[1] || t.Transport != "" && t.Provider != cloudreq.ProviderGCP:
+		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: transport is Vertex's (gcp, service vertex)", t.Name)
+	}
 	if t.Service == serviceSageMakerAsync {
 		t.Stream = false // asynchronous inference answers whole
 	}

@@ -44,7 +44,8 @@ func Prompt(n int) string {
 func buildRequest(t *Target, c *Class) *cloudreq.CloudRequest {
 	r := &cloudreq.CloudRequest{
 		Provider: t.Provider, Service: t.Service, Action: t.Action,
-		Target: cloudreq.Target{Endpoint: t.Endpoint, Variant: t.Variant, Model: t.Model, Path: t.Path},
+		Target:     cloudreq.Target{Endpoint: t.Endpoint, Variant: t.Variant, Model: t.Model, Path: t.Path},
+		Attributes: cloudreq.Attributes{Method: t.Method},
 	}
 	pl := &t.Payload
 	if c != nil {

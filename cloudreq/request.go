@@ -206,7 +206,9 @@ type Attributes struct {
 	// adapter refuses a value it does not know with ERR_INVALID_PARAM.
 	Dialect string
 	// Method is the RPC of a Vertex AI ActionInvoke call
-	// (vertex.MethodPredict or vertex.MethodRawPredict). Empty: the adapter
+	// (vertex.MethodPredict, vertex.MethodRawPredict,
+	// vertex.MethodGenerateContent, vertex.MethodStreamGenerateContent or
+	// vertex.MethodServerStreamingPredict). Empty: the adapter
 	// chooses from the body. An unknown value is refused with
 	// ERR_INVALID_PARAM.
 	Method string

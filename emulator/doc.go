@@ -38,7 +38,8 @@
 //	                                                       message gives the URL forms that do
 //	POST /v1/projects/{p}/locations/{l}/endpoints/{e}:{m}  Vertex AI REST, m = predict, rawPredict,
 //	POST /v1/projects/{p}/locations/{l}/publishers/{pub}/models/{e}:{m}  streamRawPredict, generateContent,
-//	                                                       streamGenerateContent (?alt=sse or JSON array)
+//	                                                       streamGenerateContent (?alt=sse or JSON array),
+//	                                                       serverStreamingPredict (JSON array, or ?alt=sse)
 //	POST /v1/projects/{p}/locations/{l}/endpoints/openapi/chat/completions  Vertex AI OpenAI-compatible chat
 //	                                                       (model = endpoint name; OpenAI-form errors)
 //	POST /api/predict/{service}                            PAI-EAS legacy LLM body
@@ -54,8 +55,8 @@
 //	GET  /emulator/endpoints                               served endpoints and profiles (secrets redacted)
 //
 // The gRPC listener serves google.cloud.aiplatform.v1.PredictionService:
-// Predict, RawPredict, StreamRawPredict, GenerateContent and
-// StreamGenerateContent. Any project and location are accepted; the endpoint
+// Predict, RawPredict, StreamRawPredict, GenerateContent,
+// StreamGenerateContent and ServerStreamingPredict. Any project and location are accepted; the endpoint
 // (or publisher model) id is the endpoint name.
 //
 // # LLM payloads
@@ -82,7 +83,11 @@
 //	            the same GenerateContentResponse messages over gRPC and REST (their JSON form);
 //	            candidateCount n (≤ 8) candidates, each its own index; responseLogprobs with logprobs k
 //	            (≤ 20) → each answer token's logprobsResult {chosenCandidates, topCandidates} and the
-//	            candidate's avgLogprobs. Invalid: INVALID_ARGUMENT.
+//	            candidate's avgLogprobs;
+//	            serverStreamingPredict: {"inputs":[Tensor],"parameters":Tensor}, the tensors read as
+//	            predict instances and parameters ({"structVal":{"prompt":{"stringVal":[…]}}}), one
+//	            StreamingPredictResponse {"outputs":[{"structVal":{"content":{"stringVal":[token]}}}]}
+//	            per token. Invalid: INVALID_ARGUMENT.
 //	PAI-EAS     {"prompt":…,"use_stream_chat":"True"} → {"response":…,"history":[]}; streamed as NUL-separated
 //	            JSON chunks (SSE when Accept: text/event-stream), each holding the text so far. OpenAI
 //	            bodies under /v1/. Invalid: 400.

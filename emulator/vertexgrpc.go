@@ -92,7 +92,7 @@ func (s *Server) newGRPCServer() *grpc.Server {
 }
 
 // vertexGRPC implements Predict, RawPredict, StreamRawPredict,
-// GenerateContent and StreamGenerateContent of
+// GenerateContent, StreamGenerateContent and ServerStreamingPredict of
 // google.cloud.aiplatform.v1.PredictionService. Transport faults have no
 // gRPC wire form the emulator can produce, so they become the status a
 // client sees for them: reset-before-headers, html-502, gateway-overflow

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -61,7 +62,7 @@ func (e *environment) emulatorTarget(t *bench.Target) bool {
 	if e.emulated(t) {
 		return true
 	}
-	if t.Provider == cloudreq.ProviderGCP {
+	if t.Provider == cloudreq.ProviderGCP && !vertexREST(t) {
 		return loopbackAddr(t.GRPCAddr)
 	}
 	return loopbackHTTP(serverURL(t))
@@ -179,6 +180,9 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 			}
 			return vertex.NewOpenAPI(ctx, o)
 		}
+		if vertexREST(t) {
+			return vertexRESTAdapter(ctx, t, emu, n)
+		}
 		o := vertex.Options{Project: t.Project, Location: t.Location, Endpoint: t.GRPCAddr, ClientOptions: n.grpc}
 		if host, _, _ := strings.Cut(t.GRPCAddr, ":"); strings.HasSuffix(host, ".prediction.vertexai.goog") {
 			// A dedicated endpoint's DNS name: its calls need the
@@ -196,6 +200,27 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 		}
 		return vertex.New(ctx, o)
 	},
+}
+
+// vertexRESTAdapter builds a Vertex adapter on the REST transport: to the
+// target's url (a dedicated endpoint's DNS name when its host is one), the
+// embedded emulator's HTTP root, or Google's regional host with
+// Application Default Credentials. A url on this machine over plain http
+// is an emulator's: no Google credential.
+func vertexRESTAdapter(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {
+	o := vertex.Options{Project: t.Project, Location: t.Location, Transport: vertex.TransportREST, Endpoint: t.URL, HTTPClient: n.http}
+	if u, err := url.Parse(t.URL); err == nil && strings.HasSuffix(u.Hostname(), ".prediction.vertexai.goog") {
+		o.Endpoint, o.DedicatedEndpoint = "", t.URL
+	}
+	switch {
+	case emu != nil:
+		o.Endpoint, o.Insecure = emu.URL(), true
+		o.Project, o.Location = cmpOr(o.Project, "emulator"), cmpOr(o.Location, "us-central1")
+	case loopbackHTTP(t.URL):
+		o.Insecure = true
+		o.Project, o.Location = cmpOr(o.Project, "emulator"), cmpOr(o.Location, "us-central1")
+	}
+	return vertex.New(ctx, o)
 }
 
 // asyncAdapter builds a SageMaker asynchronous inference adapter: results

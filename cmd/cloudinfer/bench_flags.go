@@ -15,23 +15,26 @@ import (
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/impair"
+	"github.com/cloudinfer/cloudinfer/providers/vertex"
 )
 
 // benchCmd is the `cloudinfer bench` command.
 type benchCmd struct {
 	Config string `help:"Plan file (YAML or JSON) with targets, load, limits, mix and SLAs; load and limit flags given here override it." type:"existingfile" placeholder:"FILE" group:"Targets"`
 
-	Provider string   `help:"Provider of the flag-built targets: openai, aws (sagemaker), azure (azureml), gcp (vertex), alibaba (pai-eas); or a service: sagemaker-async (SageMaker asynchronous inference), sagemaker-openai (SageMaker AI's OpenAI-compatible route, bearer tokens), vertex-openai (Vertex AI's OpenAI-compatible chat)." placeholder:"NAME" group:"Targets"`
-	Endpoint []string `help:"Endpoint to benchmark, or the URL of an Azure ML endpoint, a PAI-EAS service or an OpenAI-compatible server (which it then goes to); repeat for side-by-side targets." placeholder:"NAME" group:"Targets"`
-	Model    string   `help:"Model name (OpenAI-compatible model, SageMaker target model, Vertex publisher model)." group:"Targets"`
-	Variant  string   `help:"SageMaker production variant or Azure ML deployment." group:"Targets"`
-	Path     string   `help:"Sub-path under the endpoint (PAI-EAS)." group:"Targets"`
-	URL      string   `name:"url" help:"HTTP root of the server to send to instead of the cloud's own or the embedded emulator (an OpenAI-compatible server, a gateway, a cloudinfer emulate running apart). For azure, a root on this machine with no path is an emulator's: requests go to ROOT/azureml/ENDPOINT. Vertex (gcp) speaks gRPC: give --grpc-addr (with or without --url)." placeholder:"URL" group:"Targets"`
-	GRPCAddr string   `name:"grpc-addr" help:"HOST:PORT of the Vertex (gcp) gRPC server to send to instead of Google's or the embedded emulator (cloudinfer emulate prints it as \"Vertex gRPC:\"; default 127.0.0.1:8081). On this machine: plain text, no Google credential; elsewhere: TLS and Application Default Credentials." placeholder:"HOST:PORT" group:"Targets"`
-	Region   string   `help:"AWS region." group:"Targets"`
-	Project  string   `help:"GCP project." group:"Targets"`
-	Location string   `help:"GCP location." group:"Targets"`
-	Cloud    bool     `help:"Send targets without a URL to the real cloud instead of the embedded emulator. Credentials: AWS and GCP default chains, AZUREML_API_KEY or Azure's default chain, EAS_TOKEN, OPENAI_API_KEY." group:"Targets"`
+	Provider  string   `help:"Provider of the flag-built targets: openai, aws (sagemaker), azure (azureml), gcp (vertex), alibaba (pai-eas); or a service: sagemaker-async (SageMaker asynchronous inference), sagemaker-openai (SageMaker AI's OpenAI-compatible route, bearer tokens), vertex-openai (Vertex AI's OpenAI-compatible chat)." placeholder:"NAME" group:"Targets"`
+	Endpoint  []string `help:"Endpoint to benchmark, or the URL of an Azure ML endpoint, a PAI-EAS service or an OpenAI-compatible server (which it then goes to); repeat for side-by-side targets." placeholder:"NAME" group:"Targets"`
+	Model     string   `help:"Model name (OpenAI-compatible model, SageMaker target model, Vertex publisher model)." group:"Targets"`
+	Variant   string   `help:"SageMaker production variant or Azure ML deployment." group:"Targets"`
+	Path      string   `help:"Sub-path under the endpoint (PAI-EAS)." group:"Targets"`
+	URL       string   `name:"url" help:"HTTP root of the server to send to instead of the cloud's own or the embedded emulator (an OpenAI-compatible server, a gateway, a cloudinfer emulate running apart). For azure, a root on this machine with no path is an emulator's: requests go to ROOT/azureml/ENDPOINT. Vertex (gcp) speaks gRPC: give --grpc-addr (with or without --url)." placeholder:"URL" group:"Targets"`
+	GRPCAddr  string   `name:"grpc-addr" help:"HOST:PORT of the Vertex (gcp) gRPC server to send to instead of Google's or the embedded emulator (cloudinfer emulate prints it as \"Vertex gRPC:\"; default 127.0.0.1:8081). On this machine: plain text, no Google credential; elsewhere: TLS and Application Default Credentials." placeholder:"HOST:PORT" group:"Targets"`
+	Transport string   `name:"transport" help:"How Vertex (gcp) calls travel: grpc (default) or rest (Vertex AI's REST API, JSON over HTTPS, for networks that block gRPC; --url is then the server's HTTP root, a cloudinfer emulate's included)." enum:",grpc,rest" default:"" group:"Targets"`
+	Method    string   `name:"method" help:"Vertex (gcp) invoke RPC: predict, rawPredict, generateContent, streamGenerateContent or serverStreamingPredict (streams only; the body a StreamingPredictRequest's JSON). Default: chosen from the body." placeholder:"RPC" group:"Targets"`
+	Region    string   `help:"AWS region." group:"Targets"`
+	Project   string   `help:"GCP project." group:"Targets"`
+	Location  string   `help:"GCP location." group:"Targets"`
+	Cloud     bool     `help:"Send targets without a URL to the real cloud instead of the embedded emulator. Credentials: AWS and GCP default chains, AZUREML_API_KEY or Azure's default chain, EAS_TOKEN, OPENAI_API_KEY." group:"Targets"`
 
 	Action       string `help:"generate (portable text generation) or invoke (the payload's bytes as they are)." enum:",generate,invoke" default:"" group:"Payload"`
 	NoStream     bool   `help:"Read whole responses instead of streams (no TTFT/TPOT)." group:"Payload"`
@@ -137,7 +140,7 @@ func (c *benchCmd) checkFlags() error {
 			return err
 		}
 	}
-	if err := checkServerFlags(cmpOr(c.Provider, cloudreq.ProviderOpenAI), c.URL, c.GRPCAddr); err != nil {
+	if err := checkServerFlags(cmpOr(c.Provider, cloudreq.ProviderOpenAI), c.URL, c.GRPCAddr, c.Transport); err != nil {
 		return err
 	}
 	if c.Network != "" {
@@ -454,11 +457,18 @@ func checkProvider(name string) error {
 // provider uses its own. Vertex given only --url would otherwise go to
 // Google's endpoint, an HTTP provider given only --grpc-addr to the
 // embedded emulator.
-func checkServerFlags(provider, url, grpcAddr string) error {
+func checkServerFlags(provider, url, grpcAddr, transport string) error {
 	prov, _, ok := bench.ProviderOf(provider)
+	rest := transport == string(vertex.TransportREST)
 	switch {
 	case !ok:
 		return nil // refused with its own words
+	case transport != "" && prov != cloudreq.ProviderGCP:
+		return usageError{errcodes.Errorf(errcodes.InvalidParam, "--transport is Vertex's (gcp); %s speaks HTTP only", prov)}
+	case rest && grpcAddr != "":
+		return usageError{errcodes.New(errcodes.InvalidParam, "--transport rest sends to --url (the server's HTTP root), not to --grpc-addr")}
+	case rest:
+		return nil
 	case prov == cloudreq.ProviderGCP && url != "" && grpcAddr == "":
 		return usageError{errcodes.New(errcodes.InvalidParam,
 			"gcp (Vertex) is reached over gRPC, not at --url: give the server's gRPC address with --grpc-addr HOST:PORT (cloudinfer emulate prints it as \"Vertex gRPC:\"; its default is 127.0.0.1:8081)")}

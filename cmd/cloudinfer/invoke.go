@@ -38,6 +38,8 @@ type invokeCmd struct {
 	Path      string        `help:"Sub-path under the endpoint (PAI-EAS /v1/chat/completions, …)."`
 	URL       string        `help:"HTTP root of the server to send to (a cloud's, a cloudinfer emulate, a gateway, an OpenAI-compatible server); with none, nor an --endpoint URL, the request goes to the embedded emulator. For azure, a root on this machine with no path is an emulator's: the request goes to ROOT/azureml/ENDPOINT. Vertex (gcp) speaks gRPC: give --grpc-addr (with or without --url)." placeholder:"URL"`
 	GRPCAddr  string        `name:"grpc-addr" help:"HOST:PORT of the Vertex (gcp) gRPC server to send to instead of Google's or the embedded emulator (cloudinfer emulate prints it as \"Vertex gRPC:\"; default 127.0.0.1:8081). On this machine: plain text, no Google credential; elsewhere: TLS and Application Default Credentials." placeholder:"HOST:PORT"`
+	Transport string        `name:"transport" help:"How Vertex (gcp) calls travel: grpc (default) or rest (Vertex AI's REST API, JSON over HTTPS, for networks that block gRPC; --url is then the server's HTTP root, a cloudinfer emulate's included)." enum:",grpc,rest" default:""`
+	Method    string        `name:"method" help:"Vertex (gcp) invoke RPC: predict, rawPredict, generateContent, streamGenerateContent or serverStreamingPredict (streams only; the body a StreamingPredictRequest's JSON). Default: chosen from the body." placeholder:"RPC"`
 	Region    string        `help:"AWS region."`
 	Project   string        `help:"Google Cloud project."`
 	Location  string        `help:"Google Cloud location."`
@@ -66,7 +68,7 @@ func (c *invokeCmd) run(ctx context.Context, w io.Writer) error {
 	}
 	t := bench.Target{
 		Provider: c.Provider, Endpoint: c.Endpoint, Model: c.Model, Variant: c.Variant, Path: c.Path,
-		URL: c.URL, GRPCAddr: c.GRPCAddr, Region: c.Region, Project: c.Project, Location: c.Location,
+		URL: c.URL, GRPCAddr: c.GRPCAddr, Transport: c.Transport, Method: c.Method, Region: c.Region, Project: c.Project, Location: c.Location,
 		Stream: c.Stream, Header: c.Header, Network: c.Network,
 	}
 	// A model goes out only when given: with no --endpoint, the cloud
@@ -167,7 +169,7 @@ func (c *invokeCmd) check() error {
 	if err := checkProvider(c.Provider); err != nil {
 		return err
 	}
-	if err := checkServerFlags(c.Provider, c.URL, c.GRPCAddr); err != nil {
+	if err := checkServerFlags(c.Provider, c.URL, c.GRPCAddr, c.Transport); err != nil {
 		return err
 	}
 	if prov, _, _ := bench.ProviderOf(c.Provider); prov == cloudreq.ProviderOpenAI && isURL(c.Endpoint) && c.Model == "" {

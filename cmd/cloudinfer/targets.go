@@ -12,6 +12,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/emulator"
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/latency/stats"
+	"github.com/cloudinfer/cloudinfer/providers/vertex"
 )
 
 // ReferenceModels are the default run's endpoints: the emulator's A10
@@ -49,7 +50,7 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 		for _, ep := range eps {
 			t := bench.Target{
 				Provider: prov, Endpoint: ep, Model: c.Model, Variant: c.Variant, Path: c.Path, URL: c.URL, GRPCAddr: c.GRPCAddr,
-				Region: c.Region, Project: c.Project, Location: c.Location, Action: c.Action, Stream: !c.NoStream,
+				Transport: c.Transport, Method: c.Method, Region: c.Region, Project: c.Project, Location: c.Location, Action: c.Action, Stream: !c.NoStream,
 				Payload: bench.Payload{File: c.Payload, ContentType: c.ContentType, Prompt: c.Prompt,
 					PromptTokens: c.PromptTokens, OutputTokens: c.OutputTokens},
 			}
@@ -65,7 +66,7 @@ func (c *benchCmd) plan() (*bench.Plan, bool, error) {
 			// The payload and addressing flags apply to the reference
 			// models as to flag-built targets.
 			t := bench.Target{
-				Provider: prov, Endpoint: m, Variant: c.Variant, Path: c.Path,
+				Provider: prov, Endpoint: m, Variant: c.Variant, Path: c.Path, Transport: c.Transport, Method: c.Method,
 				Region: c.Region, Project: c.Project, Location: c.Location, Action: c.Action, Stream: !c.NoStream,
 				Payload: bench.Payload{File: c.Payload, ContentType: c.ContentType, Prompt: c.Prompt,
 					PromptTokens: c.PromptTokens, OutputTokens: c.OutputTokens},
@@ -135,7 +136,7 @@ func (c *benchCmd) needsEmulator(p *bench.Plan) bool {
 // HTTP providers, a gRPC address for Vertex), and so goes to the embedded
 // emulator.
 func toEmulator(t *bench.Target) bool {
-	if t.Provider == cloudreq.ProviderGCP {
+	if t.Provider == cloudreq.ProviderGCP && !vertexREST(t) {
 		return t.GRPCAddr == ""
 	}
 	return t.URL == ""
@@ -214,8 +215,10 @@ func endpointURLs(p *bench.Plan) error {
 		t := &p.Targets[i]
 		head := fmt.Sprintf("bench: target %q: ", t.Name)
 		switch {
-		case t.Provider == cloudreq.ProviderGCP && t.URL != "" && t.GRPCAddr == "":
+		case t.Provider == cloudreq.ProviderGCP && t.URL != "" && t.GRPCAddr == "" && !vertexREST(t):
 			return errcodes.New(errcodes.InvalidParam, head+"gcp (Vertex) is reached over gRPC, not at its url: give the server's gRPC address as grpc_addr (HOST:PORT)")
+		case t.Provider == cloudreq.ProviderGCP && t.GRPCAddr != "" && vertexREST(t):
+			return errcodes.New(errcodes.InvalidParam, head+"transport rest sends to url (the server's HTTP root), not to grpc_addr")
 		case t.Provider != cloudreq.ProviderGCP && t.GRPCAddr != "" && t.URL == "" && !isURL(t.Endpoint):
 			return errcodes.New(errcodes.InvalidParam, head+"grpc_addr is Vertex's (gcp); "+t.Provider+" speaks HTTP: give the server's root as url")
 		}
@@ -230,4 +233,10 @@ func endpointURLs(p *bench.Plan) error {
 		}
 	}
 	return nil
+}
+
+// vertexREST reports whether t is a Vertex target sent over REST
+// (transport rest), whose server is its url.
+func vertexREST(t *bench.Target) bool {
+	return t.Provider == cloudreq.ProviderGCP && t.Transport == string(vertex.TransportREST)
 }

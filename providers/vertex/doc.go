@@ -1,6 +1,7 @@
 // Package vertex is the cloudreq adapter for Google Vertex AI online
 // prediction (provider "gcp", service "vertex"), built on the official
-// gRPC client cloud.google.com/go/aiplatform/apiv1 PredictionClient.
+// gRPC client cloud.google.com/go/aiplatform/apiv1 PredictionClient, or
+// on Vertex AI's REST API (Options.Transport, below).
 //
 //	ad, err := vertex.New(ctx, vertex.Options{Project: "my-project", Location: "us-central1"})
 //	if err != nil { … }
@@ -25,8 +26,20 @@
 // # Methods
 //
 //	Action    Invoke                          Stream
-//	invoke    predict or rawPredict (below)   streamRawPredict
+//	invoke    predict or rawPredict (below)   streamRawPredict, or serverStreamingPredict (below)
 //	generate  generateContent                 streamGenerateContent
+//
+// Attributes.Method MethodServerStreamingPredict sends an invoke stream to
+// serverStreamingPredict: the body is a StreamingPredictRequest's JSON,
+// {"inputs":[Tensor…],"parameters":Tensor} (Vertex's LLM streaming:
+// inputs [{"structVal":{"prompt":{"stringVal":["…"]}}}], parameters
+// {"structVal":{"maxOutputTokens":{"intVal":[256]}}}), the endpoint from
+// the target. Each StreamingPredictResponse is a chunk whose Text is the
+// first output's content (structVal.content.stringVal, else its
+// stringVal); the stream has no finish marker, its end is the RPC's.
+// Invoke refuses the method (ERR_INVALID_PARAM); a body that is not a
+// StreamingPredictRequest with inputs is ERR_INVALID_PARAM before
+// anything is sent.
 //
 // An invoke call sends the caller's bytes. Its RPC is chosen by this rule:
 // a body that is a JSON object whose only members are "instances" (an array)
@@ -196,6 +209,57 @@
 // CloudResponse.ServerStart nil; its scale-from-zero refusals map to
 // ERR_MODEL_NOT_READY, which cloudreq's classifier reads as
 // not-ready-then-ready evidence.
+//
+// # REST transport
+//
+// Options.Transport TransportREST sends every call over Vertex AI's REST
+// API instead of gRPC, for networks that let no gRPC through: POST
+// https://HOST/v1/RESOURCE:METHOD, HOST the regional host, the dedicated
+// endpoint's DNS name (Options.DedicatedEndpoint; no endpoint-id header
+// is needed there) or Options.Endpoint (a URL, or host[:port]: https,
+// http with Insecure). The methods and the request model are the gRPC
+// path's: predict and generateContent send the JSON body as it is,
+// rawPredict and streamRawPredict the raw body with its Content-Type,
+// streamGenerateContent asks for ?alt=sse (data: events of
+// GenerateContentResponse), serverStreamingPredict reads Google's
+// JSON-array stream ([{…},{…}], each element read as it is complete;
+// Google's reference says only "a stream of StreamingPredictResponse"),
+// and a stream that comes in the other framing is read as it came. The
+// answers fill the same fields: Data is the response's JSON (a stream
+// chunk's, its event or element), Metadata the x-vertex-ai-* headers, and
+// a chunk's arrival is its timeline's (TTFT at the first content chunk).
+// The requests go through the HTTP adapters' transport (or
+// Options.HTTPClient) and are timed by httptrace. Tokens come from the
+// credentials Options.ClientOptions name (option.WithCredentialsFile,
+// option.WithTokenSource, …; their gRPC dial options are ignored), else
+// Application Default Credentials, scope cloud-platform, cached and
+// refreshed; over plain http they go to this machine only. Client returns
+// nil.
+//
+// A REST error is Google's JSON object,
+// {"error":{"code","message","status","details":[…]}}: it is read back
+// into the google.rpc.Status it stands for (its details resolved by
+// @type: ErrorInfo, RetryInfo, QuotaFailure, BadRequest, RequestInfo) and
+// mapped by the gRPC table above, with the answer's HTTP status. An error
+// object that arrives as a stream's event or element is the stream's
+// error (before any message) or ERR_STREAM_INTERRUPTED, not retryable
+// (after one), as a gRPC status ending a stream. Rows of its own:
+//
+//	REST answer                                        code                     retryable
+//	429 RESOURCE_EXHAUSTED, RATE_LIMIT_EXCEEDED         ERR_THROTTLED            yes (RetryInfo → RetryAfter)
+//	429 RESOURCE_EXHAUSTED, QuotaFailure per day        ERR_QUOTA_EXCEEDED       no
+//	503 UNAVAILABLE, ErrorInfo MODEL_NOT_READY          ERR_MODEL_NOT_READY      yes
+//	400 FAILED_PRECONDITION, ErrorInfo MODEL_ERROR      ERR_MODEL_ERROR          no
+//	400 INVALID_ARGUMENT, ErrorInfo PAYLOAD_TOO_LARGE   ERR_PAYLOAD_TOO_LARGE    no
+//	{"error":{"code":N}} without status                 the gRPC code of N's mapping
+//	a body that is not Google's (proxy text, HTML)     by HTTP status (503 ERR_UNAVAILABLE, 502 ERR_UNAVAILABLE, …)
+//	a container's OpenAI-style error body              its class (openai adapter's rules)
+//	a 2xx body that is not the method's answer         ERR_MODEL_ERROR          no
+//	a stream element that does not parse, after one    ERR_STREAM_INTERRUPTED   no
+//	a stream cut short (no "]", no finish reason)      ERR_STREAM_INTERRUPTED   before content only
+//	the token source failed                            ERR_UNAUTHENTICATED      no
+//	a token over plain http to another machine (New)   ERR_INVALID_PARAM        no
+//	an unknown Options.Transport (New)                 ERR_INVALID_PARAM        no
 //
 // # OpenAI-compatible chat
 //
