@@ -116,9 +116,12 @@ type Target struct {
 	// spans: vLLM's (started with --otlp-traces-endpoint) as an
 	// OpenTelemetry Collector's file exporter writes them, OTLP JSON lines
 	// (or a cloudinfer emulate --otlp-file). Each measured request is then
-	// sent with an X-Request-Id of its own, and the run's end joins the
-	// file's spans with them by that id (vLLM's chatcmpl-<id>): the exact,
-	// per-request split of a real server (bench.MethodSpans).
+	// given a client request id of its own (CloudRequest.RequestID, sent
+	// as X-Request-Id to an OpenAI-compatible server, which vLLM makes its
+	// chatcmpl-<id>), and the run's end joins the file's spans with them by
+	// that id: the exact, per-request split of a real server (MethodSpans).
+	// Another provider sends the id in its own header, which a vLLM behind
+	// it does not read: its spans stay unmatched.
 	ServerRequests string `json:"server_requests,omitempty" yaml:"server_requests,omitempty"`
 	// ServerRequestsWait bounds how long the run's end waits for the
 	// spans still missing from ServerRequests (default

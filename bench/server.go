@@ -39,7 +39,9 @@ type ServerResult struct {
 }
 
 // SpanJoin is what the join of a target's spans file
-// (Target.ServerRequests) with its measured requests found.
+// (Target.ServerRequests) with its measured requests found. A merged
+// result adds the counts machine by machine: machines that read one
+// shared file each count the others' spans among their Others.
 type SpanJoin struct {
 	// File is the spans file read.
 	File string `json:"file"`

@@ -311,6 +311,20 @@
 // completions bodies with vLLM's ignore_eos get exactly max_tokens output
 // tokens (Record.IgnoreEOS).
 //
+// OpenTelemetry spans: with Options.OTLPWriter (cloudinfer emulate
+// --otlp-file PATH) the emulator writes, for every request answered in
+// full, the span vLLM sends to its --otlp-traces-endpoint: llm_request,
+// kind SERVER, from arrival to the last token, with gen_ai.request.id
+// (SpanRequestID: chatcmpl-<X-Request-Id> on the OpenAI chat route, as
+// vLLM names it), gen_ai.latency.time_in_queue, time_to_first_token, e2e,
+// time_in_model_prefill, time_in_model_decode and
+// time_in_model_inference (seconds, from the record: QueueMs, FirstTokenMs,
+// LastTokenMs, PrefillMs, their differences), gen_ai.usage.prompt_tokens
+// and completion_tokens, and cloudinfer.emulator.request_id. Each is one
+// line of OTLP JSON (a TracesData, the JSON of an
+// ExportTraceServiceRequest), as an OpenTelemetry Collector's file
+// exporter writes the spans it receives.
+//
 // KV cache: /metrics writes vllm:kv_cache_usage_perc (a share in [0, 1],
 // vLLM's name since its V1 engine; V0 called it vllm:gpu_cache_usage_perc)
 // per endpoint from a model of its KV cache of KVCacheTokens tokens

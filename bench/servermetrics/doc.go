@@ -24,5 +24,10 @@
 // estimates, no finer than the bucket they fall in; and it is the whole
 // server's, over every request it served in the window (another client's
 // too), with no class or cold/warm split. Per-request truth needs the
-// server's per-request records (FetchRequests reads the emulator's).
+// server's per-request records (FetchRequests reads the emulator's) or
+// spans: ReadSpans reads vLLM's per-request OpenTelemetry spans (its
+// llm_request span's gen_ai.latency.* attributes) from the OTLP JSON
+// lines an OpenTelemetry Collector's file exporter writes, with the
+// official OTLP types, and ClientRequestIDs turns their vLLM request ids
+// back into the X-Request-Id the client sent.
 package servermetrics
