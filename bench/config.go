@@ -253,6 +253,7 @@ var services = map[string][2]string{
 	serviceSageMakerAsync:            {cloudreq.ProviderAWS, serviceSageMakerAsync},
 	serviceVertexOpenAI:              {cloudreq.ProviderGCP, serviceVertexOpenAI},
 	serviceSageMakerOpenAI:           {cloudreq.ProviderAWS, serviceSageMakerOpenAI},
+	servicePAIEASQueue:               {cloudreq.ProviderAlibaba, servicePAIEASQueue},
 }
 
 // serviceSageMakerAsync is SageMaker asynchronous inference
@@ -268,9 +269,13 @@ const serviceVertexOpenAI = "vertex-openai"
 // with bearer tokens (sagemaker.ServiceOpenAI), a service of aws.
 const serviceSageMakerOpenAI = "sagemaker-openai"
 
+// servicePAIEASQueue is an asynchronous PAI-EAS service through its
+// queue service (paieas.ServiceQueue): no stream (Prepare turns Stream off).
+const servicePAIEASQueue = "pai-eas-queue"
+
 // otherServices are the services a provider serves beside its default one,
 // which Target.Service may name.
-var otherServices = map[string][]string{cloudreq.ProviderAWS: {serviceSageMakerAsync, serviceSageMakerOpenAI}, cloudreq.ProviderGCP: {serviceVertexOpenAI}}
+var otherServices = map[string][]string{cloudreq.ProviderAWS: {serviceSageMakerAsync, serviceSageMakerOpenAI}, cloudreq.ProviderGCP: {serviceVertexOpenAI}, cloudreq.ProviderAlibaba: {servicePAIEASQueue}}
 
 // ProviderOf returns the provider and service that a provider or service
 // name (as Target.Provider accepts it, in any case) stands for; ok is false
@@ -586,7 +591,7 @@ func (t *Target) prepare() error {
 	case t.Transport != "" && t.Service != pair[1] || t.Transport != "" && t.Provider != cloudreq.ProviderGCP:
 		return errcodes.Errorf(errcodes.InvalidParam, "bench: target %q: transport is Vertex's (gcp, service vertex)", t.Name)
 	}
-	if t.Service == serviceSageMakerAsync {
+	if t.Service == serviceSageMakerAsync || t.Service == servicePAIEASQueue {
 		t.Stream = false // asynchronous inference answers whole
 	}
 	if t.Endpoint == "" && t.Model == "" {

@@ -21,6 +21,7 @@ targets:
   - {provider: aws, endpoint: e3, stream: true}
   - {provider: vertex-openai, model: google/gemini-2.0-flash-001, stream: true}
   - {provider: aws, service: sagemaker-openai, endpoint: e4, stream: true}
+  - {provider: pai-eas-queue, endpoint: e5, stream: true}
 `))
 	require.NoError(t, err)
 	require.NoError(t, p.Prepare())
@@ -36,6 +37,9 @@ targets:
 	assert.Equal(t, cloudreq.ProviderAWS, p.Targets[4].Provider)
 	assert.Equal(t, "sagemaker-openai", p.Targets[4].Service)
 	assert.True(t, p.Targets[4].Stream)
+	assert.Equal(t, cloudreq.ProviderAlibaba, p.Targets[5].Provider)
+	assert.Equal(t, "pai-eas-queue", p.Targets[5].Service)
+	assert.False(t, p.Targets[5].Stream, "the queue answers whole")
 
 	p, err = ParsePlan([]byte("limits: {requests: 1}\ntargets:\n  - {provider: azure, service: sagemaker-async, endpoint: e}\n"))
 	require.NoError(t, err)

@@ -43,6 +43,11 @@
 //	POST /v1/projects/{p}/locations/{l}/endpoints/openapi/chat/completions  Vertex AI OpenAI-compatible chat
 //	                                                       (model = endpoint name; OpenAI-form errors)
 //	POST /api/predict/{service}                            PAI-EAS legacy LLM body
+//	GET|POST|PUT|DELETE /api/predict/{service}[/sink]      PAI-EAS queue service of an asynchronous service (a
+//	                                                       request with the queue's identity header, ?_attrs_ or
+//	                                                       /sink): enqueue, fetch by index or requestId, watch
+//	                                                       (websocket), commit, delete; each request runs
+//	                                                       through the service's inference
 //	POST /api/predict/{service}/v1/chat/completions        PAI-EAS OpenAI-compatible (also /v1/completions, GET /v1/models)
 //	POST /v1/chat/completions, /v1/completions             OpenAI-compatible (vLLM); model = endpoint name
 //	GET  /v1/models                                        OpenAI-compatible model list

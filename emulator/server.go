@@ -91,9 +91,10 @@ type Server struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 
-	s3    objectStore // the S3 of asynchronous inference (s3.go)
-	async asyncState  // asynchronous inferences in flight (sagemaker_async.go)
-	aml   amlTokens   // AML tokens issued (azureml_token.go)
+	s3     objectStore // the S3 of asynchronous inference (s3.go)
+	queues easQueues   // PAI-EAS queue services (paieas_queue.go)
+	async  asyncState  // asynchronous inferences in flight (sagemaker_async.go)
+	aml    amlTokens   // AML tokens issued (azureml_token.go)
 
 	mu        sync.Mutex
 	httpSrv   *http.Server
@@ -534,6 +535,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveVertexOpenAPI(w, r)
 	case strings.HasPrefix(p, "/v1/projects/"), strings.HasPrefix(p, "/v1beta1/projects/"):
 		s.serveVertexREST(w, r)
+	case isEASQueueRequest(r):
+		s.serveEASQueue(w, r)
 	case strings.HasPrefix(p, "/api/predict/"):
 		s.servePAIEAS(w, r)
 	case p == "/v1/chat/completions", p == "/v1/completions", p == "/v1/models", strings.HasPrefix(p, "/v1/models/"):

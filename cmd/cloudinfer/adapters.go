@@ -135,6 +135,15 @@ var adapterFactories = map[string]func(ctx context.Context, t *bench.Target, emu
 				return nil, err
 			}
 		}
+		if t.Service == paieas.ServiceQueue {
+			// The asynchronous service's queue: enqueue, then wait for
+			// the result (long polls of a second on the emulator).
+			w := paieas.WaitOptions{}
+			if emu != nil || loopbackHTTP(serverURL(t)) {
+				w.Poll = time.Second
+			}
+			return paieas.NewQueueAdapter(o, w)
+		}
 		return paieas.New(o)
 	},
 	cloudreq.ProviderAWS: func(ctx context.Context, t *bench.Target, emu *emulator.Server, n netOpts) (cloudreq.Adapter, error) {

@@ -22,7 +22,7 @@ import (
 type benchCmd struct {
 	Config string `help:"Plan file (YAML or JSON) with targets, load, limits, mix and SLAs; load and limit flags given here override it." type:"existingfile" placeholder:"FILE" group:"Targets"`
 
-	Provider  string   `help:"Provider of the flag-built targets: openai, aws (sagemaker), azure (azureml), gcp (vertex), alibaba (pai-eas); or a service: sagemaker-async (SageMaker asynchronous inference), sagemaker-openai (SageMaker AI's OpenAI-compatible route, bearer tokens), vertex-openai (Vertex AI's OpenAI-compatible chat)." placeholder:"NAME" group:"Targets"`
+	Provider  string   `help:"Provider of the flag-built targets: openai, aws (sagemaker), azure (azureml), gcp (vertex), alibaba (pai-eas); or a service: sagemaker-async (SageMaker asynchronous inference), sagemaker-openai (SageMaker AI's OpenAI-compatible route, bearer tokens), vertex-openai (Vertex AI's OpenAI-compatible chat), pai-eas-queue (an asynchronous PAI-EAS service through its queue)." placeholder:"NAME" group:"Targets"`
 	Endpoint  []string `help:"Endpoint to benchmark, or the URL of an Azure ML endpoint, a PAI-EAS service or an OpenAI-compatible server (which it then goes to); repeat for side-by-side targets." placeholder:"NAME" group:"Targets"`
 	Model     string   `help:"Model name (OpenAI-compatible model, SageMaker target model, Vertex publisher model)." group:"Targets"`
 	Variant   string   `help:"SageMaker production variant or Azure ML deployment." group:"Targets"`

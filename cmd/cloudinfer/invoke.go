@@ -31,7 +31,7 @@ import (
 // its timeline and its start verdict. With no --url or --endpoint URL (for
 // Vertex, no --grpc-addr), it goes to the embedded emulator.
 type invokeCmd struct {
-	Provider  string        `help:"Provider: aws, azure, gcp, alibaba or openai (or a service name: sagemaker, sagemaker-async, sagemaker-openai, azureml, vertex, vertex-openai, pai-eas, openai-compatible)." default:"openai"`
+	Provider  string        `help:"Provider: aws, azure, gcp, alibaba or openai (or a service name: sagemaker, sagemaker-async, sagemaker-openai, azureml, vertex, vertex-openai, pai-eas, pai-eas-queue, openai-compatible)." default:"openai"`
 	Endpoint  string        `help:"Endpoint name (SageMaker, Azure ML, Vertex, PAI-EAS), or the URL of an Azure ML endpoint, a PAI-EAS service or an OpenAI-compatible server (which it then goes to)."`
 	Model     string        `help:"Model to ask for: the OpenAI-compatible model, SageMaker's target model, the model member of an Azure ML or PAI-EAS body; sent only when given. With no --endpoint, the cloud providers' endpoint name. With neither, the target is llama-3-8b (an endpoint, or the OpenAI-compatible model)."`
 	Variant   string        `help:"SageMaker production variant or Azure ML deployment."`

@@ -52,3 +52,19 @@ func TestInvokeSageMakerOpenAI(t *testing.T) {
 		assert.Contains(t, out.String(), "out 6 (server)")
 	}
 }
+
+// TestInvokePAIEASQueue: `cloudinfer invoke --provider pai-eas-queue`
+// enqueues to the emulator's queue service and waits for the result; a
+// stream is refused.
+func TestInvokePAIEASQueue(t *testing.T) {
+	c := &invokeCmd{Provider: "pai-eas-queue", Endpoint: "llama-3-8b", Prompt: "Say hello.", MaxTokens: 6,
+		Type: "application/json", TimeScale: 0.01}
+	var out strings.Builder
+	require.NoError(t, c.run(context.Background(), &out))
+	assert.Contains(t, out.String(), "status 200")
+	assert.Contains(t, out.String(), "out 6 (server)")
+	c.Stream = true
+	err := c.run(context.Background(), &out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "unsupported streaming for alibaba/pai-eas-queue")
+}

@@ -99,6 +99,56 @@
 // Options.AllowInsecureHTTP (for the local emulator only). Tokens and
 // signatures never appear in errors.
 //
+// # Queue service (asynchronous inference)
+//
+// An asynchronous EAS service has two queues, as Alibaba's "Access queue
+// service" and "Asynchronous inference" pages describe: the input queue at
+// {Endpoint}/api/predict/{service} and the output (sink) queue at
+// …/{service}/sink. QueueClient (NewQueueClient) speaks them as the EAS
+// SDKs do, the token in "Authorization" and a user (and group) id in the
+// identity headers the queue names in its attributes:
+//
+//	Attributes  GET  ?_attrs_=true                         the queue's attributes (JSON)
+//	Put         POST input, tags as the query               the index (text) and X-Eas-Queueservice-Request-Id
+//	Get         GET  sink ?_index_&_length_&_timeout_&_auto_delete_&requestId=…
+//	Watch       GET  sink ?_watch_=true&_index_&_window_&_index_only_&_auto_commit_, a websocket
+//	Commit      PUT  sink ?_indexes_=1,2
+//	Delete      DELETE sink ?_indexes_=1,2
+//
+// Wait waits for one request's result with Gets that wait on the server
+// (WaitOptions.Poll, default 5 s) until the context ends, and deletes it
+// once read unless WaitOptions.Keep. QueueAdapter (NewQueueAdapter;
+// service ServiceQueue, "pai-eas-queue") makes a cloudreq call of it:
+// Encode as the synchronous adapter (dialect included), Put, Wait, and the
+// result read as the synchronous answer; no stream.
+//
+// Frames are asked for and read as JSON (Accept: application/json, data
+// base64), one of the codecs the EAS SDKs carry; the SDKs' default,
+// protobuf, is not used. Not confirmed by the documentation this was built
+// from, and so marked: the names of the identity headers (read from the
+// attributes, never assumed), the result's index being the request's own,
+// the result tag lastCode (the inference's HTTP status; a result without
+// one is a success), and priority: PutOptions.Priority is sent as the
+// reserved tag _priority_, which EAS's pages did not show. The official
+// Go SDK (github.com/pai-eas/eas-golang-sdk) is not served by the module
+// proxy here, so no test drives the emulator with it. The emulator serves
+// these routes (its package doc) and runs each request through the
+// service's synchronous inference.
+//
+// Errors: a queue's non-2xx answer is mapped by the table above (404 an
+// unknown service, 401 a refused token, 450 a full queue, …), with
+// "paieas queue:" before its message; a result whose lastCode is not 2xx
+// is the inference's error, its data mapped as the synchronous answer; in
+// addition:
+//
+//	situation                                        code                    retryable
+//	a tag key starting with "_" (reserved)           ERR_INVALID_PARAM       no
+//	attributes without the user identity header      ERR_INTERNAL            no
+//	an enqueue answer that is not an index           ERR_INTERNAL            no
+//	frames that are not a JSON list, data not base64 ERR_INTERNAL            no
+//	no result before the context's deadline (Wait)   ERR_TIMEOUT             by errcodes.FromTransport
+//	a watch that ends (connection closed)            ERR_STREAM_INTERRUPTED  no
+//
 // # Connections
 //
 // Without Options.HTTPClient the adapter builds its own transport: a clone
