@@ -186,9 +186,17 @@ type call struct {
 	// with itself: the working request, the first attempt's trace and
 	// Call. The timeline is apart (see timing).
 	reqv   CloudRequest
+	genv   GenerateInput // the working request's Generate
+	msg1   [1]Message    // its messages, while there is one
 	trace1 latency.AttemptTrace
 	call1  Call
-	sent   sentSecrets // the credentials the attempts sent
+	// optv holds the call's options when it has option functions, its
+	// observers in observersv's array while they fit; obsv holds the
+	// call observers while they fit.
+	optv       CallOptions
+	observersv [4]Observer
+	obsv       [2]CallObserver
+	sent       sentSecrets // the credentials the attempts sent
 	// attemptSent collects the credentials the latest attempt sent (sent,
 	// or a stream attempt's own), for its observers.
 	attemptSent *sentSecrets
@@ -261,10 +269,11 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 		return cl, ctx, func() {}, errClientClosed()
 	}
 	if len(optFns) > 0 {
-		o := c.opts.CallOptions
-		o.Observers = slices.Clone(o.Observers)
+		o := &cl.optv
+		*o = c.opts.CallOptions
+		o.Observers = append(cl.observersv[:0], o.Observers...)
 		for _, f := range optFns {
-			f(&o)
+			f(o)
 		}
 		if o.clientOnly != "" {
 			cl.initTimeline(time.Time{})
@@ -276,7 +285,7 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 		if o.Retry.Budget == nil {
 			o.Retry.Budget = c.opts.Retry.Budget // nil when the client has none
 		}
-		cl.o = &o
+		cl.o = o
 	}
 	if req == nil {
 		cl.initTimeline(time.Time{})
@@ -284,9 +293,10 @@ func (c *Client) prepare(ctx context.Context, req *CloudRequest, stream bool, op
 	}
 	cl.initTimeline(req.IntendedSend)
 	cl.tl.Streamed = stream
-	req.cloneInto(&cl.reqv)
+	req.cloneInto(&cl.reqv, &cl.genv, cl.msg1[:0])
 	cl.req = &cl.reqv
 	c.defaultService(cl.req)
+	cl.obs = cl.obsv[:0]
 	for _, ob := range cl.o.Observers {
 		var co CallObserver
 		octx := ctx

@@ -217,8 +217,11 @@ type Attributes struct {
 	Extra map[string]string
 }
 
-// cloneInto writes into c a copy of r that shares no maps or slices with it.
-func (r *CloudRequest) cloneInto(dst *CloudRequest) {
+// cloneInto writes into dst a copy of r that shares no maps or slices
+// with it. The copy of r.Generate goes to gen, its messages into msgs's
+// array while they fit: storage the caller lends (a call's own), so that
+// a call with one message allocates neither.
+func (r *CloudRequest) cloneInto(dst *CloudRequest, gen *GenerateInput, msgs []Message) {
 	c := dst
 	*c = *r
 	c.Header = r.Header.Clone()
@@ -228,12 +231,15 @@ func (r *CloudRequest) cloneInto(dst *CloudRequest) {
 	// it); clipped, so that appending to it cannot reach the caller's array.
 	c.Payload.Body = slices.Clip(r.Payload.Body)
 	if r.Generate != nil {
-		g := *r.Generate
-		g.Messages = slices.Clone(g.Messages)
+		g := gen
+		*g = *r.Generate
+		if g.Messages != nil {
+			g.Messages = append(msgs[:0], g.Messages...)
+		}
 		g.Stop = slices.Clone(g.Stop)
 		g.Tools = slices.Clone(g.Tools)
 		g.Extra = maps.Clone(g.Extra)
-		c.Generate = &g
+		c.Generate = g
 	}
 }
 
