@@ -47,7 +47,7 @@ func TestConformanceScore(t *testing.T) {
 		NoCredentials:    noCredentials(azureml.APIScore),
 		Dialect:          "azureml /score messages",
 		Features: map[providertest.Feature]bool{
-			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureLogprobs: true, providertest.FeatureChoices: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true,
+			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureLogprobs: true, providertest.FeatureChoices: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true, providertest.FeatureSeed: true, providertest.FeatureTopK: true, providertest.FeaturePenalties: true, providertest.FeatureStop: true, providertest.FeatureParallelToolCalls: true, providertest.FeatureMaxCompletionTokens: true, providertest.FeatureThinkingBudget: false, providertest.FeatureExtra: true,
 		},
 	})
 }
@@ -71,7 +71,24 @@ func TestConformanceServerlessChat(t *testing.T) {
 		NoCredentials:    noCredentials(azureml.APIChat),
 		Dialect:          "azureml serverless chat",
 		Features: map[providertest.Feature]bool{
-			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureLogprobs: false, providertest.FeatureChoices: false, providertest.FeatureReasoning: false, providertest.FeatureSampling: false,
+			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureLogprobs: false, providertest.FeatureChoices: false, providertest.FeatureReasoning: false, providertest.FeatureSampling: false, providertest.FeatureSeed: true, providertest.FeatureTopK: false, providertest.FeaturePenalties: true, providertest.FeatureStop: true, providertest.FeatureParallelToolCalls: false, providertest.FeatureMaxCompletionTokens: false, providertest.FeatureThinkingBudget: false, providertest.FeatureExtra: false,
 		},
+	})
+}
+
+// TestFeaturesInputData: the model catalog's input_data body carries
+// messages and a few parameters; the rest is refused naming the dialect.
+func TestFeaturesInputData(t *testing.T) {
+	providertest.RunFeatures(t, providertest.Harness{
+		Provider: cloudreq.ProviderAzure, Service: cloudreq.ServiceAzureML,
+		NewAdapter: func(t *testing.T, srv *emulator.Server) cloudreq.Adapter {
+			a, err := azureml.New(azureml.Options{EndpointURL: srv.URL() + "/azureml/{endpoint}", Key: "conformance",
+				ScoreDialect: azureml.ScoreInputData, AllowInsecureHTTP: true})
+			require.NoError(t, err)
+			return a
+		},
+		Target:   func(endpoint string) cloudreq.Target { return cloudreq.Target{Endpoint: endpoint} },
+		Dialect:  "azureml /score input_data",
+		Features: map[providertest.Feature]bool{providertest.FeatureTools: false, providertest.FeatureJSON: false, providertest.FeatureJSONSchema: false, providertest.FeatureImages: false, providertest.FeatureLogprobs: false, providertest.FeatureChoices: false, providertest.FeatureReasoning: false, providertest.FeatureSampling: false, providertest.FeatureSeed: false, providertest.FeatureTopK: true, providertest.FeaturePenalties: false, providertest.FeatureStop: false, providertest.FeatureParallelToolCalls: false, providertest.FeatureMaxCompletionTokens: false, providertest.FeatureThinkingBudget: false, providertest.FeatureExtra: true},
 	})
 }

@@ -34,7 +34,26 @@ func TestConformance(t *testing.T) {
 		Features: map[providertest.Feature]bool{
 			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true,
 			providertest.FeatureImages: true, providertest.FeatureLogprobs: true, providertest.FeatureChoices: true,
-			providertest.FeatureReasoning: true, providertest.FeatureSampling: true,
+			providertest.FeatureReasoning: true, providertest.FeatureSampling: true, providertest.FeatureSeed: true, providertest.FeatureTopK: true, providertest.FeaturePenalties: true, providertest.FeatureStop: true, providertest.FeatureParallelToolCalls: true, providertest.FeatureMaxCompletionTokens: true, providertest.FeatureThinkingBudget: false, providertest.FeatureExtra: true,
 		},
+	})
+}
+
+// TestFeaturesCompletions: the completions dialect (Target.Path
+// /v1/completions) expresses sampling, n and logprobs, and refuses what a
+// prompt cannot carry.
+func TestFeaturesCompletions(t *testing.T) {
+	providertest.RunFeatures(t, providertest.Harness{
+		Provider: cloudreq.ProviderOpenAI, Service: cloudreq.ServiceOpenAICompatible,
+		NewAdapter: func(t *testing.T, srv *emulator.Server) cloudreq.Adapter {
+			a, err := openai.New(openai.Options{BaseURL: srv.URL(), APIKey: "conformance", AllowInsecureHTTP: true})
+			require.NoError(t, err)
+			return a
+		},
+		Target: func(endpoint string) cloudreq.Target {
+			return cloudreq.Target{Model: endpoint, Path: "/v1/completions"}
+		},
+		Dialect:  "openai-compatible completions",
+		Features: map[providertest.Feature]bool{providertest.FeatureTools: false, providertest.FeatureJSON: false, providertest.FeatureJSONSchema: false, providertest.FeatureImages: false, providertest.FeatureLogprobs: true, providertest.FeatureChoices: true, providertest.FeatureReasoning: false, providertest.FeatureSampling: true, providertest.FeatureSeed: true, providertest.FeatureTopK: true, providertest.FeaturePenalties: true, providertest.FeatureStop: true, providertest.FeatureParallelToolCalls: false, providertest.FeatureMaxCompletionTokens: false, providertest.FeatureThinkingBudget: false, providertest.FeatureExtra: true},
 	})
 }

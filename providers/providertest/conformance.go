@@ -122,22 +122,7 @@ type env struct {
 // RunConformance runs the suite against a fresh emulator.
 func RunConformance(t *testing.T, h Harness) {
 	t.Helper()
-	scale := h.TimeScale
-	if scale == 0 {
-		scale = 0.01
-	}
-	srv, err := emulator.New(emulator.Options{TimeScale: scale, Seed: 7})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start("127.0.0.1:0", "127.0.0.1:0"))
-	t.Cleanup(func() { _ = srv.Close() })
-	ad := h.NewAdapter(t, srv)
-	client, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}},
-		func(o *cloudreq.Options) { o.Retry.MaxAttempts, o.Retry.ColdStartWait = 1, -1 }, // one attempt, not-ready ones too
-		emulator.WithStartReport())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = client.Close() })
-	e := &env{h: h, srv: srv, client: client}
-
+	e := newEnv(t, h)
 	t.Run("Invoke", e.invoke)
 	t.Run("Generate", e.generate)
 	t.Run("StreamGenerate", e.streamGenerate)
@@ -152,6 +137,34 @@ func RunConformance(t *testing.T, h Harness) {
 	if h.Features != nil {
 		t.Run("Features", e.features)
 	}
+}
+
+// RunFeatures runs only the suite's "Features" checks, for a further
+// generate dialect of an adapter whose transport RunConformance checks
+// already (OpenAI completions, PAI-EAS legacy, Azure ML input_data). It
+// needs NewAdapter, Target, Provider, Service, Dialect and Features.
+func RunFeatures(t *testing.T, h Harness) {
+	t.Helper()
+	t.Run("Features", newEnv(t, h).features)
+}
+
+func newEnv(t *testing.T, h Harness) *env {
+	t.Helper()
+	scale := h.TimeScale
+	if scale == 0 {
+		scale = 0.01
+	}
+	srv, err := emulator.New(emulator.Options{TimeScale: scale, Seed: 7})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start("127.0.0.1:0", "127.0.0.1:0"))
+	t.Cleanup(func() { _ = srv.Close() })
+	ad := h.NewAdapter(t, srv)
+	client, err := cloudreq.New(cloudreq.Options{Adapters: []cloudreq.Adapter{ad}},
+		func(o *cloudreq.Options) { o.Retry.MaxAttempts, o.Retry.ColdStartWait = 1, -1 }, // one attempt, not-ready ones too
+		emulator.WithStartReport())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	return &env{h: h, srv: srv, client: client}
 }
 
 func (e *env) request(action string) *cloudreq.CloudRequest {

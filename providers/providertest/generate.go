@@ -48,7 +48,32 @@ const (
 	// FeatureSampling: seed, presence and frequency penalties and top-k
 	// are sent and accepted.
 	FeatureSampling Feature = "sampling"
+	// FeatureSeed, FeatureTopK, FeaturePenalties and FeatureStop: each of
+	// seed, top-k, presence with frequency penalty, and stop sequences
+	// alone is sent and accepted.
+	FeatureSeed      Feature = "seed"
+	FeatureTopK      Feature = "top-k"
+	FeaturePenalties Feature = "penalties"
+	FeatureStop      Feature = "stop"
+	// FeatureParallelToolCalls: ParallelToolCalls false with a forced call
+	// is sent and answered with the call.
+	FeatureParallelToolCalls Feature = "parallel-tool-calls"
+	// FeatureMaxCompletionTokens: TokenLimit max_completion_tokens is sent
+	// and caps the answer.
+	FeatureMaxCompletionTokens Feature = "max-completion-tokens"
+	// FeatureThinkingBudget: Reasoning.BudgetTokens is sent and accepted.
+	FeatureThinkingBudget Feature = "thinking-budget"
+	// FeatureExtra: Generate.Extra ({"labels":{…}}, a member Gemini's
+	// request has and the others' servers ignore) is merged and accepted.
+	FeatureExtra Feature = "extra"
 )
+
+// AllFeatures lists every feature, in the order the suite checks them.
+func AllFeatures() []Feature {
+	return []Feature{FeatureTools, FeatureJSON, FeatureJSONSchema, FeatureImages, FeatureLogprobs, FeatureChoices, FeatureReasoning,
+		FeatureSampling, FeatureSeed, FeatureTopK, FeaturePenalties, FeatureStop, FeatureParallelToolCalls,
+		FeatureMaxCompletionTokens, FeatureThinkingBudget, FeatureExtra}
+}
 
 // weather is the tool and schema of the feature checks.
 var weather = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","minLength":2},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"]}`)
@@ -57,7 +82,7 @@ var weather = json.RawMessage(`{"type":"object","properties":{"city":{"type":"st
 // against the emulator, refused ones refused with ERR_INVALID_PARAM
 // naming the dialect.
 func (e *env) features(t *testing.T) {
-	for _, f := range []Feature{FeatureTools, FeatureJSON, FeatureJSONSchema, FeatureImages, FeatureLogprobs, FeatureChoices, FeatureReasoning, FeatureSampling} {
+	for _, f := range AllFeatures() {
 		ok, listed := e.h.Features[f]
 		if !listed {
 			continue
@@ -102,9 +127,20 @@ func (e *env) features(t *testing.T) {
 				assert.Equal(t, resp.Choices[0].Text+resp.Choices[1].Text, resp.Text, "Text joins the choices' texts")
 			case FeatureReasoning:
 				e.checkReasoning(t)
-			case FeatureSampling:
+			case FeatureSampling, FeatureSeed, FeatureTopK, FeaturePenalties, FeatureStop, FeatureExtra, FeatureThinkingBudget:
 				resp := e.must(t, e.featureRequest(f))
 				assert.NotEmpty(t, resp.Text)
+			case FeatureParallelToolCalls:
+				resp := e.must(t, e.featureRequest(f))
+				require.Len(t, resp.ToolCalls, 1)
+				assert.Equal(t, "weather", resp.ToolCalls[0].Name)
+			case FeatureMaxCompletionTokens:
+				resp := e.must(t, e.featureRequest(f))
+				assert.NotEmpty(t, resp.Text)
+				assert.Equal(t, "length", resp.FinishReason, "the limit caps the answer")
+				if resp.Usage.OutputTokens > 0 {
+					assert.Equal(t, 3, resp.Usage.OutputTokens)
+				}
 			}
 		})
 	}
@@ -146,6 +182,28 @@ func (e *env) featureRequest(f Feature) *cloudreq.CloudRequest {
 	case FeatureSampling:
 		seed, pp, fp := int64(42), 0.1, 0.2
 		g.Seed, g.PresencePenalty, g.FrequencyPenalty, g.TopK = &seed, &pp, &fp, 40
+	case FeatureSeed:
+		seed := int64(42)
+		g.Seed = &seed
+	case FeatureTopK:
+		g.TopK = 40
+	case FeaturePenalties:
+		pp, fp := 0.1, 0.2
+		g.PresencePenalty, g.FrequencyPenalty = &pp, &fp
+	case FeatureStop:
+		g.Stop = []string{"\n\n"}
+	case FeatureParallelToolCalls:
+		off := false
+		g.Tools = []cloudreq.Tool{{Name: "weather", Parameters: weather}, {Name: "time"}}
+		g.ToolChoice = &cloudreq.ToolChoice{Mode: cloudreq.ToolChoiceFunction, Name: "weather"}
+		g.ParallelToolCalls = &off
+	case FeatureMaxCompletionTokens:
+		g.TokenLimit, g.MaxTokens = cloudreq.TokenLimitMaxCompletionTokens, 3
+	case FeatureThinkingBudget:
+		r.Target = e.h.Target("reasoning")
+		g.Reasoning = &cloudreq.Reasoning{BudgetTokens: 256}
+	case FeatureExtra:
+		g.Extra = map[string]any{"labels": map[string]string{"suite": "conformance"}}
 	}
 	return r
 }

@@ -38,13 +38,13 @@ func TestConformance(t *testing.T) {
 	errs[emulator.FaultModelError] = errcodes.ModelError
 	features := map[Dialect]map[providertest.Feature]bool{
 		DialectMessages: map[providertest.Feature]bool{
-			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureLogprobs: true, providertest.FeatureChoices: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true,
+			providertest.FeatureTools: true, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: true, providertest.FeatureLogprobs: true, providertest.FeatureChoices: true, providertest.FeatureReasoning: true, providertest.FeatureSampling: true, providertest.FeatureSeed: true, providertest.FeatureTopK: true, providertest.FeaturePenalties: true, providertest.FeatureStop: true, providertest.FeatureParallelToolCalls: true, providertest.FeatureMaxCompletionTokens: true, providertest.FeatureThinkingBudget: false, providertest.FeatureExtra: true,
 		},
 		// TGI's /generate: JSON through its grammar, logprobs from its
 		// details and token events; the rest refused.
 		DialectTGI: map[providertest.Feature]bool{
 			providertest.FeatureTools: false, providertest.FeatureJSON: true, providertest.FeatureJSONSchema: true, providertest.FeatureImages: false,
-			providertest.FeatureLogprobs: true, providertest.FeatureChoices: false, providertest.FeatureReasoning: false, providertest.FeatureSampling: false,
+			providertest.FeatureLogprobs: true, providertest.FeatureChoices: false, providertest.FeatureReasoning: false, providertest.FeatureSampling: false, providertest.FeatureSeed: true, providertest.FeatureTopK: true, providertest.FeaturePenalties: false, providertest.FeatureStop: true, providertest.FeatureParallelToolCalls: false, providertest.FeatureMaxCompletionTokens: false, providertest.FeatureThinkingBudget: false, providertest.FeatureExtra: true,
 		},
 	}
 	for _, d := range []Dialect{DialectMessages, DialectTGI} {
