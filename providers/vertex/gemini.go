@@ -356,9 +356,11 @@ func answerOf(r *aiplatformpb.GenerateContentResponse, firstCall int) geminiAnsw
 		var t, rs strings.Builder
 		calls := readCandidate(c, &t, &rs, firstCall)
 		lps := candidateLogprobs(c)
-		text.WriteString(t.String()) // Text joins the candidates' texts
+		// Text and Reasoning join the candidates' own; calls and logprobs
+		// are the first candidate's (each Choice has its own).
+		text.WriteString(t.String())
+		reasoning.WriteString(rs.String())
 		if i == 0 {
-			reasoning.WriteString(rs.String())
 			a.calls, a.logprobs = calls, lps
 		}
 		if len(cands) > 1 {
