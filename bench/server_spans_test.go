@@ -79,6 +79,10 @@ func TestServerDecompositionFromSpans(t *testing.T) {
 	assert.Equal(t, 32.0, spans.N)
 	assert.Equal(t, exact.N, spans.N)
 	assert.Greater(t, exact.Queue, 5.0, "the endpoint queued")
+	for _, d := range ds {
+		t.Logf("%-20s n %.0f: client TTFT %.3f = network+client %.3f + queue %.3f + prefill %.3f + server other %.3f; server decode %.3f, client E2E %.3f ms",
+			d.Method, d.N, d.ClientTTFT, d.Residual, d.Queue, d.Prefill, d.ServerOther, d.ServerDecode, d.ClientE2E)
+	}
 	for _, c := range []struct {
 		what        string
 		want, got   float64
