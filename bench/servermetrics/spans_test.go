@@ -1,6 +1,7 @@
 package servermetrics
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -63,4 +64,26 @@ func TestClientRequestIDs(t *testing.T) {
 	assert.Equal(t, []string{"abc", "abc-0", "cmpl-abc-0"}, ClientRequestIDs("cmpl-abc-0"))
 	assert.Equal(t, []string{"abc", "cmpl-abc"}, ClientRequestIDs("cmpl-abc"))
 	assert.Equal(t, []string{"emu-x-1-2"}, ClientRequestIDs("emu-x-1-2"))
+}
+
+// BenchmarkReadSpans reads a collector's file of 1,000 lines of 5 spans
+// each (the testdata file's first two lines, repeated).
+func BenchmarkReadSpans(b *testing.B) {
+	data, err := os.ReadFile("testdata/vllm-spans.jsonl")
+	require.NoError(b, err)
+	lines := strings.SplitN(string(data), "\n", 4)
+	var sb strings.Builder
+	for range 500 {
+		sb.WriteString(lines[0] + "\n" + lines[2] + "\n")
+	}
+	in := sb.String()
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		if _, err := ReadSpans(strings.NewReader(in), func(*Span) { n++ }); err != nil || n != 2000 {
+			b.Fatal(n, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/2000, "ns/span")
 }
