@@ -117,8 +117,8 @@ for rate in $RATES closed; do
 	label="$rate/s"
 	if [ "$rate" = closed ]; then label="closed, $CONNS conns" l50=- l99=- late=-; fi
 	printf '| %s | %.0f%s | %.2f / %.2f | %.0f | %.0f%s | %.2f / %.2f | %s / %s | %s | %.0f |\n' \
-		"$label" "$vr" "$( [ "${vok%.*}" -lt 100 ] && echo " (${vok}% ok)")" "$v50" "$v99" "$vcpu" \
-		"$cr" "$( [ "${cok%.*}" -lt 100 ] && echo " (${cok}% ok)")" "$c50" "$c99" \
+		"$label" "$vr" "$( [ "${vok%.*}" -lt 100 ] && printf ' (%.1f%% ok)' "$vok")" "$v50" "$v99" "$vcpu" \
+		"$cr" "$( [ "${cok%.*}" -lt 100 ] && printf ' (%.1f%% ok)' "$cok")" "$c50" "$c99" \
 		"$( [ "$l50" = - ] && echo - || printf '%.3f' "$l50")" "$( [ "$l99" = - ] && echo - || printf '%.3f' "$l99")" "$late" "$ccpu"
 done
 printf '\nload average after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -82,6 +82,11 @@ type Adapter struct {
 	core  *httpadapter.Core
 	base  string // BaseURL without its query
 	query string // BaseURL's query
+	// defaultURL is the URL of a request with neither Target.Path nor an
+	// absolute Target.Endpoint (the usual one), built once.
+	defaultURL string
+	// prepare finishes each request's headers (see do), made once.
+	prepare func(*http.Request)
 }
 
 var (
@@ -123,6 +128,8 @@ func New(opts Options, optFns ...func(*Options)) (*Adapter, error) {
 		return nil, err
 	}
 	a.base, a.query = base, query
+	a.defaultURL = a.join(base, query, DefaultPath)
+	a.prepare = a.prepareRequest
 	return a, nil
 }
 
@@ -184,15 +191,24 @@ func (a *Adapter) Encode(req *cloudreq.CloudRequest, stream bool) (cloudreq.Payl
 
 // url returns the request URL.
 func (a *Adapter) url(t cloudreq.Target) (string, error) {
+	absolute := httpadapter.IsAbsoluteURL(t.Endpoint)
+	if !absolute && t.Path == "" {
+		return a.defaultURL, nil
+	}
 	base, query := a.base, a.query
-	if httpadapter.IsAbsoluteURL(t.Endpoint) {
+	if absolute {
 		b, q, err := a.core.CheckURL(t.Endpoint)
 		if err != nil {
 			return "", err
 		}
 		base, query = b, q
 	}
-	u := httpadapter.JoinPath(base, path(t))
+	return a.join(base, query, path(t)), nil
+}
+
+// join returns the URL of path under base, with query.
+func (a *Adapter) join(base, query, path string) string {
+	u := httpadapter.JoinPath(base, path)
 	switch {
 	case query == "":
 	case strings.Contains(u, "?"):
@@ -200,7 +216,18 @@ func (a *Adapter) url(t cloudreq.Target) (string, error) {
 	default:
 		u += "?" + query
 	}
-	return u, nil
+	return u
+}
+
+// prepareRequest sets Accept (application/json unless the caller's
+// headers or the payload set one) and the API key.
+func (a *Adapter) prepareRequest(req *http.Request) {
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
+	if a.opts.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+a.opts.APIKey)
+	}
 }
 
 // do sends one attempt and returns a 2xx response, or the mapped error.
@@ -209,14 +236,7 @@ func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*ht
 	if err != nil {
 		return nil, err
 	}
-	r := httpadapter.Request{URL: u, Prepare: func(req *http.Request) {
-		if req.Header.Get("Accept") == "" {
-			req.Header.Set("Accept", "application/json")
-		}
-		if a.opts.APIKey != "" {
-			req.Header.Set("Authorization", "Bearer "+a.opts.APIKey)
-		}
-	}}
+	r := httpadapter.Request{URL: u, Prepare: a.prepare}
 	if stream {
 		r.Accept = "text/event-stream"
 	}
