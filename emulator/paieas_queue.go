@@ -22,6 +22,8 @@ const (
 	easQueueGroupHeader = "X-Eas-Queueservice-Group-Id"
 	// easQueueMaxWait bounds a Get's _timeout_.
 	easQueueMaxWait = 30 * time.Second
+	// easQueueMaxFrames bounds a sink: past it, the oldest results go.
+	easQueueMaxFrames = 10000
 )
 
 // easFrame is one entry of a queue.
@@ -118,7 +120,8 @@ func isEASQueueRequest(r *http.Request) bool {
 // (the legacy body at the root, an OpenAI chat body, one with "messages",
 // at /v1/chat/completions): its latency and fault model and its Record.
 // Its answer is written to the sink with the input's index and tags, plus
-// requestId and lastCode (the HTTP status). Priority (_priority_) is kept
+// requestId and lastCode (the HTTP status); a sink keeps the last 10000
+// results (an older one is dropped). Priority (_priority_) is kept
 // as a tag; the emulator has no worker limit for it to reorder.
 func (s *Server) serveEASQueue(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/api/predict/")
@@ -224,6 +227,9 @@ func (s *Server) easRun(name string, idx uint64, tags map[string]string, body []
 	f := &easFrame{index: idx, tags: tags, data: rec.body.Bytes()}
 	i, _ := slices.BinarySearchFunc(qu.sink, idx, func(a *easFrame, x uint64) int { return cmpUint(a.index, x) })
 	qu.sink = slices.Insert(qu.sink, i, f)
+	if n := len(qu.sink) - easQueueMaxFrames; n > 0 {
+		qu.sink = slices.Delete(qu.sink, 0, n)
+	}
 	qu.notify()
 	s.queues.mu.Unlock()
 }

@@ -146,7 +146,8 @@
 //	attributes without the user identity header      ERR_INTERNAL            no
 //	an enqueue answer that is not an index           ERR_INTERNAL            no
 //	frames that are not a JSON list, data not base64 ERR_INTERNAL            no
-//	no result before the context's deadline (Wait)   ERR_TIMEOUT             by errcodes.FromTransport
+//	no result before the context's deadline (Wait)   ERR_TIMEOUT             no (the request may still run; a retry
+//	                                                                          would enqueue it again)
 //	a watch that ends (connection closed)            ERR_STREAM_INTERRUPTED  no
 //
 // # Connections

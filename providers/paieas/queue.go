@@ -345,7 +345,8 @@ type WaitOptions struct {
 // Wait waits for the result of a request (by its RequestID) until ctx
 // ends, with Get calls that wait on the server, and deletes it once read
 // unless o.Keep. A result whose TagStatus is not 2xx is its error, mapped
-// as the service's own answer would be.
+// as the service's own answer would be. A wait that ends first is
+// ERR_TIMEOUT (or ERR_CANCELED), not retryable: the request may still run.
 func (q *QueueClient) Wait(ctx context.Context, e Enqueued, o WaitOptions) (Frame, error) {
 	if o.Poll <= 0 {
 		o.Poll = 5 * time.Second
@@ -354,7 +355,7 @@ func (q *QueueClient) Wait(ctx context.Context, e Enqueued, o WaitOptions) (Fram
 		fs, err := q.Get(ctx, GetOptions{Index: e.Index, RequestID: e.RequestID, Timeout: o.Poll, AutoDelete: !o.Keep})
 		if err != nil {
 			if ctx.Err() != nil {
-				return Frame{}, queueError(nil, nil, ctx.Err())
+				return Frame{}, waitEnded(ctx.Err())
 			}
 			return Frame{}, err
 		}
@@ -365,9 +366,19 @@ func (q *QueueClient) Wait(ctx context.Context, e Enqueued, o WaitOptions) (Fram
 			return f, f.err()
 		}
 		if err := ctx.Err(); err != nil {
-			return Frame{}, queueError(nil, nil, err)
+			return Frame{}, waitEnded(err)
 		}
 	}
+}
+
+// waitEnded is Wait's error when its context ends first: the request is
+// queued or running still, so a retry (which would enqueue it again) is
+// not offered.
+func waitEnded(err error) error {
+	e := queueError(nil, nil, err).(*errcodes.Error)
+	e.Message = "paieas queue: no result before the wait ended (the request may still run): " + e.Message
+	e.Retryable = false
+	return e
 }
 
 // err is the error a result frame reports: its message, or a status tag

@@ -104,6 +104,13 @@ func TestQueueConformance(t *testing.T) {
 	assert.Equal(t, errcodes.Unauthenticated, ce.Code)
 	assert.NotContains(t, ce.Error(), "not-the-token")
 
+	short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = q.Wait(short, Enqueued{Index: 999, RequestID: "never-enqueued"}, WaitOptions{Poll: 20 * time.Millisecond})
+	stop()
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, errcodes.Timeout, ce.Code)
+	assert.False(t, ce.Retryable, "a retry would enqueue again")
+
 	missing, err := NewQueueClient(QueueOptions{Endpoint: srv.URL(), Service: "no-such-service", Token: "queue-token-123", AllowInsecureHTTP: true})
 	require.NoError(t, err)
 	_, err = missing.Put(ctx, []byte(legacyBody), PutOptions{})
