@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	_ "google.golang.org/genproto/googleapis/rpc/errdetails" // the details' @types, resolved through the global registry
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -17,10 +17,6 @@ import (
 	"github.com/cloudinfer/cloudinfer/internal/httpadapter"
 	"github.com/cloudinfer/cloudinfer/internal/openaiwire"
 )
-
-// Keep errdetails' types registered: the REST error details are resolved
-// by their @type through the global registry.
-var _ = errdetails.ErrorInfo{}
 
 // codeOfName maps a google.rpc.Code name (the REST error's "status") to
 // its gRPC code.
