@@ -222,3 +222,33 @@ func TestStreamDecoderToolCallFragments(t *testing.T) {
 	assert.Equal(t, "hm", ch.Reasoning)
 	assert.True(t, ch.Content)
 }
+
+// TestCompletionMatchesOpenAIGo: a completions body of every member a
+// prompt carries is what openai-go's CompletionNewParams writes (top_k,
+// which the OpenAI API lacks, aside).
+func TestCompletionMatchesOpenAIGo(t *testing.T) {
+	seed, temp, topP, pp, fp := int64(7), 0.7, 0.9, 0.5, 0.25
+	g := &cloudreq.GenerateInput{
+		Messages:  []cloudreq.Message{{Role: "user", Content: "Once upon a time"}},
+		MaxTokens: 64, Temperature: &temp, TopP: &topP, Stop: []string{"\n\n", "END"}, Seed: &seed, N: 2,
+		PresencePenalty: &pp, FrequencyPenalty: &fp, Logprobs: true, TopLogprobs: 3,
+	}
+	got, err := EncodeCompletion(g, EncodeOptions{Model: "gpt-x", Stream: true})
+	require.NoError(t, err)
+	ref := openai.CompletionNewParams{
+		Model:     openai.CompletionNewParamsModel("gpt-x"),
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(Prompt(g.Messages))},
+		MaxTokens: openai.Int(64), Temperature: openai.Float(0.7), TopP: openai.Float(0.9),
+		Stop: openai.CompletionNewParamsStopUnion{OfStringArray: []string{"\n\n", "END"}},
+		Seed: openai.Int(7), N: openai.Int(2), PresencePenalty: openai.Float(0.5), FrequencyPenalty: openai.Float(0.25),
+		Logprobs:      openai.Int(3),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	want, err := json.Marshal(ref)
+	require.NoError(t, err)
+	var w, gm map[string]any
+	require.NoError(t, json.Unmarshal(want, &w))
+	require.NoError(t, json.Unmarshal(got, &gm))
+	w["stream"] = true // openai-go sets it in NewStreaming, not in the params
+	assert.Equal(t, w, gm)
+}
