@@ -403,13 +403,13 @@ func (s *Server) serveVertexREST(w http.ResponseWriter, r *http.Request) {
 	vw := vertexWire{target: t, errw: errw}
 	switch {
 	case t.method == "serverStreamingPredict":
-		s.serveGen(w, r, c, &vertexSSPWire{vertexWire: vw, sse: sse})
+		s.serveGen(w, r, c, &vertexSSPWire{vertexRESTStream{vertexWire: vw, sse: sse}})
 	case gen.dialect == dialectChat || gen.dialect == dialectCompletion:
 		s.serveGen(w, r, c, &vertexRawWire{vertexWire: vw, oa: &openAIWire{chat: gen.dialect == dialectChat, model: t.name, created: time.Now().Unix(), errw: errw}})
 	case gen.dialect == dialectInstances:
 		s.serveGen(w, r, c, &vertexPredictWire{vertexWire: vw})
 	default:
-		s.serveGen(w, r, c, &vertexContentWire{vertexWire: vw, sse: sse})
+		s.serveGen(w, r, c, &vertexContentWire{vertexRESTStream: vertexRESTStream{vertexWire: vw, sse: sse}})
 	}
 }
 
@@ -497,26 +497,24 @@ func (v *vertexPredictWire) whole(c *call) (string, []byte) {
 	return "application/json", b
 }
 
-// vertexContentWire answers generateContent and streamGenerateContent:
-// with alt=sse, `data: {GenerateContentResponse}` events and no [DONE];
-// else a streamed JSON array `[{…}\n,\r\n{…}]`. The messages are the
-// gRPC route's (geminiAnswer), in their JSON form.
-type vertexContentWire struct {
+// vertexRESTStream is the framing of Vertex's REST streams: with
+// alt=sse, `data: {…}` events and no [DONE]; else a streamed JSON array
+// `[{…}\n,\r\n{…}]`. generateContent and serverStreamingPredict share it.
+type vertexRESTStream struct {
 	vertexWire
 	sse bool
-	ga  geminiAnswer
 	// elements counts the stream's elements written so far.
 	elements int
 }
 
-func (v *vertexContentWire) streamContentType() string {
+func (v *vertexRESTStream) streamContentType() string {
 	if v.sse {
 		return "text/event-stream"
 	}
 	return "application/json; charset=UTF-8"
 }
 
-func (v *vertexContentWire) begin(w io.Writer, _ *call) error {
+func (v *vertexRESTStream) begin(w io.Writer, _ *call) error {
 	if v.sse {
 		return nil
 	}
@@ -524,7 +522,7 @@ func (v *vertexContentWire) begin(w io.Writer, _ *call) error {
 	return err
 }
 
-func (v *vertexContentWire) element(w io.Writer, b []byte) error {
+func (v *vertexRESTStream) element(w io.Writer, b []byte) error {
 	v.elements++
 	if v.sse {
 		_, err := w.Write(append(append([]byte("data: "), b...), "\r\n\r\n"...))
@@ -539,6 +537,42 @@ func (v *vertexContentWire) element(w io.Writer, b []byte) error {
 	return err
 }
 
+func (v *vertexRESTStream) end(w io.Writer, _ *call) error {
+	if v.sse {
+		return nil
+	}
+	_, err := io.WriteString(w, "]")
+	return err
+}
+
+// streamError ends the stream with an error element, {"error":{…}}.
+func (v *vertexRESTStream) streamError(w io.Writer, c *call) error {
+	if err := v.element(w, v.streamErrorBody()); err != nil {
+		return err
+	}
+	return v.end(w, c)
+}
+
+// streamErrorFirst sends the rate-limit refusal as the stream's only
+// element: an SSE data event, or a one-element JSON array.
+func (v *vertexRESTStream) streamErrorFirst(w io.Writer, c *call) error {
+	if err := v.begin(w, c); err != nil {
+		return err
+	}
+	if err := v.element(w, v.streamErrorFirstBody(c)); err != nil {
+		return err
+	}
+	return v.end(w, c)
+}
+
+// vertexContentWire answers generateContent and streamGenerateContent
+// in vertexRESTStream's framing. The messages are the gRPC route's
+// (geminiAnswer), in their JSON form.
+type vertexContentWire struct {
+	vertexRESTStream
+	ga geminiAnswer
+}
+
 // token writes token i's message; nothing for a hidden thought.
 func (v *vertexContentWire) token(w io.Writer, c *call, i int) error {
 	m := v.ga.message(c, i)
@@ -550,33 +584,6 @@ func (v *vertexContentWire) token(w io.Writer, c *call, i int) error {
 		return err
 	}
 	return v.element(w, b)
-}
-
-func (v *vertexContentWire) end(w io.Writer, _ *call) error {
-	if v.sse {
-		return nil
-	}
-	_, err := io.WriteString(w, "]")
-	return err
-}
-
-func (v *vertexContentWire) streamError(w io.Writer, c *call) error {
-	if err := v.element(w, v.streamErrorBody()); err != nil {
-		return err
-	}
-	return v.end(w, c)
-}
-
-// streamErrorFirst sends the rate-limit refusal as the stream's only
-// element: an SSE data event, or a one-element JSON array.
-func (v *vertexContentWire) streamErrorFirst(w io.Writer, c *call) error {
-	if err := v.begin(w, c); err != nil {
-		return err
-	}
-	if err := v.element(w, v.streamErrorFirstBody(c)); err != nil {
-		return err
-	}
-	return v.end(w, c)
 }
 
 func (v *vertexContentWire) malformed(w io.Writer, _ *call) error {

@@ -131,42 +131,9 @@ func (v *vertexGRPC) ServerStreamingPredict(req *aiplatformpb.StreamingPredictRe
 }
 
 // vertexSSPWire answers serverStreamingPredict over REST, one
-// StreamingPredictResponse per token: a JSON array `[{…}\n,\r\n{…}]`,
-// or with alt=sse `data: {…}` events.
+// StreamingPredictResponse per token, in vertexRESTStream's framing.
 type vertexSSPWire struct {
-	vertexWire
-	sse      bool
-	elements int // elements written so far
-}
-
-func (v *vertexSSPWire) streamContentType() string {
-	if v.sse {
-		return "text/event-stream"
-	}
-	return "application/json; charset=UTF-8"
-}
-
-func (v *vertexSSPWire) begin(w io.Writer, _ *call) error {
-	if v.sse {
-		return nil
-	}
-	_, err := io.WriteString(w, "[")
-	return err
-}
-
-func (v *vertexSSPWire) element(w io.Writer, b []byte) error {
-	v.elements++
-	if v.sse {
-		_, err := w.Write(append(append([]byte("data: "), b...), "\r\n\r\n"...))
-		return err
-	}
-	if v.elements > 1 {
-		if _, err := io.WriteString(w, "\n,\r\n"); err != nil {
-			return err
-		}
-	}
-	_, err := w.Write(b)
-	return err
+	vertexRESTStream
 }
 
 func (v *vertexSSPWire) token(w io.Writer, c *call, i int) error {
@@ -175,34 +142,6 @@ func (v *vertexSSPWire) token(w io.Writer, c *call, i int) error {
 		return err
 	}
 	return v.element(w, b)
-}
-
-func (v *vertexSSPWire) end(w io.Writer, _ *call) error {
-	if v.sse {
-		return nil
-	}
-	_, err := io.WriteString(w, "]")
-	return err
-}
-
-// streamError ends the stream with an error element, {"error":{…}}.
-func (v *vertexSSPWire) streamError(w io.Writer, c *call) error {
-	if err := v.element(w, v.streamErrorBody()); err != nil {
-		return err
-	}
-	return v.end(w, c)
-}
-
-// streamErrorFirst sends the rate-limit refusal as the stream's only
-// element.
-func (v *vertexSSPWire) streamErrorFirst(w io.Writer, c *call) error {
-	if err := v.begin(w, c); err != nil {
-		return err
-	}
-	if err := v.element(w, v.streamErrorFirstBody(c)); err != nil {
-		return err
-	}
-	return v.end(w, c)
 }
 
 func (v *vertexSSPWire) malformed(w io.Writer, _ *call) error {
