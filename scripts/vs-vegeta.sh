@@ -9,6 +9,7 @@
 #   scripts/vs-vegeta.sh                     # 1000 4000 8000 12000 req/s, 10 s each
 #   RATES="1000 2000" DURATION=5s scripts/vs-vegeta.sh
 #   CONNS=64 ADDR=127.0.0.1:18080 SPIN=100us scripts/vs-vegeta.sh
+#   SPIN=-1ns scripts/vs-vegeta.sh           # no spin: the runtime's timer alone
 #   CLOUDINFER=/path/to/cloudinfer scripts/vs-vegeta.sh   # another build
 #
 # vegeta is installed with `go install` into a temporary GOBIN (it is not
@@ -87,7 +88,7 @@ cloudinfer_run() {
 	else
 		args=(--load constant --rate "$rate")
 	fi
-	[ -n "$SPIN" ] && args+=(--send-spin "$SPIN")
+	[ -n "$SPIN" ] && args+=("--send-spin=$SPIN")
 	cpu_of "$cloudinfer" bench --provider openai --url "http://$ADDR" --model m --no-stream --prompt hello \
 		--output-tokens 1 --duration "$DURATION" --warmup 1 --retries 0 --quiet "${args[@]}" \
 		--format csv --out "$tmp/ci.json" >"$tmp/ci.csv" 2>"$tmp/ci.err" || { cat "$tmp/ci.err" >&2; return 1; }
