@@ -187,8 +187,8 @@ type Load struct {
 	// SendSpin is the last stretch before each open-loop send that the
 	// sender spins through (reading the clock, yielding the processor)
 	// instead of sleeping, for sends on time to the microsecond (default
-	// 50 µs). A spin is at most a tenth of the time between two sends, so
-	// it costs rate × spin of a core (5% at 1,000/s), never more than a
+	// 100 µs). A spin is at most a tenth of the time between two sends, so
+	// it costs rate × spin of a core (10% at 1,000/s), never more than a
 	// tenth. Negative: sleep on the runtime's timer alone, no spin and no
 	// fine timer (sends up to a millisecond late on an idle machine).
 	SendSpin Duration `json:"send_spin,omitempty" yaml:"send_spin,omitempty"`
@@ -226,7 +226,7 @@ const (
 	DefaultPromptTokens = 512
 	DefaultMaxInFlight  = 4096
 	DefaultLateAfter    = 10 * time.Millisecond
-	DefaultSendSpin     = 50 * time.Microsecond
+	DefaultSendSpin     = 100 * time.Microsecond
 	// MaxWorkers bounds the concurrency and the requests in flight.
 	MaxWorkers = 1 << 20
 	// MaxPromptTokens bounds a generated prompt.
