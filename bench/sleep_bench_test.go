@@ -10,7 +10,7 @@ import (
 
 // BenchmarkSleeper is the open loop's pacing alone: b.N waits on a
 // constant schedule at each rate, with the default spin and with
-// --send-spin -1. It reports the lag's p50 and p99 (µs past each intended
+// --send-spin=-1ns (off). It reports the lag's p50 and p99 (µs past each intended
 // time) and the process CPU per wait (µs), whose rate × cost is the
 // pacing's share of a core. Run it on an idle machine: a busy one delays
 // the wake-ups, not the pacing.
