@@ -26,30 +26,20 @@ func TestInvokeSageMakerAsync(t *testing.T) {
 	assert.Contains(t, err.Error(), "unsupported streaming for aws/sagemaker-async")
 }
 
-// TestInvokeVertexOpenAI: `cloudinfer invoke --provider vertex-openai`
-// reaches the emulator's endpoints/openapi chat route, whole and streamed.
-func TestInvokeVertexOpenAI(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		c := &invokeCmd{Provider: "vertex-openai", Endpoint: "llama-3-8b", Prompt: "Say hello.", MaxTokens: 6,
-			Type: "application/json", TimeScale: 0.01, Stream: stream}
-		var out strings.Builder
-		require.NoError(t, c.run(context.Background(), &out))
-		assert.Contains(t, out.String(), "status 200")
-		assert.Contains(t, out.String(), "out 6 (server)")
-	}
-}
-
-// TestInvokeSageMakerOpenAI: `cloudinfer invoke --provider sagemaker-openai`
-// reaches the emulator's /endpoints/{name}/openai/v1/chat/completions route
-// with a minted bearer token, whole and streamed.
-func TestInvokeSageMakerOpenAI(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		c := &invokeCmd{Provider: "sagemaker-openai", Endpoint: "llama-3-8b", Prompt: "Say hello.", MaxTokens: 6,
-			Type: "application/json", TimeScale: 0.01, Stream: stream}
-		var out strings.Builder
-		require.NoError(t, c.run(context.Background(), &out))
-		assert.Contains(t, out.String(), "status 200")
-		assert.Contains(t, out.String(), "out 6 (server)")
+// TestInvokeOpenAIRoutes: `cloudinfer invoke --provider vertex-openai`
+// reaches the emulator's endpoints/openapi chat route, and `--provider
+// sagemaker-openai` its /endpoints/{name}/openai/v1/chat/completions
+// route with a minted bearer token, each whole and streamed.
+func TestInvokeOpenAIRoutes(t *testing.T) {
+	for _, provider := range []string{"vertex-openai", "sagemaker-openai"} {
+		for _, stream := range []bool{false, true} {
+			c := &invokeCmd{Provider: provider, Endpoint: "llama-3-8b", Prompt: "Say hello.", MaxTokens: 6,
+				Type: "application/json", TimeScale: 0.01, Stream: stream}
+			var out strings.Builder
+			require.NoError(t, c.run(context.Background(), &out), "%s stream %v", provider, stream)
+			assert.Contains(t, out.String(), "status 200", "%s stream %v", provider, stream)
+			assert.Contains(t, out.String(), "out 6 (server)", "%s stream %v", provider, stream)
+		}
 	}
 }
 
