@@ -44,35 +44,27 @@ func tensorValue(t *aiplatformpb.Tensor) any {
 		return out
 	}
 	var vals []any
-	for _, v := range t.GetStringVal() {
-		vals = append(vals, v)
-	}
-	for _, v := range t.GetBoolVal() {
-		vals = append(vals, v)
-	}
-	for _, v := range t.GetIntVal() {
-		vals = append(vals, v)
-	}
-	for _, v := range t.GetInt64Val() {
-		vals = append(vals, v)
-	}
-	for _, v := range t.GetUintVal() {
-		vals = append(vals, v)
-	}
-	for _, v := range t.GetUint64Val() {
-		vals = append(vals, v)
-	}
-	for _, v := range t.GetFloatVal() {
-		vals = append(vals, v)
-	}
-	for _, v := range t.GetDoubleVal() {
-		vals = append(vals, v)
-	}
+	vals = appendValues(vals, t.GetStringVal())
+	vals = appendValues(vals, t.GetBoolVal())
+	vals = appendValues(vals, t.GetIntVal())
+	vals = appendValues(vals, t.GetInt64Val())
+	vals = appendValues(vals, t.GetUintVal())
+	vals = appendValues(vals, t.GetUint64Val())
+	vals = appendValues(vals, t.GetFloatVal())
+	vals = appendValues(vals, t.GetDoubleVal())
 	switch len(vals) {
 	case 0:
 		return nil
 	case 1:
 		return vals[0]
+	}
+	return vals
+}
+
+// appendValues appends a typed list's scalars to vals.
+func appendValues[T any](vals []any, list []T) []any {
+	for _, v := range list {
+		vals = append(vals, v)
 	}
 	return vals
 }
