@@ -12,6 +12,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/bench"
 	"github.com/cloudinfer/cloudinfer/cloudreq"
 	"github.com/cloudinfer/cloudinfer/hooks"
+	"github.com/cloudinfer/cloudinfer/internal/h1client"
 	"github.com/cloudinfer/cloudinfer/providers/openai"
 )
 
@@ -40,12 +41,16 @@ func loopServer(tb testing.TB) *httptest.Server {
 // loopConnect connects a target to srv as the CLI connects one to a
 // server on this machine: the OpenAI adapter, the default hooks, no
 // retries, a per-request timeout, a pool of connections as large as the
-// run's workers.
-func loopConnect(srv *httptest.Server, conns int) func(context.Context, *bench.Target) (*cloudreq.Client, error) {
+// run's workers; with h1, h1client carries the requests (the CLI's
+// default), else net/http's Transport (--http-client std).
+func loopConnect(srv *httptest.Server, conns int, h1 bool) func(context.Context, *bench.Target) (*cloudreq.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = max(conns, bench.MaxWorkers)
 	hc := &http.Client{Transport: tr}
+	if h1 {
+		hc.Transport = &h1client.Transport{Fallback: tr, MaxIdleConnsPerHost: tr.MaxIdleConnsPerHost}
+	}
 	return func(context.Context, *bench.Target) (*cloudreq.Client, error) {
 		ad, err := openai.New(openai.Options{BaseURL: srv.URL, AllowInsecureHTTP: true, HTTPClient: hc})
 		if err != nil {
@@ -62,10 +67,21 @@ func loopConnect(srv *httptest.Server, conns int) func(context.Context, *bench.T
 // BenchmarkClosedLoop is the whole per-request path of a closed loop as
 // scripts/vs-vegeta.sh measures it: 64 workers sending the script's
 // request (prompt "hello", one output token, not streamed) through the
-// OpenAI adapter and net/http to a loopback server that answers at once,
-// b.N requests. Client and server share the machine; allocs/op are the
-// client's and the server's per request, req/s the pair's rate.
+// OpenAI adapter to a loopback server that answers at once, b.N
+// requests, over h1client (client=sync, the CLI's default) and net/http's
+// Transport (client=std). Client and server share the machine; allocs/op
+// are the client's and the server's per request, req/s the pair's rate.
 func BenchmarkClosedLoop(b *testing.B) {
+	for _, h1 := range []bool{true, false} {
+		name := "client=std"
+		if h1 {
+			name = "client=sync"
+		}
+		b.Run(name, func(b *testing.B) { benchClosedLoop(b, h1) })
+	}
+}
+
+func benchClosedLoop(b *testing.B, h1 bool) {
 	const conns = 64
 	srv := loopServer(b)
 	p := &bench.Plan{
@@ -77,7 +93,7 @@ func BenchmarkClosedLoop(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
-	res, err := bench.Run(context.Background(), p, bench.Options{Connect: loopConnect(srv, conns)})
+	res, err := bench.Run(context.Background(), p, bench.Options{Connect: loopConnect(srv, conns, h1)})
 	el := time.Since(start)
 	b.StopTimer()
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/cloudinfer/cloudinfer/errcodes"
 	"github.com/cloudinfer/cloudinfer/hooks"
 	"github.com/cloudinfer/cloudinfer/impair"
+	"github.com/cloudinfer/cloudinfer/internal/h1client"
 	"github.com/cloudinfer/cloudinfer/providers/azureml"
 	"github.com/cloudinfer/cloudinfer/providers/openai"
 	"github.com/cloudinfer/cloudinfer/providers/paieas"
@@ -264,8 +265,21 @@ var benchTransport = func() *http.Transport {
 }()
 
 // benchHTTPClient is the HTTP client of the HTTP adapters of targets
-// without a network impairment: one pool for them all.
-var benchHTTPClient = &http.Client{Transport: benchTransport}
+// without a network impairment: one pool for them all. Cleartext requests
+// that go direct are made by h1client, on the calling goroutine (a load
+// generator's largest client cost with net/http's Transport is the
+// hand-offs between its per-connection goroutines); the rest (https,
+// proxied) by benchTransport.
+var benchHTTPClient = &http.Client{Transport: &h1client.Transport{
+	Fallback:            benchTransport,
+	Proxy:               benchTransport.Proxy,
+	MaxIdleConnsPerHost: bench.MaxWorkers,
+	IdleConnTimeout:     benchTransport.IdleConnTimeout,
+}}
+
+// stdHTTPClient is benchHTTPClient with net/http's Transport for every
+// request (--http-client std).
+var stdHTTPClient = &http.Client{Transport: benchTransport}
 
 // netOpts are how a target's adapter reaches the network: the HTTP
 // adapters' client and Vertex's extra client options.
@@ -281,6 +295,9 @@ type netOpts struct {
 // --seed, draw apart.
 func (e *environment) netFor(t *bench.Target) (netOpts, error) {
 	if t.Network == "" {
+		if e.cmd != nil && e.cmd.HTTPClient == httpClientStd {
+			return netOpts{http: stdHTTPClient}, nil
+		}
 		return netOpts{http: benchHTTPClient}, nil
 	}
 	p, err := impair.Parse(t.Network)
@@ -344,3 +361,7 @@ func (e *environment) adapter(ctx context.Context, t *bench.Target) (cloudreq.Ad
 	}
 	return ad, nil
 }
+
+// httpClientStd is the --http-client value for net/http's Transport
+// (the default, sync, is h1client's).
+const httpClientStd = "std"

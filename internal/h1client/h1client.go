@@ -1,0 +1,416 @@
+// Package h1client is an HTTP/1.1 client transport (an http.RoundTripper)
+// that does each request's I/O on the goroutine that makes it: it writes
+// the request and reads the response on that goroutine, over a pooled
+// keep-alive connection of its own, and hands everything else to a
+// fallback transport.
+//
+// It exists for the load generator. net/http's Transport runs two
+// goroutines per connection (a reader and a writer), so a request passes
+// between three goroutines, and a connection costs two goroutine stacks.
+// Profiles of cloudinfer bench against a loopback server on a 2-core
+// machine showed those hand-offs (the scheduler's wake-ups, futexes,
+// netpoll) as the largest share of the client's CPU, and the per-connection
+// goroutines as what made a burst of new connections costly enough to
+// drag an open loop behind its schedule. Libraries that do I/O on the
+// caller's goroutine (fasthttp) are not http.RoundTrippers, and the
+// adapters, signers and timeline are built on net/http's types; this
+// package keeps those types and net/http's own request writer
+// (Request.Write) and response parser (http.ReadResponse), and replaces
+// only the connection handling.
+//
+// What it carries: cleartext (http) requests that go direct (no proxy,
+// per the Proxy function) and ask for no protocol change (no Upgrade, no
+// Expect: 100-continue). Everything else (https, which may negotiate
+// HTTP/2; proxied requests) goes to Fallback. It calls the request's
+// httptrace hooks as net/http does: GetConn, GotConn (Reused, WasIdle,
+// IdleTime), the dialer's DNS and connect hooks, WroteHeaderField,
+// WroteHeaders, WroteRequest, GotFirstResponseByte and Got1xxResponse.
+//
+// Behaviour that differs from net/http's Transport:
+//   - It asks for no compression (no Accept-Encoding: gzip is added), so
+//     bodies come as the server sends them.
+//   - It does not retry a request itself. A pooled connection that was
+//     idle at least ProbeIdle is probed for a close by the server (one
+//     non-blocking peek) before it is reused; one closed by the server
+//     more recently than that fails its next request, which the caller's
+//     retry policy sees as a transport error.
+//   - A body closed before its end closes its connection (no drain).
+//   - Idle connections are closed when found too old on reuse and by
+//     CloseIdleConnections; no goroutine watches them.
+package h1client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults.
+const (
+	// DefaultMaxIdleConnsPerHost is how many idle connections a host
+	// keeps when MaxIdleConnsPerHost is 0.
+	DefaultMaxIdleConnsPerHost = 256
+	// DefaultProbeIdle is ProbeIdle's default.
+	DefaultProbeIdle = time.Millisecond
+	// bufSize is each connection's read and write buffer.
+	bufSize = 4 << 10
+)
+
+// Transport is the synchronous HTTP/1.1 round tripper. Its zero value is
+// not usable: set Fallback. Its fields must not change once it is in use.
+type Transport struct {
+	// Fallback carries the requests Transport does not (see the package
+	// doc). Required.
+	Fallback http.RoundTripper
+	// Proxy says which requests go through a proxy, as
+	// http.Transport.Proxy does; those go to Fallback. Its answer is
+	// kept per scheme and host. Nil: every request goes direct.
+	Proxy func(*http.Request) (*url.URL, error)
+	// DialContext dials a connection. Nil: a net.Dialer with a 30 s
+	// timeout and 30 s keep-alive.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// MaxIdleConnsPerHost bounds each host's idle connections (0:
+	// DefaultMaxIdleConnsPerHost). A connection released past it is
+	// closed.
+	MaxIdleConnsPerHost int
+	// IdleConnTimeout closes a connection found idle longer than this
+	// when it would be reused (0: no limit).
+	IdleConnTimeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for a response's header
+	// after the request is written (0: no limit).
+	ResponseHeaderTimeout time.Duration
+	// ProbeIdle is the idle time from which a pooled connection is
+	// probed before reuse (0: DefaultProbeIdle; negative: always).
+	ProbeIdle time.Duration
+
+	mu    sync.Mutex
+	hosts map[string]*host
+}
+
+// host is one scheme and host's pool and proxy decision.
+type host struct {
+	addr   string // dial address, host:port
+	direct bool   // no proxy: Transport carries its requests
+	idle   []*conn
+}
+
+// conn is one pooled connection.
+type conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	h      *host
+	idleAt time.Time
+	used   bool // it has carried a request
+	// cut is set once the connection is closed under a request (its
+	// context ended): it goes back to no pool.
+	cut atomic.Bool
+}
+
+func (c *conn) close() { _ = c.nc.Close() }
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	h, err := t.host(req)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	if h == nil {
+		return t.Fallback.RoundTrip(req)
+	}
+	ctx := req.Context()
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.GetConn != nil {
+		trace.GetConn(h.addr)
+	}
+	c, idle, err := t.getConn(ctx, h)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	if trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{Conn: c.nc, Reused: c.used, WasIdle: c.used, IdleTime: idle})
+	}
+	c.used = true
+	// A request whose context ends has its connection closed: a write or
+	// a read blocked on it returns, and the connection is not reused.
+	stop := func() bool { return true }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { c.cut.Store(true); c.close() })
+	}
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		c.close()
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		return nil, err
+	}
+	err = req.Write(c.bw) // closes req.Body; calls the write hooks
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if t.ResponseHeaderTimeout > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
+	}
+	resp, err := readResponse(c.br, req, trace)
+	if err != nil {
+		var ne net.Error
+		if t.ResponseHeaderTimeout > 0 && errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
+			err = errHeaderTimeout
+		}
+		return fail(err)
+	}
+	if t.ResponseHeaderTimeout > 0 {
+		_ = c.nc.SetReadDeadline(time.Time{})
+	}
+	reuse := !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols
+	if resp.Body == http.NoBody {
+		t.release(c, stop, reuse)
+		return resp, nil
+	}
+	resp.Body = &body{rc: resp.Body, c: c, t: t, stop: stop, reuse: reuse, ctx: ctx}
+	return resp, nil
+}
+
+// readResponse reads the response to req from br, past any 1xx
+// (informational) responses, calling the first-byte and 1xx hooks.
+func readResponse(br *bufio.Reader, req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
+	if _, err := br.Peek(1); err != nil {
+		return nil, err
+	}
+	if trace != nil && trace.GotFirstResponseByte != nil {
+		trace.GotFirstResponseByte()
+	}
+	for {
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			return nil, err
+		}
+		code := resp.StatusCode
+		if code < 100 || code >= 200 || code == http.StatusSwitchingProtocols {
+			return resp, nil
+		}
+		if trace != nil && trace.Got1xxResponse != nil {
+			if err := trace.Got1xxResponse(code, textproto.MIMEHeader(resp.Header)); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// errHeaderTimeout is ResponseHeaderTimeout's error, a net.Error that
+// times out, as net/http's is.
+var errHeaderTimeout error = headerTimeout{}
+
+type headerTimeout struct{}
+
+func (headerTimeout) Error() string   { return "h1client: timeout awaiting response headers" }
+func (headerTimeout) Timeout() bool   { return true }
+func (headerTimeout) Temporary() bool { return true }
+
+// host returns req's host when Transport carries req, nil when Fallback
+// does.
+func (t *Transport) host(req *http.Request) (*host, error) {
+	u := req.URL
+	if u == nil || u.Scheme != "http" || u.Host == "" {
+		return nil, nil
+	}
+	if req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" {
+		return nil, nil
+	}
+	key := u.Host
+	t.mu.Lock()
+	h := t.hosts[key]
+	t.mu.Unlock()
+	if h == nil {
+		direct := true
+		if t.Proxy != nil {
+			p, err := t.Proxy(req)
+			if err != nil {
+				return nil, err
+			}
+			direct = p == nil
+		}
+		t.mu.Lock()
+		if h = t.hosts[key]; h == nil {
+			if t.hosts == nil {
+				t.hosts = map[string]*host{}
+			}
+			h = &host{addr: dialAddr(u), direct: direct}
+			t.hosts[key] = h
+		}
+		t.mu.Unlock()
+	}
+	if !h.direct {
+		return nil, nil
+	}
+	return h, nil
+}
+
+// dialAddr returns u's host and port, port 80 when u names none.
+func dialAddr(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
+}
+
+// getConn returns an idle connection of h (the last released: the
+// warmest), skipping those too old or closed by the server, or a new one,
+// with how long it was idle.
+func (t *Transport) getConn(ctx context.Context, h *host) (*conn, time.Duration, error) {
+	probeAfter := t.ProbeIdle
+	if probeAfter == 0 {
+		probeAfter = DefaultProbeIdle
+	}
+	for {
+		t.mu.Lock()
+		n := len(h.idle)
+		if n == 0 {
+			t.mu.Unlock()
+			break
+		}
+		c := h.idle[n-1]
+		h.idle[n-1] = nil
+		h.idle = h.idle[:n-1]
+		t.mu.Unlock()
+		idle := time.Since(c.idleAt)
+		if t.IdleConnTimeout > 0 && idle > t.IdleConnTimeout {
+			c.close()
+			continue
+		}
+		if idle >= probeAfter && !alive(c) {
+			c.close()
+			continue
+		}
+		return c, idle, nil
+	}
+	dial := t.DialContext
+	if dial == nil {
+		dial = defaultDialer.DialContext
+	}
+	nc, err := dial(ctx, "tcp", h.addr)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, bufSize), bw: bufio.NewWriterSize(nc, bufSize), h: h}, 0, nil
+}
+
+var defaultDialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+
+// alive reports whether an idle connection may carry a request: nothing
+// unread is buffered, and the peer has neither closed it nor sent
+// anything unasked.
+func alive(c *conn) bool {
+	if c.br.Buffered() > 0 {
+		return false
+	}
+	return peekAlive(c.nc)
+}
+
+// release puts c back in its host's pool when reuse allows it and its
+// request's context did not close it; else it closes c.
+func (t *Transport) release(c *conn, stop func() bool, reuse bool) {
+	if !stop() || c.cut.Load() || !reuse || c.br.Buffered() > 0 {
+		c.close()
+		return
+	}
+	limit := t.MaxIdleConnsPerHost
+	if limit <= 0 {
+		limit = DefaultMaxIdleConnsPerHost
+	}
+	c.idleAt = time.Now()
+	t.mu.Lock()
+	if len(c.h.idle) < limit {
+		c.h.idle = append(c.h.idle, c)
+		c = nil
+	}
+	t.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+}
+
+// CloseIdleConnections closes the idle connections, Transport's and
+// Fallback's.
+func (t *Transport) CloseIdleConnections() {
+	var idle []*conn
+	t.mu.Lock()
+	for _, h := range t.hosts {
+		idle = append(idle, h.idle...)
+		clear(h.idle)
+		h.idle = h.idle[:0]
+	}
+	t.mu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+	if ci, ok := t.Fallback.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// body is a response body: read to its end, it puts its connection back
+// in the pool; closed before, it closes the connection. Close may be
+// called while a Read is blocked.
+type body struct {
+	rc    io.ReadCloser // http.ReadResponse's body
+	c     *conn
+	t     *Transport
+	stop  func() bool
+	reuse bool
+	ctx   context.Context
+	done  atomic.Bool
+}
+
+// Read implements io.Reader.
+func (b *body) Read(p []byte) (int, error) {
+	if b.done.Load() {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	switch {
+	case err == io.EOF:
+		if b.done.CompareAndSwap(false, true) {
+			b.t.release(b.c, b.stop, b.reuse)
+		}
+	case err != nil:
+		if b.done.CompareAndSwap(false, true) {
+			b.stop()
+			b.c.close()
+		}
+		if cerr := b.ctx.Err(); cerr != nil && b.c.cut.Load() {
+			err = cerr
+		}
+	}
+	return n, err
+}
+
+// Close implements io.Closer.
+func (b *body) Close() error {
+	if b.done.CompareAndSwap(false, true) {
+		b.stop()
+		b.c.close()
+	}
+	return nil
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
