@@ -2,7 +2,9 @@ package bench
 
 import (
 	"os"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,8 +15,15 @@ import (
 // (no timer slack applies to a timerfd).
 type timerFD struct {
 	fd  int
-	f   *os.File // the descriptor in the runtime's poller
+	f   *os.File        // the descriptor in the runtime's poller
+	rc  syscall.RawConn // f's, to wait for the expiry without reading first
 	buf [8]byte
+	// read is readExpiry, made once (a method value per wait would be an
+	// allocation), with its state: whether it is called the first time
+	// in a wait, and the read's error.
+	read  func(fd uintptr) bool
+	first bool
+	rerr  error
 }
 
 func newFineTimer() (fineTimer, error) {
@@ -22,16 +31,52 @@ func newFineTimer() (fineTimer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &timerFD{fd: fd, f: os.NewFile(uintptr(fd), "timerfd")}, nil
+	f := os.NewFile(uintptr(fd), "timerfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	t := &timerFD{fd: fd, f: f, rc: rc}
+	t.read = t.readExpiry
+	return t, nil
 }
 
+// wait arms the timer and parks until it expires. It waits for the
+// descriptor to be readable before it reads (a read before the expiry
+// would only fail), and reads the expirations count with a raw system
+// call: a read of a readable timerfd does not block, so it need not tell
+// the runtime it enters a system call (which would wake the runtime's
+// monitor thread on every wait).
 func (t *timerFD) wait(d time.Duration) error {
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
 	if err := unix.TimerfdSettime(t.fd, 0, &spec, nil); err != nil {
 		return err
 	}
-	_, err := t.f.Read(t.buf[:]) // the expirations count
-	return err
+	t.first, t.rerr = true, nil
+	if err := t.rc.Read(t.read); err != nil {
+		return err
+	}
+	return t.rerr
+}
+
+// readExpiry is wait's RawConn.Read callback: the first call waits for
+// the descriptor to be readable; the next reads the expirations count.
+func (t *timerFD) readExpiry(fd uintptr) bool {
+	if t.first {
+		t.first = false
+		return false // wait for the expiry
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&t.buf[0])), uintptr(len(t.buf)))
+	switch e {
+	case 0:
+		return true
+	case unix.EAGAIN, unix.EINTR:
+		return false // not yet (a readiness left from before): wait again
+	default:
+		t.rerr = e
+		return true
+	}
 }
 
 func (t *timerFD) close() { _ = t.f.Close() }
