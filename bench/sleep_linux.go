@@ -16,14 +16,12 @@ import (
 type timerFD struct {
 	fd  int
 	f   *os.File        // the descriptor in the runtime's poller
-	rc  syscall.RawConn // f's, to wait for the expiry without reading first
+	rc  syscall.RawConn // f's, to read it without entering a system call
 	buf [8]byte
 	// read is readExpiry, made once (a method value per wait would be an
-	// allocation), with its state: whether it is called the first time
-	// in a wait, and the read's error.
-	read  func(fd uintptr) bool
-	first bool
-	rerr  error
+	// allocation), and rerr its error.
+	read func(fd uintptr) bool
+	rerr error
 }
 
 func newFineTimer() (fineTimer, error) {
@@ -42,37 +40,33 @@ func newFineTimer() (fineTimer, error) {
 	return t, nil
 }
 
-// wait arms the timer and parks until it expires. It waits for the
-// descriptor to be readable before it reads (a read before the expiry
-// would only fail), and reads the expirations count with a raw system
-// call: a read of a readable timerfd does not block, so it need not tell
-// the runtime it enters a system call (which would wake the runtime's
-// monitor thread on every wait).
+// wait arms the timer and parks until it expires. It reads the
+// expirations count with a raw system call: a read of a non-blocking
+// timerfd never blocks, so it need not tell the runtime it enters a
+// system call (which wakes the runtime's monitor thread, on every wait).
+// The read comes first: an expiry before the wait began is not signalled
+// again.
 func (t *timerFD) wait(d time.Duration) error {
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
 	if err := unix.TimerfdSettime(t.fd, 0, &spec, nil); err != nil {
 		return err
 	}
-	t.first, t.rerr = true, nil
+	t.rerr = nil
 	if err := t.rc.Read(t.read); err != nil {
 		return err
 	}
 	return t.rerr
 }
 
-// readExpiry is wait's RawConn.Read callback: the first call waits for
-// the descriptor to be readable; the next reads the expirations count.
+// readExpiry is wait's RawConn.Read callback: it reads the expirations
+// count, or asks to wait when the timer has not expired yet.
 func (t *timerFD) readExpiry(fd uintptr) bool {
-	if t.first {
-		t.first = false
-		return false // wait for the expiry
-	}
 	_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&t.buf[0])), uintptr(len(t.buf)))
 	switch e {
 	case 0:
 		return true
 	case unix.EAGAIN, unix.EINTR:
-		return false // not yet (a readiness left from before): wait again
+		return false // not yet: wait for the expiry
 	default:
 		t.rerr = e
 		return true

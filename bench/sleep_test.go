@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -137,4 +139,55 @@ func TestSleeperBeforeLeavesTheSpin(t *testing.T) {
 	at := time.Now().Add(3 * time.Millisecond)
 	require.True(t, plain.before(context.Background(), at))
 	assert.False(t, time.Now().Before(at), "a plain sleeper's before woke early")
+}
+
+// TestFineTimerShortWaits waits on the fine timer for durations that
+// often end before the wait begins: an expiry before the wait must still
+// end it (the poller does not signal it again).
+func TestFineTimerShortWaits(t *testing.T) {
+	f, err := newFineTimer()
+	if err != nil {
+		t.Skipf("no fine timer on this system: %v", err)
+	}
+	defer f.close()
+	// Goroutines that keep the other processors scheduling, and so
+	// polling the poller, between the timer's arming and the wait: an
+	// expiry then lands before the wait begins.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() { close(stop); wg.Wait() }()
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					time.Sleep(time.Microsecond)
+				}
+			}
+		})
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := range 3000 {
+			d := []time.Duration{1, time.Microsecond, 20 * time.Microsecond}[i%3]
+			start := time.Now()
+			if err := f.wait(d); err != nil {
+				done <- err
+				return
+			}
+			if el := time.Since(start); el < d {
+				done <- fmt.Errorf("wait %d of %v ended after %v", i, d, el)
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("a fine timer wait never ended")
+	}
 }
