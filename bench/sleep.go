@@ -24,6 +24,15 @@ const (
 	// spinAll is the wait below which the sleeper spins it whole: a timer
 	// costs more than the wait.
 	spinAll = 10 * time.Microsecond
+	// fineMinGap is the time between two sends below which a wait is on
+	// the runtime's timer alone (no fine timer, no spin). Sends that close
+	// keep the process busy, so the runtime checks its timers between
+	// goroutines and wakes the sender on time without either: against
+	// scripts/loopserver at 8,000/s on 2 cores, the fine timer and spin
+	// cost a third more client CPU per request (121 against 87 µs) and
+	// left the lag as it was (p99 2.0 against 2.1 ms). At 4,000/s they
+	// still pay (lag p50 0.06 against 0.23 ms, p99 0.8 against 1.8 ms).
+	fineMinGap = 200 * time.Microsecond
 )
 
 // sleeper sleeps until absolute times on one reusable timer and, where
@@ -100,11 +109,12 @@ func (s *sleeper) before(ctx context.Context, at time.Time) bool {
 		s.last = now
 		return ctx.Err() == nil
 	}
-	if s.plain {
+	gap := at.Sub(s.last)
+	s.last = at
+	if s.plain || gap < fineMinGap {
 		return s.sleep(ctx, d)
 	}
-	spin := s.spinFor(d, at.Sub(s.last))
-	s.last = at
+	spin := s.spinFor(d, gap)
 	lead := spin
 	if s.fine != nil {
 		lead = max(coarseLead, spin)
