@@ -15,6 +15,8 @@
 # vegeta is installed with `go install` into a temporary GOBIN (it is not
 # a module dependency). CPU per request is the generator process's user +
 # system time over the requests it sent (bash's `times` of the child).
+# vegeta's schedule lag is read from its results (see vegeta_run), so the
+# two generators' lag columns compare.
 set -euo pipefail
 
 RATES=${RATES:-"1000 4000 8000 12000"}
@@ -64,9 +66,12 @@ cpu_of() {
 	awk -v a="$after" -v b="$before" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f\n", (a-b)/hz}' >"$tmp/cpu"
 }
 
-# vegeta_run RATE: prints "sent/s p50ms p99ms cpu-us/req ok%".
+# vegeta_run RATE: prints "sent/s p50ms p99ms cpu-us/req ok% lagp50 lagp99".
+# vegeta reports no schedule lag: it is read from its hits' timestamps
+# (when each hit began) against its constant pacer's schedule (hit n due
+# n/RATE after the first), with its least lag taken as 0.
 vegeta_run() {
-	local rate=$1 args
+	local rate=$1 args l50=- l99=-
 	if [ "$rate" = closed ]; then
 		args=(-rate=0 -workers="$CONNS" -max-workers="$CONNS" -connections="$CONNS")
 	else
@@ -76,8 +81,13 @@ vegeta_run() {
 	cpu_of "$vegeta" attack -targets="$tmp/targets" -body="$tmp/body.json" -header="Content-Type: application/json" \
 		-duration="$DURATION" "${args[@]}" -output="$tmp/vegeta.bin"
 	"$vegeta" report -type=json "$tmp/vegeta.bin" >"$tmp/vegeta.json"
-	jq -r --arg cpu "$(cat "$tmp/cpu")" '[.rate, .latencies["50th"]/1e6, .latencies["99th"]/1e6,
-		($cpu|tonumber)*1e6/(.requests|if .==0 then 1 else . end), .success*100] | @tsv' "$tmp/vegeta.json"
+	if [ "$rate" != closed ]; then
+		"$vegeta" encode --to csv "$tmp/vegeta.bin" | awk -F, -v gap="$(awk -v r="$rate" 'BEGIN{print 1e9/r}')" \
+			'{printf "%.0f\n", $1 - $9*gap}' | sort -g >"$tmp/vlag"
+		read -r l50 l99 < <(awk '{v[NR]=$1} END{if (NR) printf "%.6f %.6f\n", (v[int(NR*0.5)+1]-v[1])/1e6, (v[int(NR*0.99)+1]-v[1])/1e6}' "$tmp/vlag")
+	fi
+	jq -r --arg cpu "$(cat "$tmp/cpu")" --arg l50 "$l50" --arg l99 "$l99" '[.rate, .latencies["50th"]/1e6, .latencies["99th"]/1e6,
+		($cpu|tonumber)*1e6/(.requests|if .==0 then 1 else . end), .success*100, $l50, $l99] | @tsv' "$tmp/vegeta.json"
 }
 
 # cloudinfer_run RATE: prints "sent/s p50ms p99ms cpu-us/req ok% lagp50 lagp99 late".
@@ -110,15 +120,16 @@ cloudinfer_run() {
 printf 'machine: %s, %s CPUs; load average before: %s\n' "$(uname -sm)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'cloudinfer %s; %s; duration %s each; closed loop: %s connections\n\n' \
 	"${CLOUDINFER:-$(cd "$root" && git describe --always --dirty 2>/dev/null || echo '?')}" "$VEGETA" "$DURATION" "$CONNS"
-printf '| offered | vegeta sent/s | vegeta p50 / p99 ms | vegeta CPU µs/req | cloudinfer sent/s | cloudinfer p50 / p99 ms | lag p50 / p99 ms | late | cloudinfer CPU µs/req |\n'
-printf '|---|---|---|---|---|---|---|---|---|\n'
+printf '| offered | vegeta sent/s | vegeta p50 / p99 ms | vegeta lag p50 / p99 ms | vegeta CPU µs/req | cloudinfer sent/s | cloudinfer p50 / p99 ms | lag p50 / p99 ms | late | cloudinfer CPU µs/req |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for rate in $RATES closed; do
-	IFS=$'\t' read -r vr v50 v99 vcpu vok < <(vegeta_run "$rate")
+	IFS=$'\t' read -r vr v50 v99 vcpu vok vl50 vl99 < <(vegeta_run "$rate")
 	IFS=$'\t' read -r cr c50 c99 ccpu cok l50 l99 late < <(cloudinfer_run "$rate")
 	label="$rate/s"
 	if [ "$rate" = closed ]; then label="closed, $CONNS conns" l50=- l99=- late=-; fi
-	printf '| %s | %.0f%s | %.2f / %.2f | %.0f | %.0f%s | %.2f / %.2f | %s / %s | %s | %.0f |\n' \
-		"$label" "$vr" "$( [ "${vok%.*}" -lt 100 ] && printf ' (%.1f%% ok)' "$vok")" "$v50" "$v99" "$vcpu" \
+	printf '| %s | %.0f%s | %.2f / %.2f | %s / %s | %.0f | %.0f%s | %.2f / %.2f | %s / %s | %s | %.0f |\n' \
+		"$label" "$vr" "$( [ "${vok%.*}" -lt 100 ] && printf ' (%.1f%% ok)' "$vok")" "$v50" "$v99" \
+		"$( [ "$vl50" = - ] && echo - || printf '%.3f' "$vl50")" "$( [ "$vl99" = - ] && echo - || printf '%.3f' "$vl99")" "$vcpu" \
 		"$cr" "$( [ "${cok%.*}" -lt 100 ] && printf ' (%.1f%% ok)' "$cok")" "$c50" "$c99" \
 		"$( [ "$l50" = - ] && echo - || printf '%.3f' "$l50")" "$( [ "$l99" = - ] && echo - || printf '%.3f' "$l99")" "$late" "$ccpu"
 done
