@@ -209,11 +209,13 @@ func TestCancelEndsABlockedCall(t *testing.T) {
 }
 
 // oneShot is a raw server that answers one request per connection
-// without saying so (no Connection: close) and then closes it.
-func oneShot(t *testing.T) (string, *atomic.Int64) {
+// without saying so (no Connection: close) and then closes it, and tells
+// closed each time it has.
+func oneShot(t *testing.T) (string, *atomic.Int64, <-chan struct{}) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var conns atomic.Int64
+	closed := make(chan struct{}, 16)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Go(func() {
@@ -224,7 +226,7 @@ func oneShot(t *testing.T) (string, *atomic.Int64) {
 			}
 			conns.Add(1)
 			wg.Go(func() {
-				defer nc.Close()
+				defer func() { nc.Close(); closed <- struct{}{} }()
 				req, err := http.ReadRequest(bufio.NewReader(nc))
 				if err != nil {
 					return
@@ -234,18 +236,18 @@ func oneShot(t *testing.T) (string, *atomic.Int64) {
 			})
 		}
 	})
-	return "http://" + ln.Addr().String(), &conns
+	return "http://" + ln.Addr().String(), &conns, closed
 }
 
 func TestIdleConnectionClosedByServerIsNotReused(t *testing.T) {
-	u, conns := oneShot(t)
+	u, conns, closed := oneShot(t)
 	tr, _, c := newTransport(t)
 	tr.ProbeIdle = -1 // probe every reuse
 	for range 3 {
 		code, body := get(t, c, http.MethodPost, u, strings.NewReader("x"))
 		assert.Equal(t, 200, code)
 		assert.Equal(t, "ok", body)
-		time.Sleep(10 * time.Millisecond) // the server's close arrives
+		<-closed // the server has closed the connection (on loopback its end is then queued here)
 	}
 	assert.EqualValues(t, 3, conns.Load())
 }
