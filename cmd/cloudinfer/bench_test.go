@@ -658,3 +658,35 @@ func TestDefaultRunLadderRunsByTime(t *testing.T) {
 		assert.NotEmpty(t, tr.Ladder.Steps, tr.Name)
 	}
 }
+
+// TestHTTPClientChoice: --http-client picks the targets' HTTP client (h1client
+// by default, net/http's Transport with std), and a run works over each.
+func TestHTTPClientChoice(t *testing.T) {
+	for _, choice := range []string{"sync", "std"} {
+		t.Run(choice, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r.json")
+			c := parse(t, "bench", "--provider", "openai", "--endpoint", "phi-3-mini", "--time-scale", "0.01",
+				"--requests", "3", "--warmup", "0", "--quiet", "--out", out, "--http-client", choice)
+			env := &environment{cmd: &c.Bench}
+			n, err := env.netFor(&bench.Target{})
+			require.NoError(t, err)
+			want := benchHTTPClient
+			if choice == "std" {
+				want = stdHTTPClient
+			}
+			assert.Same(t, want, n.http)
+			require.NoError(t, c.Bench.run(context.Background(), &bytes.Buffer{}, nil))
+			res, err := bench.ReadResult(out)
+			require.NoError(t, err)
+			tr := res.Targets[0]
+			assert.Equal(t, int64(3), tr.Counts().Requests)
+			assert.Zero(t, tr.Counts().Failed, "%v", tr.ErrorExamples)
+			assert.Equal(t, uint64(3), tr.Dist(latency.TTFT, "", "").Count(), "streamed: TTFT measured")
+		})
+	}
+	var c cli
+	p, err := kong.New(&c, kong.Name("cloudinfer"), kong.Exit(func(int) {}))
+	require.NoError(t, err)
+	_, err = p.Parse([]string{"bench", "--http-client", "fast"})
+	assert.ErrorContains(t, err, "http-client")
+}
