@@ -295,7 +295,7 @@ type netOpts struct {
 // --seed, draw apart.
 func (e *environment) netFor(t *bench.Target) (netOpts, error) {
 	if t.Network == "" {
-		if e.cmd != nil && e.cmd.HTTPClient == httpClientStd {
+		if e.cmd.HTTPClient == httpClientStd {
 			return netOpts{http: stdHTTPClient}, nil
 		}
 		return netOpts{http: benchHTTPClient}, nil

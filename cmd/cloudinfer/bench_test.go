@@ -32,12 +32,19 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // parse parses a command line into the CLI.
 func parse(t *testing.T, args ...string) *cli {
 	t.Helper()
+	c, err := parseArgs(t, args...)
+	require.NoError(t, err)
+	return c
+}
+
+// parseArgs parses a command line into the CLI and returns kong's error.
+func parseArgs(t *testing.T, args ...string) (*cli, error) {
+	t.Helper()
 	var c cli
 	p, err := kong.New(&c, kong.Name("cloudinfer"), kong.Exit(func(int) { t.Fatal("exit") }))
 	require.NoError(t, err)
 	_, err = p.Parse(args)
-	require.NoError(t, err)
-	return &c
+	return &c, err
 }
 
 func TestDefaultRunIsTheReferenceExperiment(t *testing.T) {
@@ -684,9 +691,6 @@ func TestHTTPClientChoice(t *testing.T) {
 			assert.Equal(t, uint64(3), tr.Dist(latency.TTFT, "", "").Count(), "streamed: TTFT measured")
 		})
 	}
-	var c cli
-	p, err := kong.New(&c, kong.Name("cloudinfer"), kong.Exit(func(int) {}))
-	require.NoError(t, err)
-	_, err = p.Parse([]string{"bench", "--http-client", "fast"})
+	_, err := parseArgs(t, "bench", "--http-client", "fast")
 	assert.ErrorContains(t, err, "http-client")
 }

@@ -96,7 +96,7 @@ type Transport struct {
 	hosts map[string]*host
 }
 
-// host is one scheme and host's pool and proxy decision.
+// host is one http host's pool and proxy decision.
 type host struct {
 	addr   string // dial address, host:port
 	direct bool   // no proxy: Transport carries its requests
@@ -323,9 +323,10 @@ func alive(c *conn) bool {
 }
 
 // release puts c back in its host's pool when reuse allows it and its
-// request's context did not close it; else it closes c.
+// request's context did not close it (stop reports that its close will
+// never run); else it closes c.
 func (t *Transport) release(c *conn, stop func() bool, reuse bool) {
-	if !stop() || c.cut.Load() || !reuse || c.br.Buffered() > 0 {
+	if !stop() || !reuse || c.br.Buffered() > 0 {
 		c.close()
 		return
 	}
