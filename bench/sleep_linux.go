@@ -18,6 +18,9 @@ type timerFD struct {
 	f   *os.File        // the descriptor in the runtime's poller
 	rc  syscall.RawConn // f's, to read it without entering a system call
 	buf [8]byte
+	// spec is the wait's timer setting (a field: one on the stack would
+	// escape through the system call's pointer).
+	spec unix.ItimerSpec
 	// read is readExpiry, made once (a method value per wait would be an
 	// allocation), and rerr its error.
 	read func(fd uintptr) bool
@@ -40,16 +43,16 @@ func newFineTimer() (fineTimer, error) {
 	return t, nil
 }
 
-// wait arms the timer and parks until it expires. It reads the
-// expirations count with a raw system call: a read of a non-blocking
-// timerfd never blocks, so it need not tell the runtime it enters a
+// wait arms the timer and parks until it expires. It arms it and reads
+// the expirations count with raw system calls: neither blocks (the
+// timerfd is non-blocking), so neither need tell the runtime it enters a
 // system call (which wakes the runtime's monitor thread, on every wait).
 // The read comes first: an expiry before the wait began is not signalled
 // again.
 func (t *timerFD) wait(d time.Duration) error {
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
-	if err := unix.TimerfdSettime(t.fd, 0, &spec, nil); err != nil {
-		return err
+	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
+	if _, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(t.fd), 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0); e != 0 {
+		return e
 	}
 	t.rerr = nil
 	if err := t.rc.Read(t.read); err != nil {
