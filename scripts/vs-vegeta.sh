@@ -11,6 +11,7 @@
 #   CONNS=64 ADDR=127.0.0.1:18080 SPIN=100us scripts/vs-vegeta.sh
 #   SPIN=-1ns scripts/vs-vegeta.sh           # no spin: the runtime's timer alone
 #   CLOUDINFER=/path/to/cloudinfer scripts/vs-vegeta.sh   # another build
+#   SERVER=nethttp scripts/vs-vegeta.sh      # net/http's server, not the lean one
 #
 # vegeta is installed with `go install` into a temporary GOBIN (it is not
 # a module dependency). CPU per request is the generator process's user +
@@ -24,6 +25,7 @@ DURATION=${DURATION:-10s}
 CONNS=${CONNS:-64}
 ADDR=${ADDR:-127.0.0.1:18080}
 SPIN=${SPIN:-} # cloudinfer's --send-spin; empty: its default
+SERVER=${SERVER:-lean} # loopserver's -impl: lean or nethttp
 VEGETA=${VEGETA:-github.com/tsenart/vegeta/v12@v12.13.0}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,7 +47,7 @@ fi
 GOBIN="$tmp/bin" GOFLAGS= go install "$VEGETA"
 vegeta="$tmp/bin/vegeta"
 
-"$tmp/loopserver" -addr "$ADDR" &
+"$tmp/loopserver" -addr "$ADDR" -impl "$SERVER" &
 server=$!
 for _ in $(seq 50); do
 	curl -fsS -o /dev/null -X POST "http://$ADDR/v1/chat/completions" -d '{}' 2>/dev/null && break
@@ -118,8 +120,8 @@ cloudinfer_run() {
 }
 
 printf 'machine: %s, %s CPUs; load average before: %s\n' "$(uname -sm)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf 'cloudinfer %s; %s; duration %s each; closed loop: %s connections\n\n' \
-	"${CLOUDINFER:-$(cd "$root" && git describe --always --dirty 2>/dev/null || echo '?')}" "$VEGETA" "$DURATION" "$CONNS"
+printf 'cloudinfer %s; %s; loopserver -impl %s; duration %s each; closed loop: %s connections\n\n' \
+	"${CLOUDINFER:-$(cd "$root" && git describe --always --dirty 2>/dev/null || echo '?')}" "$VEGETA" "$SERVER" "$DURATION" "$CONNS"
 printf '| offered | vegeta sent/s | vegeta p50 / p99 ms | vegeta lag p50 / p99 ms | vegeta CPU µs/req | cloudinfer sent/s | cloudinfer p50 / p99 ms | lag p50 / p99 ms | late | cloudinfer CPU µs/req |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for rate in $RATES closed; do
