@@ -8,10 +8,10 @@
 //
 // By default it answers with a lean HTTP/1.1 loop of its own (keep-alive,
 // Content-Length or chunked request bodies, Expect: 100-continue,
-// pipelining) instead of net/http's server, which costs several times
-// more CPU per request: on a 2-core machine the server shares the cores
-// with the generator it measures, and every cycle it spends is one the
-// generator cannot.
+// pipelining) instead of net/http's server, which costs nearly twice the
+// CPU per request (124 against 68–75 µs at 4,000/s on a 2-core machine):
+// there the server shares the cores with the generator it measures, and
+// every cycle it spends is one the generator cannot.
 package main
 
 import (
