@@ -1,12 +1,10 @@
-//go:build unix && !linux
+//go:build unix
 
 package h1client
 
 import (
 	"net"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // peekAlive peeks, without blocking, at an idle connection's socket: it
@@ -21,10 +19,8 @@ func peekAlive(nc net.Conn) bool {
 		return false
 	}
 	ok = false
-	var buf [1]byte
 	err = rc.Read(func(fd uintptr) bool {
-		_, _, err := unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		ok = err == unix.EAGAIN || err == unix.EWOULDBLOCK
+		ok = peekWouldBlock(fd)
 		return true // never wait: the answer is now
 	})
 	return err == nil && ok

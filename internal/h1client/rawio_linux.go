@@ -145,25 +145,12 @@ func (r *rawIO) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: la.Network(), Source: la, Addr: r.nc.RemoteAddr(), Err: err}
 }
 
-// peekAlive peeks, without blocking, at an idle connection's socket: it
-// is alive when the peek would block (no data, no end of stream). The
-// peek is a raw system call, as rawIO's reads are.
-func peekAlive(nc net.Conn) bool {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return true // not a socket: nothing to peek at
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	ok = false
+// peekWouldBlock peeks at one byte of socket fd without blocking and
+// reports whether the peek would block. The peek is a raw system call, as
+// rawIO's reads are.
+func peekWouldBlock(fd uintptr) bool {
 	var buf [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		_, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), 1,
-			unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
-		ok = e == unix.EAGAIN
-		return true // never wait: the answer is now
-	})
-	return err == nil && ok
+	_, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), 1,
+		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+	return e == unix.EAGAIN
 }
