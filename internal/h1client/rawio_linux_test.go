@@ -14,16 +14,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// tcpPair returns the two ends of a loopback TCP connection, closed when
+// the test ends.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	server, err = ln.Accept()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = server.Close() })
+	return client, server
+}
+
 // TestConnectionsUseRawIO checks that a dialed TCP connection's buffers
 // read and write through rawIO, so that the tests of this package cover
 // it.
 func TestConnectionsUseRawIO(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	require.NoError(t, err)
-	defer nc.Close()
+	nc, _ := tcpPair(t)
 	_, ok := wrapIO(nc).(*rawIO)
 	require.True(t, ok, "a TCP connection is read and written with raw system calls")
 }
@@ -84,18 +94,11 @@ func TestResetIsTheSocketsError(t *testing.T) {
 // TestClosedAndTimedOut checks rawIO's errors on a closed connection and
 // past a deadline, against net.Conn's own.
 func TestClosedAndTimedOut(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	require.NoError(t, err)
-	peer, err := ln.Accept()
-	require.NoError(t, err)
-	defer peer.Close()
+	nc, peer := tcpPair(t)
 	rw := wrapIO(nc)
 
 	require.NoError(t, nc.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
-	_, err = rw.Read(make([]byte, 8))
+	_, err := rw.Read(make([]byte, 8))
 	var ne net.Error
 	require.ErrorAs(t, err, &ne)
 	require.True(t, ne.Timeout(), "%v", err)
