@@ -181,13 +181,7 @@ func TestEveryProviderAgainstTheEmbeddedEmulator(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "r.json")
 			c := parse(t, "bench", "--provider", prov, "--endpoint", "phi-3-mini", "--time-scale", "0.01",
 				"--requests", "3", "--warmup", "0", "--quiet", "--out", out)
-			require.NoError(t, c.Bench.run(context.Background(), &bytes.Buffer{}, nil))
-			res, err := bench.ReadResult(out)
-			require.NoError(t, err)
-			tr := res.Targets[0]
-			assert.Equal(t, int64(3), tr.Counts().Requests)
-			assert.Zero(t, tr.Counts().Failed, "%v", tr.ErrorExamples)
-			assert.Equal(t, uint64(3), tr.Dist(latency.TTFT, "", "").Count(), "streamed: TTFT measured")
+			runThreeStreamed(t, c, out)
 		})
 	}
 }
@@ -682,15 +676,22 @@ func TestHTTPClientChoice(t *testing.T) {
 				want = stdHTTPClient
 			}
 			assert.Same(t, want, n.http)
-			require.NoError(t, c.Bench.run(context.Background(), &bytes.Buffer{}, nil))
-			res, err := bench.ReadResult(out)
-			require.NoError(t, err)
-			tr := res.Targets[0]
-			assert.Equal(t, int64(3), tr.Counts().Requests)
-			assert.Zero(t, tr.Counts().Failed, "%v", tr.ErrorExamples)
-			assert.Equal(t, uint64(3), tr.Dist(latency.TTFT, "", "").Count(), "streamed: TTFT measured")
+			runThreeStreamed(t, c, out)
 		})
 	}
 	_, err := parseArgs(t, "bench", "--http-client", "fast")
 	assert.ErrorContains(t, err, "http-client")
+}
+
+// runThreeStreamed runs c's bench of 3 streamed requests, written to out,
+// and checks that all 3 came back with a TTFT.
+func runThreeStreamed(t *testing.T, c *cli, out string) {
+	t.Helper()
+	require.NoError(t, c.Bench.run(context.Background(), &bytes.Buffer{}, nil))
+	res, err := bench.ReadResult(out)
+	require.NoError(t, err)
+	tr := res.Targets[0]
+	assert.Equal(t, int64(3), tr.Counts().Requests)
+	assert.Zero(t, tr.Counts().Failed, "%v", tr.ErrorExamples)
+	assert.Equal(t, uint64(3), tr.Dist(latency.TTFT, "", "").Count(), "streamed: TTFT measured")
 }
