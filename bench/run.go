@@ -410,6 +410,8 @@ func (tg *target) open(ctx context.Context) {
 	defer sleep.stop()
 	n := 0
 	stopped := time.Duration(-1) // when the schedule stopped, if by the duration
+	var prev time.Time           // the previous send's intended time
+	meanGap := time.Duration(0)  // a moving mean of the time between sends
 	for sendCtx.Err() == nil {
 		off := sch.Peek()
 		// The schedule is decided up to its horizon (a ladder step's end):
@@ -444,7 +446,13 @@ func (tg *target) open(ctx context.Context) {
 		if !sleep.before(sendCtx, at) {
 			break
 		}
-		w := workers.get(sendCtx)
+		// The mean time between sends decides where idle workers wait
+		// (see pool.quiet).
+		if !prev.IsZero() {
+			meanGap += (at.Sub(prev) - meanGap) / gapWeight
+		}
+		prev = at
+		w := workers.get(sendCtx, meanGap >= wakerMinGap)
 		if w == nil {
 			break
 		}
@@ -456,7 +464,7 @@ func (tg *target) open(ctx context.Context) {
 		if tg.shape != nil {
 			j.i = int(tg.shaped.Add(1) - 1) // in send order
 		}
-		w.in <- j
+		w.hand(j)
 	}
 	if stopped < 0 {
 		stopped = time.Since(start)
@@ -503,8 +511,57 @@ type job struct {
 // goroutine per call would grow a fresh stack through the HTTP stack's
 // depth on every call; a worker's stays grown.
 type worker struct {
-	in  chan job // buffered 1: the dispatcher never waits on it
-	req cloudreq.CloudRequest
+	in chan job // buffered 1: the dispatcher never waits on it
+	// wk, where there is one, is what the worker parks on between calls
+	// while the loop is quiet (see pool.quiet), and what hand and close
+	// signal after the send on in. Set before the worker starts, never
+	// changed.
+	wk waker
+	// onWaker: the worker, idle, waits on wk, not on in. The worker sets
+	// it as it comes idle (under the pool's lock), and the dispatcher
+	// reads it once it has taken the worker, before the send that lets
+	// the worker set it again.
+	onWaker bool
+	req     cloudreq.CloudRequest
+}
+
+// waker wakes one goroutine parked in wait: a signal before the wait
+// ends it at once, and one wait consumes every signal before it. Its
+// methods but wait are the signaller's; close follows the last of them
+// and the wait's end.
+type waker interface {
+	signal()
+	wait() error
+	close()
+}
+
+// hand gives w its next send. w is idle, so in is empty: the send does
+// not wait, and, where w waits on its waker, wakes nothing either.
+func (w *worker) hand(j job) {
+	signal := w.onWaker
+	w.in <- j
+	if signal {
+		w.wk.signal()
+	}
+}
+
+// next returns w's next send, false once in is closed. A worker on its
+// waker (wk, w's own, nil once a wait of it failed) waits on it until in
+// holds something (a wake that finds nothing was for a send an earlier
+// look took); otherwise it waits on the channel.
+func (w *worker) next(wk *waker) (job, bool) {
+	for w.onWaker && *wk != nil {
+		select {
+		case j, ok := <-w.in:
+			return j, ok
+		default:
+		}
+		if (*wk).wait() != nil {
+			*wk = nil // hand signals a waker no longer waited on; the channel wakes w
+		}
+	}
+	j, ok := <-w.in
+	return j, ok
 }
 
 // pool is an open loop's workers: as many as its calls have been in
@@ -515,6 +572,20 @@ type worker struct {
 type pool struct {
 	tg  *target
 	max int
+	// wakers: each worker has a waker of its own, where the system has
+	// them and the clock moves (a testing/synctest bubble's advances
+	// only when every goroutine waits on something in the bubble, which
+	// a descriptor in the poller is not).
+	wakers bool
+	// quiet: the dispatcher's sends are far apart (see wakerMinGap), and
+	// a worker that comes idle waits on its waker. A channel send to a
+	// waiting goroutine wakes a second thread to run it, and that wake,
+	// and the thread's sleep after it, cost more than the send itself
+	// when the process is otherwise idle. When it is busy, the threads
+	// are awake and the channel costs nothing extra, while a waker's
+	// descriptor waits for a thread to look at the poller, which a busy
+	// one does only between goroutines, or every 10 ms.
+	quiet bool
 
 	mu      sync.Mutex
 	idle    []*worker
@@ -532,15 +603,17 @@ type pool struct {
 }
 
 func newPool(tg *target, max int) *pool {
-	return &pool{tg: tg, max: max, free: make(chan struct{}, 1)}
+	return &pool{tg: tg, max: max, free: make(chan struct{}, 1), wakers: clockMoves()}
 }
 
 // get returns an idle or a new worker, or, at the cap, the first to come
-// free; nil when ctx ends first.
-func (p *pool) get(ctx context.Context) *worker {
+// free; nil when ctx ends first. quiet says whether the sends are far
+// apart now (see pool.quiet).
+func (p *pool) get(ctx context.Context, quiet bool) *worker {
 	capped := false
 	for {
 		p.mu.Lock()
+		p.quiet = quiet
 		if n := len(p.idle); n > 0 {
 			w := p.idle[n-1]
 			p.idle = p.idle[:n-1]
@@ -549,6 +622,13 @@ func (p *pool) get(ctx context.Context) *worker {
 		}
 		if len(p.all) < p.max {
 			w := &worker{in: make(chan job, 1)}
+			if p.wakers {
+				if wk, err := newWaker(); err == nil {
+					w.wk = wk
+				} else {
+					p.wakers = false // none made now will be later
+				}
+			}
 			p.all = append(p.all, w)
 			p.mu.Unlock()
 			p.wg.Go(func() { p.run(w) })
@@ -573,11 +653,17 @@ func (p *pool) get(ctx context.Context) *worker {
 
 // run makes w's calls until its channel is closed.
 func (p *pool) run(w *worker) {
-	for j := range w.in {
+	wk := w.wk
+	for {
+		j, ok := w.next(&wk)
+		if !ok {
+			return
+		}
 		p.due(j.at)
 		p.tg.fill(&w.req, j.at, j.i)
 		p.tg.do(j.ctx, &w.req, true)
 		p.mu.Lock()
+		w.onWaker = p.quiet && wk != nil
 		p.idle = append(p.idle, w)
 		if p.waiting {
 			p.waiting = false
@@ -604,13 +690,26 @@ func (p *pool) due(at time.Time) {
 }
 
 // close ends the workers once their calls are done, and waits for them.
+// Each with a waker is signalled after its channel is closed, so that
+// one waiting on it wakes to find the channel closed; the wakers are closed once every
+// worker has returned (a signal after that would write to a descriptor
+// closed, or reused).
 func (p *pool) close() {
 	p.mu.Lock()
-	for _, w := range p.all {
+	all := p.all
+	for _, w := range all {
 		close(w.in)
+		if w.wk != nil {
+			w.wk.signal()
+		}
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+	for _, w := range all {
+		if w.wk != nil {
+			w.wk.close()
+		}
+	}
 }
 
 // progress starts the progress updates and returns their stop.
