@@ -525,6 +525,11 @@ type worker struct {
 	req     cloudreq.CloudRequest
 }
 
+// maxWakers is how many of an open loop's workers have a waker (a
+// descriptor each, beside each one's connection); the rest wait on their
+// channels.
+const maxWakers = 1024
+
 // waker wakes one goroutine parked in wait: a signal before the wait
 // ends it at once, and one wait consumes every signal before it. Its
 // methods but wait are the signaller's; close follows the last of them
@@ -622,7 +627,7 @@ func (p *pool) get(ctx context.Context, quiet bool) *worker {
 		}
 		if len(p.all) < p.max {
 			w := &worker{in: make(chan job, 1)}
-			if p.wakers {
+			if p.wakers && len(p.all) < maxWakers {
 				if wk, err := newWaker(); err == nil {
 					w.wk = wk
 				} else {

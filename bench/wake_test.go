@@ -117,3 +117,26 @@ func TestWorkerOnItsWaker(t *testing.T) {
 		wk.close()
 	}
 }
+
+// TestPoolCapsItsWakers: past maxWakers workers, new ones have none (a
+// descriptor each), and closing the pool ends every worker, idle on its
+// waker or its channel.
+func TestPoolCapsItsWakers(t *testing.T) {
+	wk, err := newWaker()
+	if err != nil {
+		t.Skipf("no waker on this system: %v", err)
+	}
+	wk.close()
+	p := newPool(nil, maxWakers+10)
+	require.True(t, p.wakers)
+	with := 0
+	for range maxWakers + 10 {
+		w := p.get(t.Context(), true)
+		require.NotNil(t, w)
+		if w.wk != nil {
+			with++
+		}
+	}
+	assert.Equal(t, maxWakers, with)
+	require.NoError(t, within(t, 10*time.Second, func() error { p.close(); return nil }))
+}
