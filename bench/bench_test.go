@@ -79,8 +79,17 @@ func BenchmarkEmulatorOpenLoop(b *testing.B) {
 // far above what it can send, to an adapter that answers at once, so the
 // send rate is the dispatcher's, client and hooks' own capacity.
 func BenchmarkOpenLoopDispatch(b *testing.B) {
+	res, el := runNoop(b, bench.Load{Model: bench.LoadConstant, Rate: 1e6, MaxInFlight: 256})
+	b.ReportMetric(float64(b.N)/el.Seconds(), "req/s")
+	b.ReportMetric(res.Targets[0].SendRate, "send/s")
+}
+
+// runNoop runs b.N requests of ld to the noop adapter, timing the run
+// alone, and returns its result and its wall time.
+func runNoop(b *testing.B, ld bench.Load) (*bench.Result, time.Duration) {
+	b.Helper()
 	p := &bench.Plan{Targets: []bench.Target{{Name: "noop", Provider: "openai", Model: "m"}},
-		Load: bench.Load{Model: bench.LoadConstant, Rate: 1e6, MaxInFlight: 256}, Limits: bench.Limits{Requests: b.N}}
+		Load: ld, Limits: bench.Limits{Requests: b.N}}
 	connect := func(context.Context, *bench.Target) (*cloudreq.Client, error) {
 		return cloudreq.New(cloudreq.Options{
 			Adapters:    []cloudreq.Adapter{noop{}},
@@ -96,8 +105,7 @@ func BenchmarkOpenLoopDispatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(b.N)/el.Seconds(), "req/s")
-	b.ReportMetric(res.Targets[0].SendRate, "send/s")
+	return res, el
 }
 
 // BenchmarkOpenLoopPaced is the open loop's own cost per send at rates
@@ -109,23 +117,7 @@ func BenchmarkOpenLoopDispatch(b *testing.B) {
 func BenchmarkOpenLoopPaced(b *testing.B) {
 	for _, rate := range []float64{1000, 4000} {
 		b.Run(fmt.Sprintf("rate-%.0f", rate), func(b *testing.B) {
-			p := &bench.Plan{Targets: []bench.Target{{Name: "noop", Provider: "openai", Model: "m"}},
-				Load: bench.Load{Model: bench.LoadConstant, Rate: rate}, Limits: bench.Limits{Requests: b.N}}
-			connect := func(context.Context, *bench.Target) (*cloudreq.Client, error) {
-				return cloudreq.New(cloudreq.Options{
-					Adapters:    []cloudreq.Adapter{noop{}},
-					CallOptions: cloudreq.CallOptions{Retry: cloudreq.RetryOptions{MaxAttempts: 1}},
-				})
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
-			res, err := bench.Run(context.Background(), p, bench.Options{Connect: connect})
-			wall := time.Since(start)
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
+			res, wall := runNoop(b, bench.Load{Model: bench.LoadConstant, Rate: rate})
 			tr := res.Targets[0]
 			cpu := tr.CPU * wall.Seconds() * float64(runtime.NumCPU())
 			b.ReportMetric(cpu*1e6/float64(max(tr.Sent, 1)), "cpu-us/send")
