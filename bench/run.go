@@ -696,9 +696,9 @@ func (p *pool) due(at time.Time) {
 
 // close ends the workers once their calls are done, and waits for them.
 // Each with a waker is signalled after its channel is closed, so that
-// one waiting on it wakes to find the channel closed; the wakers are closed once every
-// worker has returned (a signal after that would write to a descriptor
-// closed, or reused).
+// one waiting on it wakes to find the channel closed; the wakers are
+// closed once every worker has returned (a signal after that would write
+// to a descriptor closed, or reused).
 func (p *pool) close() {
 	p.mu.Lock()
 	all := p.all
