@@ -410,8 +410,6 @@ func (tg *target) open(ctx context.Context) {
 	defer sleep.stop()
 	n := 0
 	stopped := time.Duration(-1) // when the schedule stopped, if by the duration
-	var prev time.Time           // the previous send's intended time
-	meanGap := time.Duration(0)  // a moving mean of the time between sends
 	for sendCtx.Err() == nil {
 		off := sch.Peek()
 		// The schedule is decided up to its horizon (a ladder step's end):
@@ -448,11 +446,7 @@ func (tg *target) open(ctx context.Context) {
 		}
 		// The mean time between sends decides where idle workers wait
 		// (see pool.quiet).
-		if !prev.IsZero() {
-			meanGap += (at.Sub(prev) - meanGap) / gapWeight
-		}
-		prev = at
-		w := workers.get(sendCtx, meanGap >= wakerMinGap)
+		w := workers.get(sendCtx, sleep.quiet())
 		if w == nil {
 			break
 		}
@@ -582,7 +576,7 @@ type pool struct {
 	// only when every goroutine waits on something in the bubble, which
 	// a descriptor in the poller is not).
 	wakers bool
-	// quiet: the dispatcher's sends are far apart (see wakerMinGap), and
+	// quiet: the dispatcher's sends are far apart (see quietGap), and
 	// a worker that comes idle waits on its waker. A channel send to a
 	// waiting goroutine wakes a second thread to run it, and that wake,
 	// and the thread's sleep after it, cost more than the send itself

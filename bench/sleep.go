@@ -24,23 +24,23 @@ const (
 	// spinAll is the wait below which the sleeper spins it whole: a timer
 	// costs more than the wait.
 	spinAll = 10 * time.Microsecond
-	// fineMinGap is the time between two sends below which a wait is on
-	// the runtime's timer alone (no fine timer, no spin). Sends that close
-	// keep the process busy, so the runtime checks its timers between
-	// goroutines and wakes the sender on time without either: against
-	// scripts/loopserver at 8,000/s on 2 cores, the fine timer and spin
-	// cost a third more client CPU per request (121 against 87 µs) and
-	// left the lag as it was (p99 2.0 against 2.1 ms). At 4,000/s they
-	// still pay (lag p50 0.06 against 0.23 ms, p99 0.8 against 1.8 ms).
-	fineMinGap = 200 * time.Microsecond
-	// wakerMinGap is the mean time between sends from which the open
-	// loop's idle workers wait on their wakers, not their channels (see
-	// pool.quiet). Against scripts/loopserver on 2 cores, at 4,000/s the
-	// wakers cut the client's CPU per request from 121-130 to 84-89 µs
-	// and its context switches from 4.3 to 2.0; at 8,000/s, where the
-	// channel costs a switch a request, they raised the lag p99 from 1.7
-	// ms to 16-401 ms.
-	wakerMinGap = 200 * time.Microsecond
+	// quietGap is the mean time between sends from which the open loop
+	// counts as quiet: its waits are on the fine timer (and spin), and
+	// its idle workers wait on their wakers (see pool.quiet), not their
+	// channels. Below it (above 9,090 sends/s) the sends keep the process
+	// busy, so the runtime checks its timers between goroutines and wakes
+	// the sender on time without a fine timer, and a waker would wait for
+	// a busy thread to look at the poller. Against scripts/loopserver on
+	// 2 cores at 6,000/s, the fine timer with the wakers cut the lag p90
+	// from 1.12-1.19 to 0.05-0.06 ms and its p99 from 1.61-2.50 to
+	// 0.68-0.86 ms, at 119-122 against 107-118 µs of client CPU per
+	// request; the fine timer without the wakers cost 143-145 µs (a
+	// second thread woken to run each worker). At 10,000/s the wakers
+	// raised the lag p99 from 2.2-4.6 to 2.4-15.7 ms. The choice follows
+	// the mean, not each gap: Poisson arrivals at 1,000/s have gaps under
+	// any bound, and on the runtime's timer alone such a wait on an idle
+	// machine ends up to a millisecond late.
+	quietGap = 110 * time.Microsecond
 	// gapWeight is the weight of the moving mean of the time between
 	// sends: each new gap moves it by 1/gapWeight of the difference.
 	gapWeight = 16
@@ -53,6 +53,10 @@ type sleeper struct {
 	fine fineTimer // nil: none on this system, or it could not be made
 	spin time.Duration
 	last time.Time // the previous wait's end, for spinShare
+	// prev is the previous wait's time, and meanGap the moving mean of
+	// the time between two (see quietGap), the first gap its seed.
+	prev    time.Time
+	meanGap time.Duration
 	// plain: sleep on the runtime's timer alone (no fine timer, no spin).
 	plain bool
 }
@@ -114,6 +118,14 @@ func (s *sleeper) until(ctx context.Context, at time.Time) bool {
 // to the worker that sends, which is then awake and on a processor when
 // the send is due, instead of being woken at that time.
 func (s *sleeper) before(ctx context.Context, at time.Time) bool {
+	if !s.prev.IsZero() {
+		if g := at.Sub(s.prev); s.meanGap == 0 {
+			s.meanGap = max(g, 1)
+		} else {
+			s.meanGap += (g - s.meanGap) / gapWeight
+		}
+	}
+	s.prev = at
 	now := time.Now()
 	d := at.Sub(now)
 	if d <= 0 {
@@ -122,7 +134,7 @@ func (s *sleeper) before(ctx context.Context, at time.Time) bool {
 	}
 	gap := at.Sub(s.last)
 	s.last = at
-	if s.plain || gap < fineMinGap {
+	if s.plain || !s.quiet() {
 		return s.sleep(ctx, d)
 	}
 	spin := s.spinFor(d, gap)
@@ -139,6 +151,15 @@ func (s *sleeper) before(ctx context.Context, at time.Time) bool {
 		}
 	}
 	return ctx.Err() == nil
+}
+
+// quiet reports whether the waits are far apart (see quietGap): the
+// moving mean of the time between them, or, before a second, the first.
+func (s *sleeper) quiet() bool {
+	if s.meanGap == 0 {
+		return true // no gap yet: the rate is unknown; the fine timer is on time at any rate
+	}
+	return s.meanGap >= quietGap
 }
 
 // sleep sleeps d on the runtime's timer and reports whether ctx is still

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +52,51 @@ func TestSleeperSpinBudget(t *testing.T) {
 	off := newSleeper(0)
 	defer off.stop()
 	assert.Zero(t, off.spinFor(time.Millisecond, time.Millisecond))
+}
+
+// TestSleeperQuietFollowsTheMean: whether the waits are quiet (on the
+// fine timer) follows the moving mean of their gaps, not each gap: the
+// short gaps of Poisson arrivals at 1,000/s leave it quiet, and 20,000/s
+// (constant or Poisson) is not. The times are past, so nothing sleeps.
+func TestSleeperQuietFollowsTheMean(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		name    string
+		rate    float64
+		poisson bool
+		quiet   bool
+	}{
+		{"poisson 1000/s", 1000, true, true},
+		{"constant 8000/s", 8000, false, true},
+		{"constant 20000/s", 20000, false, false},
+		{"poisson 20000/s", 20000, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSleeper(DefaultSendSpin)
+			defer s.stop()
+			assert.True(t, s.quiet(), "before any gap")
+			at := time.Now().Add(-time.Hour)
+			short, loud := 0, 0
+			for i := range 2000 {
+				gap := time.Duration(float64(time.Second) / tc.rate)
+				if tc.poisson {
+					gap = time.Duration(rng.ExpFloat64() * float64(gap))
+				}
+				if gap < quietGap {
+					short++
+				}
+				at = at.Add(gap)
+				require.True(t, s.before(context.Background(), at))
+				if i >= 100 && s.quiet() != tc.quiet {
+					loud++
+				}
+			}
+			assert.Zero(t, loud, "waits after the 100th whose quiet was not %v (mean gap %v)", tc.quiet, s.meanGap)
+			if tc.poisson && tc.quiet {
+				assert.Greater(t, short, 100, "the schedule had few gaps under quietGap")
+			}
+		})
+	}
 }
 
 // TestSleeperUnderAFakeClock: in a testing/synctest bubble, whose clock
