@@ -35,8 +35,8 @@ const (
 	// from 1.12-1.19 to 0.05-0.06 ms and its p99 from 1.61-2.50 to
 	// 0.68-0.86 ms, at 119-122 against 107-118 µs of client CPU per
 	// request; the fine timer without the wakers cost 143-145 µs (a
-	// second thread woken to run each worker). At 10,000/s the wakers
-	// raised the lag p99 from 2.2-4.6 to 2.4-15.7 ms. The choice follows
+	// second thread woken to run each worker). At 10,000/s both left the
+	// lag p99 at 2.4-15.7 ms, against 2.2-4.6 ms without either. The choice follows
 	// the mean, not each gap: Poisson arrivals at 1,000/s have gaps under
 	// any bound, and on the runtime's timer alone such a wait on an idle
 	// machine ends up to a millisecond late.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -63,22 +62,6 @@ func (c *benchCmd) Run() error {
 		defer stop()
 	}
 	return c.run(ctx, os.Stdout, os.Stderr)
-}
-
-// benchGOGC is the garbage collector's target percentage during bench
-// runs, unless GOGC is set: a load generator's live heap is small (sketches,
-// a bounded reservoir of points), while its garbage comes with every
-// request, so collecting at 4× the live heap rather than 2× halves the
-// collections, which were a tenth of a closed loop's client CPU.
-const benchGOGC = 400
-
-// tuneGC sets the collector's target to benchGOGC, unless the environment
-// sets GOGC (or GOMEMLIMIT: a memory limit asks for collections of its
-// own).
-func tuneGC() {
-	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetGCPercent(benchGOGC)
-	}
 }
 
 // startCPUProfile starts a CPU profile written to path and returns its

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestGCPercent(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		name                 string
+		live, scanned, floor uint64
+		want                 int
+	}{
+		{"small live heap: the goal is the floor", 4 * mb, 5 * mb, 256 * mb, 5040},
+		{"past the floor", 300 * mb, 301 * mb, 256 * mb, benchGOGC},
+		{"near the floor: never under benchGOGC", 100 * mb, 100 * mb, 256 * mb, benchGOGC},
+		{"no live heap", 0, 0, 256 * mb, gcPercentMax},
+		{"scanned under live (a partial read)", 4 * mb, 0, 256 * mb, 6300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, gcPercent(tc.live, tc.scanned, tc.floor))
+		})
+	}
+}
+
+// gogc reads the collector's percentage.
+func gogc(t *testing.T) int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	require.Equal(t, metrics.KindUint64, s[0].Value.Kind())
+	return int(s[0].Value.Uint64())
+}
+
+// TestGCTunerRetunes: the tuner sets the percentage for the floor at
+// start, and after a collection that finds a live heap past the floor,
+// sets benchGOGC.
+func TestGCTunerRetunes(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const floor = 64 << 20
+	tu := newGCTuner(floor)
+	defer tu.stop()
+	tu.start()
+	assert.Greater(t, gogc(t), benchGOGC, "a live heap under the floor")
+
+	live := make([]*[1 << 20]byte, 96) // 96 MiB, past the floor
+	for i := range live {
+		live[i] = new([1 << 20]byte)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for gogc(t) != benchGOGC && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Equal(t, benchGOGC, gogc(t), "after collections with 96 MiB live")
+	runtime.KeepAlive(live)
+}
+
+func TestTuneGCLeavesTheUsersSetting(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(123))
+	t.Setenv("GOGC", "123")
+	tuneGC()
+	assert.Equal(t, 123, gogc(t))
+}
+
+func TestMemoryLimit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/meminfo is Linux's")
+	}
+	total := machineMemory()
+	require.Positive(t, total)
+	m := memoryLimit()
+	assert.Positive(t, m)
+	assert.LessOrEqual(t, m, total)
+}
