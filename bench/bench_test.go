@@ -109,15 +109,20 @@ func runNoop(b *testing.B, ld bench.Load) (*bench.Result, time.Duration) {
 }
 
 // BenchmarkOpenLoopPaced is the open loop's own cost per send at rates
-// the machine holds: a constant schedule to an adapter that answers at
-// once, so the figures are the pacing's, the hand-over's to a worker and
+// the machine holds: constant and Poisson schedules to an adapter that
+// answers at once, so the figures are the pacing's, the hand-over's to a worker and
 // the client's and recording's. It reports the process CPU per send (µs)
 // and the schedule lag's p50 and p99 (µs). Run it with a count of sends
-// (-benchtime 8000x: a send takes 1/rate), on an idle machine.
+// (-benchtime 8000x: a send takes 1/rate), on an idle machine. The
+// collector is tuned as cloudinfer bench tunes it (TuneGC).
 func BenchmarkOpenLoopPaced(b *testing.B) {
-	for _, rate := range []float64{1000, 4000} {
-		b.Run(fmt.Sprintf("rate-%.0f", rate), func(b *testing.B) {
-			res, wall := runNoop(b, bench.Load{Model: bench.LoadConstant, Rate: rate})
+	defer bench.TuneGC()()
+	for _, tc := range []struct {
+		model string
+		rate  float64
+	}{{bench.LoadConstant, 1000}, {bench.LoadConstant, 4000}, {bench.LoadConstant, 8000}, {bench.LoadPoisson, 1000}} {
+		b.Run(fmt.Sprintf("%s-%.0f", tc.model, tc.rate), func(b *testing.B) {
+			res, wall := runNoop(b, bench.Load{Model: tc.model, Rate: tc.rate})
 			tr := res.Targets[0]
 			cpu := tr.CPU * wall.Seconds() * float64(runtime.NumCPU())
 			b.ReportMetric(cpu*1e6/float64(max(tr.Sent, 1)), "cpu-us/send")

@@ -53,7 +53,7 @@ func (c *benchCmd) Run() error {
 		case <-done:
 		}
 	}()
-	tuneGC()
+	defer bench.TuneGC()()
 	if c.CPUProfile != "" {
 		stop, err := startCPUProfile(c.CPUProfile)
 		if err != nil {

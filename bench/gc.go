@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -14,15 +14,15 @@ import (
 // A load generator's live heap is small (sketches, a bounded reservoir
 // of points) while its garbage comes with every request, and each
 // collection's stop of the world and marking delay its sends by
-// milliseconds. So bench lets the heap grow to gcFloor before a
+// milliseconds. So TuneGC lets the heap grow to gcFloor before a
 // collection, or, past it, to (1 + benchGOGC/100) times the live heap.
 // Against scripts/loopserver on 2 cores at 8,000/s, collecting at 5× a
 // 5 MB live heap (every 0.35 s) left the schedule lag p99 at 1.34-24.4
 // ms, with a floor of 256 MiB at 0.51-1.37 ms. Of floors of 64, 128 and
 // 256 MiB, 64 left it at 0.83-2.17 ms, the others at 0.42-0.83 ms.
 const (
-	// benchGOGC is the collector's percentage once the live heap is past
-	// gcFloor's share: collecting at 4× the live heap rather than 2×
+	// benchGOGC is the collector's percentage once its goal for the live
+	// heap is past the floor: collecting at 4× the live heap rather than 2×
 	// halves the collections, which were a tenth of a closed loop's client
 	// CPU.
 	benchGOGC = 400
@@ -33,18 +33,29 @@ const (
 	gcMemoryShare = 4
 )
 
-// tuneGC starts a gcTuner with gcFloor, at most a quarter of the memory
-// this process may use, unless the environment sets GOGC or GOMEMLIMIT
-// (the user's own tuning).
-func tuneGC() {
+// TuneGC tunes the garbage collector for a load generator's process,
+// unless the environment sets GOGC or GOMEMLIMIT (the user's own
+// tuning): until stop, the heap grows to 128 MiB (at most a quarter of
+// the memory the process may use: a container's limit, or the
+// machine's) before a collection, or past that to 5× the live heap. Its
+// stop ends the tuning and restores the percentage set before. The
+// collector is the process's: call it from a main package, once.
+func TuneGC() (stop func()) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return
+		return func() {}
 	}
 	floor := uint64(gcFloor)
 	if m := memoryLimit(); m > 0 {
 		floor = min(floor, m/gcMemoryShare)
 	}
-	newGCTuner(floor).start()
+	t := newGCTuner(floor)
+	before := debug.SetGCPercent(100)
+	debug.SetGCPercent(before)
+	t.start()
+	return func() {
+		t.stop()
+		debug.SetGCPercent(before)
+	}
 }
 
 // gcTuner keeps the collector's heap goal at floor or (1 +

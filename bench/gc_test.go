@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"runtime"
@@ -65,8 +65,23 @@ func TestGCTunerRetunes(t *testing.T) {
 func TestTuneGCLeavesTheUsersSetting(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(123))
 	t.Setenv("GOGC", "123")
-	tuneGC()
+	stop := TuneGC()
 	assert.Equal(t, 123, gogc(t))
+	stop()
+	assert.Equal(t, 123, gogc(t))
+}
+
+// TestTuneGCStops: TuneGC raises the percentage (the live heap is under
+// the floor), and its stop restores the one before.
+func TestTuneGCStops(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(77))
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	runtime.GC() // the live heap now, not an earlier test's
+	stop := TuneGC()
+	assert.Greater(t, gogc(t), benchGOGC)
+	stop()
+	assert.Equal(t, 77, gogc(t))
 }
 
 func TestMemoryLimit(t *testing.T) {
