@@ -38,22 +38,43 @@ func gogc(t *testing.T) int {
 	return int(s[0].Value.Uint64())
 }
 
-// TestGCTunerRetunes: the tuner sets the percentage for the floor at
-// start, and after a collection that finds a live heap past the floor,
-// sets benchGOGC.
+func TestGCFloorFor(t *testing.T) {
+	const mb = 1 << 20
+	assert.Equal(t, uint64(120*mb), gcFloorFor(60*mb, time.Second, 128*mb), "60 MB/s: 2 s of it")
+	assert.Equal(t, uint64(128*mb), gcFloorFor(600*mb, time.Second, 128*mb), "at most most")
+	assert.Equal(t, uint64(15*mb), gcFloorFor(75*mb, 10*time.Second, 128*mb), "7.5 MB/s")
+	assert.Equal(t, uint64(128*mb), gcFloorFor(mb, 0, 128*mb), "no time")
+}
+
+// TestGCTunerRetunes: the tuner starts at benchGOGC (the allocation rate
+// is unknown), raises the percentage after a collection that follows
+// fast allocation with a small live heap, and sets benchGOGC again after
+// one that finds a live heap past its floor.
 func TestGCTunerRetunes(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	const floor = 64 << 20
-	tu := newGCTuner(floor)
+	const most = 64 << 20
+	runtime.GC() // the live heap now, not an earlier test's
+	tu := newGCTuner(most)
 	defer tu.stop()
 	tu.start()
-	assert.Greater(t, gogc(t), benchGOGC, "a live heap under the floor")
+	assert.Equal(t, benchGOGC, gogc(t), "before a collection")
+
+	var sink []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for gogc(t) <= benchGOGC && time.Now().Before(deadline) {
+		for range 64 {
+			sink = make([]byte, 1<<20) // 64 MiB of garbage in a moment
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Greater(t, gogc(t), benchGOGC, "after fast allocation with a small live heap")
+	runtime.KeepAlive(sink)
 
 	live := make([]*[1 << 20]byte, 96) // 96 MiB, past the floor
 	for i := range live {
 		live[i] = new([1 << 20]byte)
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for gogc(t) != benchGOGC && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
@@ -71,15 +92,15 @@ func TestTuneGCLeavesTheUsersSetting(t *testing.T) {
 	assert.Equal(t, 123, gogc(t))
 }
 
-// TestTuneGCStops: TuneGC raises the percentage (the live heap is under
-// the floor), and its stop restores the one before.
+// TestTuneGCStops: TuneGC sets benchGOGC until a collection tells the
+// allocation rate, and its stop restores the percentage before.
 func TestTuneGCStops(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(77))
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
 	runtime.GC() // the live heap now, not an earlier test's
 	stop := TuneGC()
-	assert.Greater(t, gogc(t), benchGOGC)
+	assert.Equal(t, benchGOGC, gogc(t))
 	stop()
 	assert.Equal(t, 77, gogc(t))
 }
