@@ -189,8 +189,8 @@ type Load struct {
 	// instead of sleeping, for sends on time to the microsecond (default
 	// 100 µs). A spin is at most a tenth of the time between two sends, so
 	// it costs rate × spin of a core (10% at 1,000/s), never more than a
-	// tenth. Sends less than 200 µs apart (above 5,000/s) wait on the
-	// runtime's timer alone: the process is busy enough there that it
+	// tenth. Sends less than 110 µs apart on average (above 9,090/s) wait
+	// on the runtime's timer alone: the process is busy enough there that it
 	// wakes on time without a spin. Negative: sleep on the runtime's timer
 	// alone at every rate, no spin and no fine timer (sends up to a
 	// millisecond late on an idle machine).
