@@ -58,8 +58,7 @@ func TuneGC() (stop func()) {
 		most = min(most, m/gcMemoryShare)
 	}
 	t := newGCTuner(most)
-	before := debug.SetGCPercent(100)
-	debug.SetGCPercent(before)
+	before := debug.SetGCPercent(benchGOGC) // start sets it again
 	t.start()
 	return func() {
 		t.stop()
@@ -76,7 +75,7 @@ func TuneGC() (stop func()) {
 type gcTuner struct {
 	most uint64
 
-	mu      sync.Mutex // held by tune and stop
+	mu      sync.Mutex // held by tick and stop
 	stopped bool
 	pct     int // the percentage set last
 	sample  []metrics.Sample

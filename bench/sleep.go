@@ -32,14 +32,14 @@ const (
 	// the sender on time without a fine timer, and a waker would wait for
 	// a busy thread to look at the poller. Against scripts/loopserver on
 	// 2 cores at 6,000/s, the fine timer with the wakers cut the lag p90
-	// from 1.12-1.19 to 0.05-0.06 ms and its p99 from 1.61-2.50 to
-	// 0.68-0.86 ms, at 119-122 against 107-118 µs of client CPU per
+	// from 1.12-1.14 to 0.05-0.06 ms and its p99 from 1.61-2.50 to
+	// 0.68-0.86 ms, at 119-122 against 106-118 µs of client CPU per
 	// request; the fine timer without the wakers cost 143-145 µs (a
 	// second thread woken to run each worker). At 10,000/s both left the
-	// lag p99 at 2.4-15.7 ms, against 2.2-4.6 ms without either. The choice follows
-	// the mean, not each gap: Poisson arrivals at 1,000/s have gaps under
-	// any bound, and on the runtime's timer alone such a wait on an idle
-	// machine ends up to a millisecond late.
+	// lag p99 at 2.4-15.7 ms, against 2.2-4.6 ms without either. The
+	// choice follows the mean, not each gap: Poisson arrivals at 1,000/s
+	// have gaps under any bound, and on the runtime's timer alone such a
+	// wait on an idle machine ends up to a millisecond late.
 	quietGap = 110 * time.Microsecond
 	// gapWeight is the weight of the moving mean of the time between
 	// sends: each new gap moves it by 1/gapWeight of the difference.
@@ -52,9 +52,9 @@ type sleeper struct {
 	t    *time.Timer
 	fine fineTimer // nil: none on this system, or it could not be made
 	spin time.Duration
-	last time.Time // the previous wait's end, for spinShare
-	// prev is the previous wait's time, and meanGap the moving mean of
-	// the time between two (see quietGap), the first gap its seed.
+	// prev is the previous wait's time (for spinShare; zero before the
+	// first), and meanGap the moving mean of the time between two (see
+	// quietGap), the first gap its seed.
 	prev    time.Time
 	meanGap time.Duration
 	// plain: sleep on the runtime's timer alone (no fine timer, no spin).
@@ -74,7 +74,7 @@ type fineTimer interface {
 func newSleeper(spin time.Duration) *sleeper {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	s := &sleeper{t: t, spin: max(spin, 0), last: time.Now(), plain: spin < 0}
+	s := &sleeper{t: t, spin: max(spin, 0), plain: spin < 0}
 	if !s.plain {
 		if f, err := newFineTimer(); err == nil {
 			s.fine = f
@@ -118,22 +118,19 @@ func (s *sleeper) until(ctx context.Context, at time.Time) bool {
 // to the worker that sends, which is then awake and on a processor when
 // the send is due, instead of being woken at that time.
 func (s *sleeper) before(ctx context.Context, at time.Time) bool {
+	gap := at.Sub(s.prev) // the most a Duration holds before the first wait
 	if !s.prev.IsZero() {
-		if g := at.Sub(s.prev); s.meanGap == 0 {
-			s.meanGap = max(g, 1)
+		if s.meanGap == 0 {
+			s.meanGap = max(gap, 1)
 		} else {
-			s.meanGap += (g - s.meanGap) / gapWeight
+			s.meanGap += (gap - s.meanGap) / gapWeight
 		}
 	}
 	s.prev = at
-	now := time.Now()
-	d := at.Sub(now)
+	d := time.Until(at)
 	if d <= 0 {
-		s.last = now
 		return ctx.Err() == nil
 	}
-	gap := at.Sub(s.last)
-	s.last = at
 	if s.plain || !s.quiet() {
 		return s.sleep(ctx, d)
 	}
