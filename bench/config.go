@@ -189,12 +189,18 @@ type Load struct {
 	// instead of sleeping, for sends on time to the microsecond (default
 	// 100 µs). A spin is at most a tenth of the time between two sends, so
 	// it costs rate × spin of a core (10% at 1,000/s), never more than a
-	// tenth. Sends less than 110 µs apart on average (above 9,090/s) wait
-	// on the runtime's timer alone: the process is busy enough there that it
-	// wakes on time without a spin. Negative: sleep on the runtime's timer
-	// alone at every rate, no spin and no fine timer (sends up to a
-	// millisecond late on an idle machine).
+	// tenth. Negative: sleep on the runtime's timer alone at every rate,
+	// no spin, no fine timer and no window (sends up to a millisecond late
+	// on an idle machine).
 	SendSpin Duration `json:"send_spin,omitempty" yaml:"send_spin,omitempty"`
+	// SendWindow is the least time between two of an open loop's wakes
+	// where its sends are closer than that on average (default 500 µs):
+	// a send due less than a window after the last wake goes out at the
+	// next, late by less than a window, and each wake serves all the
+	// sends due by then. A wake costs the client more CPU than a send.
+	// Negative: a wake for each send (the lag of the fine timer and the
+	// spin at every rate, at a wake's CPU each).
+	SendWindow Duration `json:"send_window,omitempty" yaml:"send_window,omitempty"`
 
 	// phase offsets a constant-rate schedule's sends: a shard's (see
 	// Plan.ShardPlan), so that the shards' sends interleave.
@@ -230,6 +236,7 @@ const (
 	DefaultMaxInFlight  = 4096
 	DefaultLateAfter    = 10 * time.Millisecond
 	DefaultSendSpin     = 100 * time.Microsecond
+	DefaultSendWindow   = 500 * time.Microsecond
 	// MaxWorkers bounds the concurrency and the requests in flight.
 	MaxWorkers = 1 << 20
 	// MaxPromptTokens bounds a generated prompt.
@@ -449,6 +456,9 @@ func (p *Plan) Prepare() error {
 	}
 	if l.SendSpin == 0 {
 		l.SendSpin = Duration(DefaultSendSpin)
+	}
+	if l.SendWindow == 0 {
+		l.SendWindow = Duration(DefaultSendWindow)
 	}
 	if l.MaxInFlight < 0 || l.MaxInFlight > MaxWorkers {
 		return bad("max in flight %d must lie in [1, %d]", l.MaxInFlight, MaxWorkers)

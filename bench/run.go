@@ -406,7 +406,7 @@ func (tg *target) open(ctx context.Context) {
 		sendCtx, cancelSend = context.WithDeadline(ctx, start.Add(limit+ld.LateAfter.D()))
 	}
 	defer cancelSend()
-	sleep := newSleeper(ld.SendSpin.D())
+	sleep := newSleeper(ld.SendSpin.D(), ld.SendWindow.D())
 	defer sleep.stop()
 	n := 0
 	stopped := time.Duration(-1) // when the schedule stopped, if by the duration
@@ -444,9 +444,7 @@ func (tg *target) open(ctx context.Context) {
 		if !sleep.before(sendCtx, at) {
 			break
 		}
-		// The mean time between sends decides where idle workers wait
-		// (see pool.quiet).
-		w := workers.get(sendCtx, sleep.quiet())
+		w := workers.get(sendCtx)
 		if w == nil {
 			break
 		}
@@ -507,14 +505,14 @@ type job struct {
 type worker struct {
 	in chan job // buffered 1: the dispatcher never waits on it
 	// wk, where there is one, is what the worker parks on between calls
-	// while the loop is quiet (see pool.quiet), and what hand and close
-	// signal after the send on in. Set before the worker starts, never
-	// changed.
+	// (see pool.wakers), and what hand and close signal after the send
+	// on in. Set before the worker starts, never changed.
 	wk waker
-	// onWaker: the worker, idle, waits on wk, not on in. The worker sets
-	// it as it comes idle (under the pool's lock), and the dispatcher
-	// reads it once it has taken the worker, before the send that lets
-	// the worker set it again.
+	// onWaker: the worker, idle, waits on wk, not on in: wk is there and
+	// a wait of it has not failed. The worker sets it as it comes idle
+	// (under the pool's lock), and the dispatcher reads it once it has
+	// taken the worker, before the send that lets the worker set it
+	// again.
 	onWaker bool
 	req     cloudreq.CloudRequest
 }
@@ -571,20 +569,16 @@ func (w *worker) next(wk *waker) (job, bool) {
 type pool struct {
 	tg  *target
 	max int
-	// wakers: each worker has a waker of its own, where the system has
-	// them and the clock moves (a testing/synctest bubble's advances
-	// only when every goroutine waits on something in the bubble, which
-	// a descriptor in the poller is not).
+	// wakers: each worker has a waker of its own, and waits on it when
+	// idle, where the system has them and the clock moves (a
+	// testing/synctest bubble's advances only when every goroutine waits
+	// on something in the bubble, which a descriptor in the poller is
+	// not). A channel send to a waiting goroutine wakes a second thread
+	// to run it, and that wake, and the thread's sleep after it, cost
+	// more than the send itself; a waker's signal is seen by the thread
+	// that next looks at the poller, the one the dispatcher's wait puts
+	// there.
 	wakers bool
-	// quiet: the dispatcher's sends are far apart (see quietGap), and
-	// a worker that comes idle waits on its waker. A channel send to a
-	// waiting goroutine wakes a second thread to run it, and that wake,
-	// and the thread's sleep after it, cost more than the send itself
-	// when the process is otherwise idle. When it is busy, the threads
-	// are awake and the channel costs nothing extra, while a waker's
-	// descriptor waits for a thread to look at the poller, which a busy
-	// one does only between goroutines, or every 10 ms.
-	quiet bool
 
 	mu      sync.Mutex
 	idle    []*worker
@@ -606,13 +600,11 @@ func newPool(tg *target, max int) *pool {
 }
 
 // get returns an idle or a new worker, or, at the cap, the first to come
-// free; nil when ctx ends first. quiet says whether the sends are far
-// apart now (see pool.quiet).
-func (p *pool) get(ctx context.Context, quiet bool) *worker {
+// free; nil when ctx ends first.
+func (p *pool) get(ctx context.Context) *worker {
 	capped := false
 	for {
 		p.mu.Lock()
-		p.quiet = quiet
 		if n := len(p.idle); n > 0 {
 			w := p.idle[n-1]
 			p.idle = p.idle[:n-1]
@@ -662,7 +654,7 @@ func (p *pool) run(w *worker) {
 		p.tg.fill(&w.req, j.at, j.i)
 		p.tg.do(j.ctx, &w.req, true)
 		p.mu.Lock()
-		w.onWaker = p.quiet && wk != nil
+		w.onWaker = wk != nil
 		p.idle = append(p.idle, w)
 		if p.waiting {
 			p.waiting = false

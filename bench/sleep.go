@@ -13,7 +13,8 @@ import (
 // fine timer (Linux's timerfd, woken through the runtime's poller, as
 // precise as the kernel's high-resolution timers) until the spin stretch,
 // then a spin that yields the processor between clock reads until the
-// time itself.
+// time itself. Where the sends are closer than its window on average, it
+// wakes at most once a window (see sleeper.window).
 const (
 	// coarseLead is how long before a send the runtime's timer hands over
 	// to the fine one.
@@ -24,23 +25,6 @@ const (
 	// spinAll is the wait below which the sleeper spins it whole: a timer
 	// costs more than the wait.
 	spinAll = 10 * time.Microsecond
-	// quietGap is the mean time between sends from which the open loop
-	// counts as quiet: its waits are on the fine timer (and spin), and
-	// its idle workers wait on their wakers (see pool.quiet), not their
-	// channels. Below it (above 9,090 sends/s) the sends keep the process
-	// busy, so the runtime checks its timers between goroutines and wakes
-	// the sender on time without a fine timer, and a waker would wait for
-	// a busy thread to look at the poller. Against scripts/loopserver on
-	// 2 cores at 6,000/s, the fine timer with the wakers cut the lag p90
-	// from 1.12-1.14 to 0.05-0.06 ms and its p99 from 1.61-2.50 to
-	// 0.68-0.86 ms, at 119-122 against 106-118 µs of client CPU per
-	// request; the fine timer without the wakers cost 143-145 µs (a
-	// second thread woken to run each worker). At 10,000/s both left the
-	// lag p99 at 2.4-15.7 ms, against 2.2-4.6 ms without either. The
-	// choice follows the mean, not each gap: Poisson arrivals at 1,000/s
-	// have gaps under any bound, and on the runtime's timer alone such a
-	// wait on an idle machine ends up to a millisecond late.
-	quietGap = 110 * time.Microsecond
 	// gapWeight is the weight of the moving mean of the time between
 	// sends: each new gap moves it by 1/gapWeight of the difference.
 	gapWeight = 16
@@ -52,11 +36,25 @@ type sleeper struct {
 	t    *time.Timer
 	fine fineTimer // nil: none on this system, or it could not be made
 	spin time.Duration
+	// window is the least time between two of the fine timer's wakes
+	// while the moving mean of the time between sends is under it (0:
+	// none). Each wake, and the thread's sleep after it, costs the
+	// process more than the send it serves: on 2 cores against
+	// scripts/loopserver, a wake per send at 6,000/s cost 48-57 µs of
+	// client CPU per request, against 35-40 µs with a 500 µs window. A
+	// send due less than a window after the last wake waits for the
+	// next: it goes out late by less than the window (a send a spin
+	// away or less goes out at once, the worker spinning to its time).
+	// The mean decides, not each gap: Poisson arrivals have short gaps
+	// at any rate, and at 1,000/s each still gets a wake of its own.
+	window time.Duration
 	// prev is the previous wait's time (for spinShare; zero before the
 	// first), and meanGap the moving mean of the time between two (see
-	// quietGap), the first gap its seed.
+	// window), the first gap its seed.
 	prev    time.Time
 	meanGap time.Duration
+	// woke is when the fine timer last woke the sleeper.
+	woke time.Time
 	// plain: sleep on the runtime's timer alone (no fine timer, no spin).
 	plain bool
 }
@@ -69,12 +67,14 @@ type fineTimer interface {
 }
 
 // newSleeper returns a sleeper that spins the last spin of each wait, at
-// most spinShare of the time between two waits; a negative spin sleeps on
-// the runtime's timer alone (no fine timer, no spin).
-func newSleeper(spin time.Duration) *sleeper {
+// most spinShare of the time between two waits, and wakes at most once a
+// window where the sends are closer than that on average (a window of 0
+// or less: a wake for each); a negative spin sleeps on the runtime's
+// timer alone (no fine timer, no spin, no window).
+func newSleeper(spin, window time.Duration) *sleeper {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	s := &sleeper{t: t, spin: max(spin, 0), plain: spin < 0}
+	s := &sleeper{t: t, spin: max(spin, 0), window: max(window, 0), plain: spin < 0}
 	if !s.plain {
 		if f, err := newFineTimer(); err == nil {
 			s.fine = f
@@ -131,32 +131,35 @@ func (s *sleeper) before(ctx context.Context, at time.Time) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	if s.plain || !s.quiet() {
+	if s.plain {
 		return s.sleep(ctx, d)
 	}
 	spin := s.spinFor(d, gap)
-	lead := spin
+	// wake is when to stop sleeping: a spin before at, or the window's
+	// end where the sends are closer than the window and that is later.
+	wake := at.Add(-spin)
+	if s.fine != nil && s.meanGap < s.window && time.Until(wake) > 0 {
+		if next := s.woke.Add(s.window); next.After(wake) {
+			wake = next
+		}
+	}
+	d = time.Until(wake)
+	lead := time.Duration(0)
 	if s.fine != nil {
-		lead = max(coarseLead, spin)
+		lead = coarseLead
 	}
 	if d > lead && !s.sleep(ctx, d-lead) {
 		return false
 	}
 	if s.fine != nil {
-		if d := time.Until(at) - spin; d > 0 && s.fine.wait(d) != nil {
-			s.stopFine() // the runtime's timer and the spin from now on
+		if d := time.Until(wake); d > 0 {
+			if s.fine.wait(d) != nil {
+				s.stopFine() // the runtime's timer and the spin from now on
+			}
+			s.woke = time.Now()
 		}
 	}
 	return ctx.Err() == nil
-}
-
-// quiet reports whether the waits are far apart (see quietGap): the
-// moving mean of the time between them, or, before a second, the first.
-func (s *sleeper) quiet() bool {
-	if s.meanGap == 0 {
-		return true // no gap yet: the rate is unknown; the fine timer is on time at any rate
-	}
-	return s.meanGap >= quietGap
 }
 
 // sleep sleeps d on the runtime's timer and reports whether ctx is still

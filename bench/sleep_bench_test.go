@@ -12,16 +12,16 @@ import (
 // constant schedule at each rate, with the default spin and with
 // --send-spin=-1ns (off). It reports the lag's p50 and p99 (µs past each intended
 // time) and the process CPU per wait (µs), whose rate × cost is the
-// pacing's share of a core. At 12,000/s the sends are under quietGap
-// apart, so both wait on the runtime's timer, whose lag here (an idle
-// process) is its millisecond poll, not the busy open loop's. Run it on an
-// idle machine: a busy one delays the wake-ups, not the pacing.
+// pacing's share of a core. At 8,000/s and 12,000/s the sends are closer
+// than the default window, so the spun ones wake once a window and go
+// out up to a window late. Run it on an idle machine: a busy one delays
+// the wake-ups, not the pacing.
 func BenchmarkSleeper(b *testing.B) {
 	for _, rate := range []float64{100, 1000, 8000, 12000} {
 		for _, spin := range []time.Duration{DefaultSendSpin, -1} {
 			b.Run(fmt.Sprintf("rate-%.0f/spin-%v", rate, spin), func(b *testing.B) {
 				gap := time.Duration(float64(time.Second) / rate)
-				s := newSleeper(spin)
+				s := newSleeper(spin, DefaultSendWindow)
 				defer s.stop()
 				lags := make([]time.Duration, 0, b.N)
 				ctx := context.Background()

@@ -19,7 +19,7 @@ import (
 // after the time it was given, with the spin on and off.
 func TestSleeperNeverWakesEarly(t *testing.T) {
 	for _, spin := range []time.Duration{DefaultSendSpin, 0, -1} {
-		s := newSleeper(spin)
+		s := newSleeper(spin, DefaultSendWindow)
 		for _, d := range []time.Duration{5 * time.Microsecond, 80 * time.Microsecond, 700 * time.Microsecond, 3 * time.Millisecond} {
 			for range 5 {
 				at := time.Now().Add(d)
@@ -33,7 +33,7 @@ func TestSleeperNeverWakesEarly(t *testing.T) {
 
 func TestSleeperStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := newSleeper(DefaultSendSpin)
+	s := newSleeper(DefaultSendSpin, DefaultSendWindow)
 	defer s.stop()
 	time.AfterFunc(20*time.Millisecond, cancel)
 	assert.False(t, s.until(ctx, time.Now().Add(time.Hour)))
@@ -43,57 +43,90 @@ func TestSleeperStopsOnCancel(t *testing.T) {
 // TestSleeperSpinBudget: the spin is the configured one, at most a tenth
 // of the time between two sends, and a wait under spinAll is spun whole.
 func TestSleeperSpinBudget(t *testing.T) {
-	s := newSleeper(50 * time.Microsecond)
+	s := newSleeper(50*time.Microsecond, DefaultSendWindow)
 	defer s.stop()
 	assert.Equal(t, 50*time.Microsecond, s.spinFor(time.Millisecond, time.Millisecond))           // 1,000/s: 5% of a core
 	assert.Equal(t, 12500*time.Nanosecond, s.spinFor(125*time.Microsecond, 125*time.Microsecond)) // 8,000/s: 10%
 	assert.Equal(t, 50*time.Microsecond, s.spinFor(time.Second, time.Second))                     // 1/s: 0.005%
 	assert.Equal(t, 7*time.Microsecond, s.spinFor(7*time.Microsecond, time.Millisecond))
-	off := newSleeper(0)
+	off := newSleeper(0, DefaultSendWindow)
 	defer off.stop()
 	assert.Zero(t, off.spinFor(time.Millisecond, time.Millisecond))
 }
 
-// TestSleeperQuietFollowsTheMean: whether the waits are quiet (on the
-// fine timer) follows the moving mean of their gaps, not each gap: the
-// short gaps of Poisson arrivals at 1,000/s leave it quiet, and 20,000/s
-// (constant or Poisson) is not. The times are past, so nothing sleeps.
-func TestSleeperQuietFollowsTheMean(t *testing.T) {
+// TestSleeperWindow: where the sends are closer than the window on
+// average, the fine timer wakes at most once a window, and the sends due
+// in between go out at the next wake, none early and none later than a
+// window and a wake-up; a send a spin away from a wake goes out at once.
+// Where the mean gap is the window or more (1,000/s, constant or Poisson,
+// whose gaps are often shorter), each wait is a spin before its own time.
+// With a negative window, every wait is.
+func TestSleeperWindow(t *testing.T) {
+	if f, err := newFineTimer(); err != nil {
+		t.Skipf("no fine timer on this system: %v", err)
+	} else {
+		f.close()
+	}
+	const window = 2 * time.Millisecond // far above a wake-up's delay
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct {
 		name    string
 		rate    float64
 		poisson bool
-		quiet   bool
+		window  time.Duration
+		batched bool
 	}{
-		{"poisson 1000/s", 1000, true, true},
-		{"constant 8000/s", 8000, false, true},
-		{"constant 20000/s", 20000, false, false},
-		{"poisson 20000/s", 20000, true, false},
+		{"constant 2000/s", 2000, false, window, true},
+		{"poisson 4000/s", 4000, true, window, true},
+		{"poisson 200/s", 200, true, window, false},
+		{"constant 2000/s, no window", 2000, false, -1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSleeper(DefaultSendSpin)
+			s := newSleeper(DefaultSendSpin, tc.window)
 			defer s.stop()
-			assert.True(t, s.quiet(), "before any gap")
-			at := time.Now().Add(-time.Hour)
-			short, loud := 0, 0
-			for i := range 2000 {
-				gap := time.Duration(float64(time.Second) / tc.rate)
+			mean := time.Duration(float64(time.Second) / tc.rate)
+			at := time.Now().Add(time.Millisecond)
+			var wakes []time.Time
+			late, early, short := 0, 0, 0
+			for range 300 {
+				gap := mean
 				if tc.poisson {
-					gap = time.Duration(rng.ExpFloat64() * float64(gap))
+					gap = time.Duration(rng.ExpFloat64() * float64(mean))
 				}
-				if gap < quietGap {
+				if gap < window {
 					short++
 				}
 				at = at.Add(gap)
+				woke := s.woke
 				require.True(t, s.before(context.Background(), at))
-				if i >= 100 && s.quiet() != tc.quiet {
-					loud++
+				if !s.woke.Equal(woke) {
+					wakes = append(wakes, s.woke)
+				}
+				if !spinUntil(at) {
+					t.Fatal("the clock stood still")
+				}
+				if lag := time.Since(at); lag > window+time.Millisecond {
+					late++
+				} else if lag < 0 {
+					early++
 				}
 			}
-			assert.Zero(t, loud, "waits after the 100th whose quiet was not %v (mean gap %v)", tc.quiet, s.meanGap)
-			if tc.poisson && tc.quiet {
-				assert.Greater(t, short, 100, "the schedule had few gaps under quietGap")
+			assert.Zero(t, early, "sends early")
+			tight := 0 // wakes closer than the window (a wake-up's jitter aside)
+			for i := 1; i < len(wakes); i++ {
+				if wakes[i].Sub(wakes[i-1]) < window-50*time.Microsecond {
+					tight++
+				}
+			}
+			if tc.batched {
+				assert.Zero(t, tight, "wakes closer than the window")
+				assert.LessOrEqual(t, late, 30, "sends later than a window and a wake-up (of 300; a busy machine wakes some late)")
+				assert.Less(t, len(wakes), 300*int(mean)/int(window)+30, "wakes: a window's worth of sends each")
+			} else {
+				assert.Greater(t, tight, 30, "the wakes kept a window apart with sends farther apart on average")
+				if tc.poisson {
+					assert.Greater(t, short, 30, "the schedule had few gaps under the window")
+				}
 			}
 		})
 	}
@@ -104,7 +137,7 @@ func TestSleeperQuietFollowsTheMean(t *testing.T) {
 // sleeps on the runtime's timer: it wakes exactly on time, by that clock.
 func TestSleeperUnderAFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSleeper(DefaultSendSpin)
+		s := newSleeper(DefaultSendSpin, DefaultSendWindow)
 		defer s.stop()
 		for _, d := range []time.Duration{5 * time.Microsecond, 300 * time.Microsecond, 10 * time.Millisecond} {
 			at := time.Now().Add(d)
@@ -167,7 +200,7 @@ func TestSaturatedFiguresAreMarked(t *testing.T) {
 // busy machine can wake a thread later than the spin, so the early return
 // is asked of one try in five.
 func TestSleeperBeforeLeavesTheSpin(t *testing.T) {
-	s := newSleeper(5 * time.Millisecond)
+	s := newSleeper(5*time.Millisecond, DefaultSendWindow)
 	defer s.stop()
 	early := false
 	for range 5 {
@@ -180,7 +213,7 @@ func TestSleeperBeforeLeavesTheSpin(t *testing.T) {
 	}
 	assert.True(t, early, "before never returned ahead of the time")
 
-	plain := newSleeper(-1)
+	plain := newSleeper(-1, DefaultSendWindow)
 	defer plain.stop()
 	at := time.Now().Add(3 * time.Millisecond)
 	require.True(t, plain.before(context.Background(), at))

@@ -131,7 +131,7 @@ func TestPoolCapsItsWakers(t *testing.T) {
 	require.True(t, p.wakers)
 	with := 0
 	for range maxWakers + 10 {
-		w := p.get(t.Context(), true)
+		w := p.get(t.Context())
 		require.NotNil(t, w)
 		if w.wk != nil {
 			with++
