@@ -92,17 +92,25 @@ func TestStartBarrier(t *testing.T) {
 	})
 	t.Run("not a shard", func(t *testing.T) {
 		addr := freeAddr(t)
-		go func() {
+		stop := make(chan struct{})
+		var stray sync.WaitGroup
+		stray.Go(func() {
 			for range 100 { // a stray client's garbage is no hello
 				if c, err := net.Dial("tcp", addr); err == nil {
 					_, _ = c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
 					_ = c.Close()
 					return
 				}
-				time.Sleep(20 * time.Millisecond)
+				select {
+				case <-stop: // the barrier is done: no goroutine outlives the test
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
 			}
-		}()
+		})
 		errs := barriers(t, addr, 2, map[int]string{0: "p", 1: "p"}, 10*time.Second)
+		close(stop)
+		stray.Wait()
 		assert.NoError(t, errs[0])
 		assert.NoError(t, errs[1])
 	})
