@@ -410,6 +410,7 @@ func (tg *target) open(ctx context.Context) {
 	defer sleep.stop()
 	n := 0
 	stopped := time.Duration(-1) // when the schedule stopped, if by the duration
+	var last *worker                // the worker handed the previous send (see worker.hand)
 	for sendCtx.Err() == nil {
 		off := sch.Peek()
 		// The schedule is decided up to its horizon (a ladder step's end):
@@ -441,8 +442,15 @@ func (tg *target) open(ctx context.Context) {
 		if workers.stillClock.Load() && !sleep.plain {
 			sleep.stillClock() // a worker's spin found a fake clock
 		}
+		slept := sleep.slept
 		if !sleep.before(sendCtx, at) {
 			break
+		}
+		// A send due since the dispatcher last woke, and less than a
+		// window late, follows the previous one (see worker.hand).
+		after := last
+		if sleep.slept != slept || time.Since(at) >= sleep.window {
+			after = nil
 		}
 		w := workers.get(sendCtx)
 		if w == nil {
@@ -456,7 +464,8 @@ func (tg *target) open(ctx context.Context) {
 		if tg.shape != nil {
 			j.i = int(tg.shaped.Add(1) - 1) // in send order
 		}
-		w.hand(j)
+		w.hand(j, after)
+		last = w
 	}
 	if stopped < 0 {
 		stopped = time.Since(start)
@@ -514,8 +523,14 @@ type worker struct {
 	// taken the worker, before the send that lets the worker set it
 	// again.
 	onWaker bool
-	req     cloudreq.CloudRequest
+	// then is the worker that this one signals as it takes its send (see
+	// hand): nil, another worker, or tookSend once it has taken it.
+	then atomic.Pointer[worker]
+	req  cloudreq.CloudRequest
 }
+
+// tookSend marks a worker's then once it has taken its send.
+var tookSend = new(worker)
 
 // maxWakers is how many of an open loop's workers have a waker (a
 // descriptor each, beside each one's connection); the rest wait on their
@@ -533,12 +548,31 @@ type waker interface {
 }
 
 // hand gives w its next send. w is idle, so in is empty: the send does
-// not wait, and, where w waits on its waker, wakes nothing either.
-func (w *worker) hand(j job) {
+// not wait, and, where w waits on its waker, wakes nothing either. With
+// after (the worker handed the send before, in the same wake), w on its
+// waker is signalled by after as after takes its own send, if it has
+// not yet: wakers signalled together are all ready at the poller's next
+// look, and the runtime wakes another thread for each but the first,
+// where one after another they run on the thread that looks. Otherwise
+// hand signals w.
+func (w *worker) hand(j job, after *worker) {
+	w.then.Store(nil)
 	signal := w.onWaker
 	w.in <- j
-	if signal {
-		w.wk.signal()
+	if !signal {
+		return
+	}
+	if after != nil && after.then.CompareAndSwap(nil, w) {
+		return
+	}
+	w.wk.signal()
+}
+
+// took is w's, as it takes a send: it signals the worker handed the send
+// after w's to follow it, if there is one yet, and marks w's send taken.
+func (w *worker) took() {
+	if next := w.then.Swap(tookSend); next != nil && next != tookSend {
+		next.wk.signal()
 	}
 }
 
@@ -650,6 +684,7 @@ func (p *pool) run(w *worker) {
 		if !ok {
 			return
 		}
+		w.took()
 		p.due(j.at)
 		p.tg.fill(&w.req, j.at, j.i)
 		p.tg.do(j.ctx, &w.req, true)

@@ -53,8 +53,11 @@ type sleeper struct {
 	// window), the first gap its seed.
 	prev    time.Time
 	meanGap time.Duration
-	// woke is when the fine timer last woke the sleeper.
-	woke time.Time
+	// woke is when the fine timer last woke the sleeper, and slept
+	// flips at each of its waits (of either timer): a caller that sees
+	// it unchanged across a call knows the call did not sleep.
+	woke  time.Time
+	slept bool
 	// plain: sleep on the runtime's timer alone (no fine timer, no spin).
 	plain bool
 }
@@ -153,6 +156,7 @@ func (s *sleeper) before(ctx context.Context, at time.Time) bool {
 	}
 	if s.fine != nil {
 		if d := time.Until(wake); d > 0 {
+			s.slept = !s.slept
 			if s.fine.wait(d) != nil {
 				s.stopFine() // the runtime's timer and the spin from now on
 			}
@@ -168,6 +172,7 @@ func (s *sleeper) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
+	s.slept = !s.slept
 	s.t.Reset(d)
 	select {
 	case <-s.t.C:

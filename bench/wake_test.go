@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -91,7 +92,7 @@ func TestWorkerOnItsWaker(t *testing.T) {
 			if i%50 == 0 {
 				time.Sleep(2 * time.Millisecond) // the worker parks
 			}
-			w.hand(job{i: i})
+			w.hand(job{i: i}, nil)
 			select {
 			case g := <-got:
 				require.Equal(t, i, g, "onWaker %v", onWaker)
@@ -100,7 +101,7 @@ func TestWorkerOnItsWaker(t *testing.T) {
 			}
 		}
 		// The last send and the close, handed at once.
-		w.hand(job{i: 200})
+		w.hand(job{i: 200}, nil)
 		close(w.in)
 		wk.signal()
 		select {
@@ -138,5 +139,120 @@ func TestPoolCapsItsWakers(t *testing.T) {
 		}
 	}
 	assert.Equal(t, maxWakers, with)
+	require.NoError(t, within(t, 10*time.Second, func() error { p.close(); return nil }))
+}
+
+// countWaker is a waker that counts its signals and never parks.
+type countWaker struct{ n atomic.Int32 }
+
+func (c *countWaker) signal()     { c.n.Add(1) }
+func (c *countWaker) wait() error { return nil }
+func (c *countWaker) close()      {}
+
+func onWaker() *worker {
+	return &worker{in: make(chan job, 1), wk: &countWaker{}, onWaker: true}
+}
+
+func signals(w *worker) int32 { return w.wk.(*countWaker).n.Load() }
+
+// TestHandAfter: a send handed after another in the same wake is
+// signalled by the worker before it as that one takes its send, not by
+// the hand; if that one took it already, the hand signals. A worker on
+// its channel is never chained, and a new hand clears what a worker
+// follows.
+func TestHandAfter(t *testing.T) {
+	a, b, c := onWaker(), onWaker(), onWaker()
+	a.hand(job{i: 1}, nil)
+	assert.Equal(t, int32(1), signals(a))
+	b.hand(job{i: 2}, a)
+	assert.Zero(t, signals(b), "b signalled before a took its send")
+	<-a.in
+	a.took()
+	assert.Equal(t, int32(1), signals(b), "a took its send and did not signal b")
+	<-b.in
+	b.took()
+
+	c.hand(job{i: 3}, a) // a took its send already
+	assert.Equal(t, int32(1), signals(c), "c waited on a, which had taken its send")
+	<-c.in
+	c.took()
+
+	a.hand(job{i: 4}, nil)
+	assert.Nil(t, a.then.Load(), "a new hand left a's follower")
+	d := onWaker()
+	d.onWaker = false // on its channel: the channel send wakes it
+	d.hand(job{i: 5}, a)
+	assert.Nil(t, a.then.Load(), "a worker on its channel was chained")
+	assert.Zero(t, signals(d))
+	<-a.in
+	a.took()
+	assert.Zero(t, signals(d))
+}
+
+// TestHandAfterDelivers: bursts of sends handed one after another to
+// workers on real wakers, each chained to the one before, all reach
+// their workers, whichever takes its send first.
+func TestHandAfterDelivers(t *testing.T) {
+	if wk, err := newWaker(); err != nil {
+		t.Skipf("no waker on this system: %v", err)
+	} else {
+		wk.close()
+	}
+	p := newPool(nil, 64)
+	require.True(t, p.wakers)
+	const n = 16
+	ws := make([]*worker, n)
+	got := make(chan int, n)
+	for i := range ws {
+		wk, err := newWaker()
+		require.NoError(t, err)
+		w := &worker{in: make(chan job, 1), wk: wk, onWaker: true}
+		ws[i] = w
+		p.idle = append(p.idle, w)
+		p.wg.Go(func() { // pool.run, its call aside
+			k := w.wk
+			for {
+				j, ok := w.next(&k)
+				if !ok {
+					return
+				}
+				w.took()
+				got <- j.i
+				p.mu.Lock()
+				w.onWaker = k != nil
+				p.idle = append(p.idle, w)
+				p.mu.Unlock()
+			}
+		})
+	}
+	p.all = ws
+	for burst := range 50 {
+		// Every worker idle (as pool.get takes them: under the lock).
+		for try := 0; ; try++ {
+			require.Less(t, try, 5000, "burst %d: the workers did not come idle", burst)
+			p.mu.Lock()
+			idle := len(p.idle) == n
+			if idle {
+				p.idle = p.idle[:0]
+			}
+			p.mu.Unlock()
+			if idle {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		var last *worker
+		for i, w := range ws {
+			w.hand(job{i: burst*n + i}, last)
+			last = w
+		}
+		for seen := 0; seen < n; seen++ {
+			select {
+			case <-got:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("burst %d: %d of %d sends reached their workers", burst, seen, n)
+			}
+		}
+	}
 	require.NoError(t, within(t, 10*time.Second, func() error { p.close(); return nil }))
 }
