@@ -157,3 +157,26 @@ func TestPacerPoissonGapsAreExponential(t *testing.T) {
 	assert.Less(t, ks(g, 400), crit, "after a rebase: Exp(400) from the rebase")
 	assert.Greater(t, ks(g, 250), crit)
 }
+
+// TestOpenLoopDeliversEverySend: on the real clock, with the fine timer,
+// the window and the workers' wakers, Poisson sends at 1,000/s to an
+// endpoint that answers at once (so a worker often comes idle in time for
+// the send after its own, late or a few µs on) each reach the endpoint
+// promptly: none is left waiting on a signal that never comes until the
+// run's end.
+func TestOpenLoopDeliversEverySend(t *testing.T) {
+	fake := &sendLog{}
+	p := &Plan{Targets: []Target{fakeTarget()}, Load: Load{Model: LoadPoisson, Rate: 1000},
+		Limits: Limits{Requests: 1000}}
+	res, err := Run(context.Background(), p, Options{Connect: connectTo(fake)})
+	require.NoError(t, err)
+	require.Len(t, fake.in, 1000)
+	assert.Equal(t, int64(1000), res.Targets[0].Sent)
+	slow := 0
+	for i, at := range fake.at {
+		if at.Sub(fake.in[i]) > 250*time.Millisecond {
+			slow++
+		}
+	}
+	assert.Zero(t, slow, "sends that reached the endpoint over 250 ms after their time")
+}

@@ -551,7 +551,8 @@ type waker interface {
 // not wait, and, where w waits on its waker, wakes nothing either. With
 // after (the worker handed the send before, in the same wake), w on its
 // waker is signalled by after as after takes its own send, if it has
-// not yet: wakers signalled together are all ready at the poller's next
+// not yet (after may be w itself, come idle since: then w is signalled
+// by hand, as it follows no one): wakers signalled together are all ready at the poller's next
 // look, and the runtime wakes another thread for each but the first,
 // where one after another they run on the thread that looks. Otherwise
 // hand signals w.
@@ -562,7 +563,7 @@ func (w *worker) hand(j job, after *worker) {
 	if !signal {
 		return
 	}
-	if after != nil && after.then.CompareAndSwap(nil, w) {
+	if after != nil && after != w && after.then.CompareAndSwap(nil, w) {
 		return
 	}
 	w.wk.signal()

@@ -158,8 +158,8 @@ func signals(w *worker) int32 { return w.wk.(*countWaker).n.Load() }
 // TestHandAfter: a send handed after another in the same wake is
 // signalled by the worker before it as that one takes its send, not by
 // the hand; if that one took it already, the hand signals. A worker on
-// its channel is never chained, and a new hand clears what a worker
-// follows.
+// its channel is never chained, nor one to itself (come idle and handed
+// the next send), and a new hand clears what a worker follows.
 func TestHandAfter(t *testing.T) {
 	a, b, c := onWaker(), onWaker(), onWaker()
 	a.hand(job{i: 1}, nil)
@@ -179,6 +179,13 @@ func TestHandAfter(t *testing.T) {
 
 	a.hand(job{i: 4}, nil)
 	assert.Nil(t, a.then.Load(), "a new hand left a's follower")
+	<-a.in
+	a.took()
+	a.hand(job{i: 6}, a) // a came idle and is handed the next send too
+	assert.Equal(t, int32(3), signals(a), "a, handed the send after its own, was left to signal itself")
+	<-a.in
+	a.took()
+	a.hand(job{i: 7}, nil)
 	d := onWaker()
 	d.onWaker = false // on its channel: the channel send wakes it
 	d.hand(job{i: 5}, a)
