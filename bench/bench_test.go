@@ -120,7 +120,7 @@ func BenchmarkOpenLoopPaced(b *testing.B) {
 	for _, tc := range []struct {
 		model string
 		rate  float64
-	}{{bench.LoadConstant, 1000}, {bench.LoadConstant, 4000}, {bench.LoadConstant, 8000}, {bench.LoadPoisson, 1000}} {
+	}{{bench.LoadConstant, 1000}, {bench.LoadConstant, 4000}, {bench.LoadConstant, 8000}, {bench.LoadConstant, 12000}, {bench.LoadPoisson, 1000}} {
 		b.Run(fmt.Sprintf("%s-%.0f", tc.model, tc.rate), func(b *testing.B) {
 			res, wall := runNoop(b, bench.Load{Model: tc.model, Rate: tc.rate})
 			tr := res.Targets[0]

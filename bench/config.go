@@ -187,8 +187,8 @@ type Load struct {
 	// SendSpin is the last stretch before each open-loop send that the
 	// sender spins through (reading the clock, yielding the processor)
 	// instead of sleeping, for sends on time to the microsecond (default
-	// 100 µs). A spin is at most a tenth of the time between two sends, so
-	// it costs rate × spin of a core (10% at 1,000/s), never more than a
+	// 50 µs). A spin is at most a tenth of the time between two sends, so
+	// it costs rate × spin of a core (5% at 1,000/s), never more than a
 	// tenth. Negative: sleep on the runtime's timer alone at every rate,
 	// no spin, no fine timer and no window (sends up to a millisecond late
 	// on an idle machine).
@@ -235,7 +235,7 @@ const (
 	DefaultPromptTokens = 512
 	DefaultMaxInFlight  = 4096
 	DefaultLateAfter    = 10 * time.Millisecond
-	DefaultSendSpin     = 100 * time.Microsecond
+	DefaultSendSpin     = 50 * time.Microsecond
 	DefaultSendWindow   = 500 * time.Microsecond
 	// MaxWorkers bounds the concurrency and the requests in flight.
 	MaxWorkers = 1 << 20
