@@ -410,7 +410,7 @@ func (tg *target) open(ctx context.Context) {
 	defer sleep.stop()
 	n := 0
 	stopped := time.Duration(-1) // when the schedule stopped, if by the duration
-	var last *worker                // the worker handed the previous send (see worker.hand)
+	var last *worker             // the worker handed the previous send (see worker.hand)
 	for sendCtx.Err() == nil {
 		off := sch.Peek()
 		// The schedule is decided up to its horizon (a ladder step's end):
