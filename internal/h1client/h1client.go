@@ -14,9 +14,11 @@
 // drag an open loop behind its schedule. Libraries that do I/O on the
 // caller's goroutine (fasthttp) are not http.RoundTrippers, and the
 // adapters, signers and timeline are built on net/http's types; this
-// package keeps those types and net/http's own request writer
-// (Request.Write) and response parser (http.ReadResponse), and replaces
-// only the connection handling. On Linux it reads and writes a socket
+// package keeps those types and net/http's response parser
+// (http.ReadResponse), and replaces the connection handling and, for the
+// plain requests a client sends, the request writer (writeRequest writes
+// what Request.Write writes, byte for byte, and leaves every other
+// request to it). On Linux it reads and writes a socket
 // with raw system calls through the runtime's poller, which spares the
 // scheduler's system-call bookkeeping: a process that comes idle between
 // requests, as a paced load generator's does, otherwise wakes the
@@ -160,7 +162,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	err = req.Write(c.bw) // closes req.Body; calls the write hooks
+	err = writeRequest(c.bw, req, trace) // closes req.Body; calls the write hooks
 	if err == nil {
 		err = c.bw.Flush()
 	}
