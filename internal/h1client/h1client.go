@@ -14,11 +14,11 @@
 // drag an open loop behind its schedule. Libraries that do I/O on the
 // caller's goroutine (fasthttp) are not http.RoundTrippers, and the
 // adapters, signers and timeline are built on net/http's types; this
-// package keeps those types and net/http's response parser
-// (http.ReadResponse), and replaces the connection handling and, for the
-// plain requests a client sends, the request writer (writeRequest writes
-// what Request.Write writes, byte for byte, and leaves every other
-// request to it). On Linux it reads and writes a socket
+// package keeps those types, and replaces the connection handling and,
+// for plain requests and responses, net/http's request writer and
+// response parser: writeRequest writes what Request.Write writes, byte
+// for byte, and readPlain reads a plain response as http.ReadResponse
+// reads it; each leaves every other message to net/http's own. On Linux it reads and writes a socket
 // with raw system calls through the runtime's poller, which spares the
 // scheduler's system-call bookkeeping: a process that comes idle between
 // requests, as a paced load generator's does, otherwise wakes the
@@ -200,6 +200,9 @@ func readResponse(br *bufio.Reader, req *http.Request, trace *httptrace.ClientTr
 	}
 	if trace != nil && trace.GotFirstResponseByte != nil {
 		trace.GotFirstResponseByte()
+	}
+	if resp, ok := readPlain(br, req); ok {
+		return resp, nil
 	}
 	for {
 		resp, err := http.ReadResponse(br, req)
