@@ -103,7 +103,7 @@ func readPlain(br *bufio.Reader, req *http.Request) (*http.Response, bool) {
 		return nil, false
 	}
 	resp := &http.Response{
-		Status: text[len("HTTP/1.1 "):nl-1], StatusCode: code,
+		Status: text[len("HTTP/1.1 ") : nl-1], StatusCode: code,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, ContentLength: length, Request: req,
 	}
