@@ -187,7 +187,8 @@ type Load struct {
 	// SendSpin is the last stretch before each open-loop send that the
 	// sender spins through (reading the clock, yielding the processor)
 	// instead of sleeping, for sends on time to the microsecond (default
-	// 50 µs). A spin is at most a tenth of the time between two sends, so
+	// 50 µs; more, up to 1 ms, where the fine timer is seen waking later
+	// than the spin). A spin is at most a tenth of the time between two sends, so
 	// it costs rate × spin of a core (5% at 1,000/s), never more than a
 	// tenth. Negative: sleep on the runtime's timer alone at every rate,
 	// no spin, no fine timer and no window (sends up to a millisecond late

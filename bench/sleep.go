@@ -28,6 +28,13 @@ const (
 	// gapWeight is the weight of the moving mean of the time between
 	// sends: each new gap moves it by 1/gapWeight of the difference.
 	gapWeight = 16
+	// slackWeight is how slowly the fine timer's slack falls (see
+	// sleeper.slack): each wake that overshoots less moves it by
+	// 1/slackWeight of the difference.
+	slackWeight = 32
+	// maxSlack bounds the slack, so that one long stall (the machine
+	// busy elsewhere) does not set it for long.
+	maxSlack = time.Millisecond
 )
 
 // sleeper sleeps until absolute times on one reusable timer and, where
@@ -58,6 +65,12 @@ type sleeper struct {
 	// it unchanged across a call knows the call did not sleep.
 	woke  time.Time
 	slept bool
+	// slack is a high-water mark of how late the fine timer wakes (its
+	// overshoot): it rises to each later wake at once and falls slowly
+	// (slackWeight). The spin is at least the slack, so that a machine
+	// whose timers wake late (a virtual machine's can, by 100 µs and
+	// more) still sends on time where the spin's share allows.
+	slack time.Duration
 	// plain: sleep on the runtime's timer alone (no fine timer, no spin).
 	plain bool
 }
@@ -87,13 +100,25 @@ func newSleeper(spin, window time.Duration) *sleeper {
 }
 
 // spinFor returns how long to spin of a wait of d, sinceLast after the
-// previous wait's end: the spin, at most spinShare of the time between
-// two sends, or all of a wait under spinAll.
+// previous wait's end: the spin or the fine timer's slack, the longer,
+// at most spinShare of the time between two sends, or all of a wait
+// under spinAll.
 func (s *sleeper) spinFor(d, sinceLast time.Duration) time.Duration {
 	if d <= spinAll {
 		return d
 	}
-	return min(s.spin, time.Duration(spinShare*float64(sinceLast)))
+	return min(max(s.spin, s.slack), time.Duration(spinShare*float64(sinceLast)))
+}
+
+// noteWake updates the slack with one wake of the fine timer, over late
+// (0 or less: on time).
+func (s *sleeper) noteWake(over time.Duration) {
+	over = min(max(over, 0), maxSlack)
+	if over >= s.slack {
+		s.slack = over
+		return
+	}
+	s.slack -= (s.slack - over + slackWeight - 1) / slackWeight
 }
 
 // until sleeps until at (returning at once when it is past) and reports
@@ -161,6 +186,7 @@ func (s *sleeper) before(ctx context.Context, at time.Time) bool {
 				s.stopFine() // the runtime's timer and the spin from now on
 			}
 			s.woke = time.Now()
+			s.noteWake(s.woke.Sub(wake))
 		}
 	}
 	return ctx.Err() == nil

@@ -54,6 +54,45 @@ func TestSleeperSpinBudget(t *testing.T) {
 	assert.Zero(t, off.spinFor(time.Millisecond, time.Millisecond))
 }
 
+// TestSleeperSlack: a fine timer seen waking late raises the spin to its
+// lateness at once (within the spin's share of the gap), which then falls
+// back to the configured spin as the wakes come on time; one long stall
+// counts as maxSlack.
+func TestSleeperSlack(t *testing.T) {
+	s := newSleeper(50*time.Microsecond, DefaultSendWindow)
+	defer s.stop()
+	s.noteWake(150 * time.Microsecond)
+	assert.Equal(t, 150*time.Microsecond, s.spinFor(10*time.Millisecond, 10*time.Millisecond))
+	assert.Equal(t, 100*time.Microsecond, s.spinFor(time.Millisecond, time.Millisecond), "the share still bounds it")
+	s.noteWake(-time.Millisecond) // on time
+	assert.Less(t, s.slack, 150*time.Microsecond)
+	assert.Greater(t, s.slack, 140*time.Microsecond, "the slack falls slowly")
+	for range 20 * slackWeight {
+		s.noteWake(0)
+	}
+	assert.Zero(t, s.slack)
+	assert.Equal(t, 50*time.Microsecond, s.spinFor(10*time.Millisecond, 10*time.Millisecond))
+	s.noteWake(time.Hour)
+	assert.Equal(t, maxSlack, s.slack)
+}
+
+// lateTimer is a fine timer that wakes late by over.
+type lateTimer struct{ over time.Duration }
+
+func (l lateTimer) wait(d time.Duration) error { time.Sleep(d + l.over); return nil }
+func (lateTimer) close()                       {}
+
+// TestSleeperLearnsSlack: the sleeper takes the slack from its fine
+// timer's wakes.
+func TestSleeperLearnsSlack(t *testing.T) {
+	s := newSleeper(50*time.Microsecond, DefaultSendWindow)
+	defer s.stop()
+	s.stopFine()
+	s.fine = lateTimer{over: 3 * time.Millisecond}
+	require.True(t, s.until(context.Background(), time.Now().Add(time.Millisecond)))
+	assert.Equal(t, maxSlack, s.slack)
+}
+
 // TestSleeperWindow: where the sends are closer than the window on
 // average, the fine timer wakes at most once a window, and the sends due
 // in between go out at the next wake, none early and none later than a

@@ -50,7 +50,7 @@ type benchCmd struct {
 	Rate        float64       `help:"Open loop: requests per second (at most 1e6)." group:"Load"`
 	MaxInFlight int           `help:"Open loop: cap on requests in flight (sends past it are late, never dropped)." group:"Load"`
 	LateAfter   time.Duration `help:"Schedule lag beyond which a send counts as late (default 10ms)." group:"Load"`
-	SendSpin    time.Duration `help:"Open loop: the last stretch before each send spun through instead of slept, for sends on time to the microsecond (default 50us; at most a tenth of the time between sends: rate x spin of a core); negative: the runtime's timer alone." group:"Load"`
+	SendSpin    time.Duration `help:"Open loop: the last stretch before each send spun through instead of slept, for sends on time to the microsecond (default 50us, more where the timer is seen waking later than that; at most a tenth of the time between sends: rate x spin of a core); negative: the runtime's timer alone." group:"Load"`
 	SendWindow  time.Duration `help:"Open loop: where sends are closer than this on average, wake at most once per window and send all that are due, each late by less than a window; a wake costs more CPU than a send (default 500us); negative: a wake for each send." group:"Load"`
 	HTTPClient  string        `name:"http-client" help:"HTTP/1.1 client for cleartext (http://) targets: sync (requests written and read on the sending goroutine: less client CPU per request) or std (net/http's Transport). https and proxied targets always use net/http's." enum:"sync,std" default:"sync" group:"Load"`
 	Requests    int           `help:"Measured requests per target (default 100 when no --duration; the default run: as many as take about a minute, --requests 100 for the full reference run)." group:"Load"`
