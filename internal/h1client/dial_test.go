@@ -1,6 +1,7 @@
 package h1client
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net"
@@ -164,4 +165,22 @@ func TestWaiterCancel(t *testing.T) {
 		assert.Empty(t, h.waiters)
 	}
 	tr.mu.Unlock()
+}
+
+// TestIdleBeforeWaiting: with the dials at the bound, a connection put
+// back is taken at once, not waited past.
+func TestIdleBeforeWaiting(t *testing.T) {
+	tr := &Transport{Fallback: http.DefaultTransport, MaxDialsPerHost: 1}
+	h := &host{addr: "x:80", direct: true, dialing: 1} // a slow dial in progress
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := &conn{nc: a, br: bufio.NewReader(a), bw: bufio.NewWriter(a), h: h, used: true}
+	tr.put(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, _, err := tr.getConn(ctx, h)
+	require.NoError(t, err)
+	assert.Same(t, c, got)
+	assert.Empty(t, h.waiters)
 }

@@ -301,86 +301,97 @@ func dialAddr(u *url.URL) string {
 
 // getConn returns an idle connection of h (the last released: the
 // warmest), skipping those too old or closed by the server, or a new one,
-// with how long it was idle.
+// with how long it was idle. When h has no idle connection and its dials
+// are at MaxDialsPerHost, it waits for a released connection or a dial of
+// its own, whichever comes first.
 func (t *Transport) getConn(ctx context.Context, h *host) (*conn, time.Duration, error) {
 	probeAfter := t.ProbeIdle
 	if probeAfter == 0 {
 		probeAfter = DefaultProbeIdle
 	}
-	for {
-		t.mu.Lock()
-		n := len(h.idle)
-		if n == 0 {
-			t.mu.Unlock()
-			break
-		}
-		c := h.idle[n-1]
-		h.idle[n-1] = nil
-		h.idle = h.idle[:n-1]
-		t.mu.Unlock()
-		idle := time.Since(c.idleAt)
-		if t.IdleConnTimeout > 0 && idle > t.IdleConnTimeout {
-			c.close()
-			continue
-		}
-		if idle >= probeAfter && !alive(c) {
-			c.close()
-			continue
-		}
-		return c, idle, nil
-	}
-	return t.dialOrWait(ctx, h)
-}
-
-// dialOrWait dials a connection to h, or, when h's dials are at
-// MaxDialsPerHost, waits for a released connection or a dial of its own.
-func (t *Transport) dialOrWait(ctx context.Context, h *host) (*conn, time.Duration, error) {
 	limit := t.MaxDialsPerHost
 	if limit == 0 {
 		limit = DefaultMaxDialsPerHost
 	}
-	t.mu.Lock()
-	if limit < 0 || h.dialing < limit {
-		h.dialing++
-		t.mu.Unlock()
-		return t.dial(ctx, h)
-	}
-	w := make(chan *conn, 1) // a released connection, or nil: a dial of its own
-	h.waiters = append(h.waiters, w)
-	t.mu.Unlock()
-	select {
-	case c := <-w:
-		if c == nil {
+	for {
+		t.mu.Lock()
+		if n := len(h.idle); n > 0 {
+			c := h.idle[n-1]
+			h.idle[n-1] = nil
+			h.idle = h.idle[:n-1]
+			t.mu.Unlock()
+			idle := time.Since(c.idleAt)
+			if t.IdleConnTimeout > 0 && idle > t.IdleConnTimeout {
+				c.close()
+				continue
+			}
+			if idle >= probeAfter && !alive(c) {
+				c.close()
+				continue
+			}
+			return c, idle, nil
+		}
+		// Deciding under the lock that found no idle connection: a
+		// connection put back after it goes to a waiter.
+		if limit < 0 || h.dialing < limit {
+			h.dialing++
+			t.mu.Unlock()
 			return t.dial(ctx, h)
 		}
-		return c, 0, nil
+		w := make(chan *conn, 1) // a released connection, or nil: a dial of its own
+		h.waiters = append(h.waiters, w)
+		t.mu.Unlock()
+		return t.wait(ctx, h, w)
+	}
+}
+
+// wait waits on w, queued in h.waiters, for a released connection or a
+// dial, or for ctx to end; what it is handed once ctx has ended goes on
+// to the next waiter or the pool.
+func (t *Transport) wait(ctx context.Context, h *host, w chan *conn) (*conn, time.Duration, error) {
+	select {
+	case c := <-w:
+		switch {
+		case ctx.Err() != nil:
+			t.handOn(h, c)
+		case c == nil:
+			return t.dial(ctx, h)
+		default:
+			return c, 0, nil
+		}
 	case <-ctx.Done():
-	}
-	t.mu.Lock()
-	i := slices.Index(h.waiters, w)
-	if i >= 0 {
-		h.waiters = slices.Delete(h.waiters, i, i+1)
-	}
-	t.mu.Unlock()
-	if i < 0 { // handed something as the context ended: pass it on
-		if c := <-w; c == nil {
-			t.dialDone(h)
-		} else {
-			t.put(c)
+		t.mu.Lock()
+		i := slices.Index(h.waiters, w)
+		if i >= 0 {
+			h.waiters = slices.Delete(h.waiters, i, i+1)
+		}
+		t.mu.Unlock()
+		if i < 0 { // handed something as the context ended
+			t.handOn(h, <-w)
 		}
 	}
 	return nil, 0, ctx.Err()
 }
 
+// handOn passes on what a waiter was handed and does not use: a
+// connection (back to the pool or the next waiter), or nil, a dial.
+func (t *Transport) handOn(h *host, c *conn) {
+	if c == nil {
+		t.dialDone(h)
+	} else {
+		t.put(c)
+	}
+}
+
 // dial dials a connection to h, on a dial counted in h.dialing, and
 // hands that dial on when it ends.
 func (t *Transport) dial(ctx context.Context, h *host) (*conn, time.Duration, error) {
+	defer t.dialDone(h)
 	dial := t.DialContext
 	if dial == nil {
 		dial = defaultDialer.DialContext
 	}
 	nc, err := dial(ctx, "tcp", h.addr)
-	t.dialDone(h)
 	if err != nil {
 		return nil, 0, err
 	}

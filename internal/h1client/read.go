@@ -169,9 +169,6 @@ func (b *lengthBody) Read(p []byte) (int, error) {
 	if b.n <= 0 {
 		return 0, io.EOF
 	}
-	if len(p) == 0 {
-		return 0, nil
-	}
 	if int64(len(p)) > b.n {
 		p = p[:b.n]
 	}
@@ -182,10 +179,12 @@ func (b *lengthBody) Read(p []byte) (int, error) {
 	}
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
+		b.n = 0 // io.EOF from now on, as net/http's body gives
 	}
 	return n, err
 }
 
-// Close implements io.Closer; body, which wraps it, closes the
-// connection.
+// Close implements io.Closer. It does nothing: Transport's body, which
+// wraps it, closes the connection (net/http's own body would drain
+// itself and refuse reads after).
 func (b *lengthBody) Close() error { return nil }

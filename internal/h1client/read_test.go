@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 const loopJSON = `{"id":"cmpl-loop","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}`
@@ -140,6 +141,40 @@ func TestReadPlainAsNetHTTP(t *testing.T) {
 			t.Fatal("readPlain read the answer to a HEAD request")
 		}
 	})
+}
+
+// TestReadPlainEmptyReads: a zero-length read of a body ends as net/http's
+// does where the connection ends early, with its last data and the
+// error together.
+func TestReadPlainEmptyReads(t *testing.T) {
+	raw := "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort"
+	reads := func(ours bool) string {
+		br := bufio.NewReaderSize(iotest.DataErrReader(strings.NewReader(raw)), bufSize)
+		_, _ = br.Peek(1)
+		req, _ := http.NewRequest("GET", "http://h/x", nil)
+		var resp *http.Response
+		if ours {
+			var ok bool
+			if resp, ok = readPlain(br, req); !ok {
+				t.Fatal("declined")
+			}
+		} else {
+			var err error
+			if resp, err = http.ReadResponse(br, req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out []string
+		buf := make([]byte, 16)
+		for _, n := range []int{5, 0, 0, 4} {
+			k, err := resp.Body.Read(buf[:n])
+			out = append(out, fmt.Sprintf("%d %v", k, err))
+		}
+		return strings.Join(out, "; ")
+	}
+	if got, want := reads(true), reads(false); got != want {
+		t.Fatalf("reads %s, net/http's %s", got, want)
+	}
 }
 
 // FuzzReadPlain checks that whatever readPlain reads, it reads as

@@ -2,13 +2,16 @@ package h1client
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -26,11 +29,10 @@ import (
 // loop pays on every request. Writing the same bytes straight into the
 // connection's buffer costs a fraction of that.
 //
-// One difference, in timing only: a body that is not one of net/http's
-// in-memory readers (bytes.Buffer, bytes.Reader, strings.Reader, for
-// which http.NewRequest sets GetBody) has the header flushed before it,
-// as req.Write does; a request with such a body but GetBody set has its
-// header flushed with the body.
+// One difference: an error while the body is copied (the body's read or
+// the connection's write) comes back as it is, where Request.Write wraps
+// it in a type of its own (which net/http's Transport takes off before
+// its caller sees it).
 func writeRequest(bw *bufio.Writer, req *http.Request, trace *httptrace.ClientTrace) (err error) {
 	var stack [maxSortedKeys]string
 	host, ruri, keys, ok := plainRequest(req, stack[:0])
@@ -57,12 +59,20 @@ func writeRequest(bw *bufio.Writer, req *http.Request, trace *httptrace.ClientTr
 	if method == "" {
 		method = http.MethodGet
 	}
+	// bufio.Writer's errors stick: the last write of a line fails if any
+	// of its writes did, so each line is checked once, before its hook,
+	// as Request.Write returns at its first failed write.
 	bw.WriteString(method)
 	bw.WriteByte(' ')
 	bw.WriteString(ruri)
-	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	if _, err = bw.WriteString(" HTTP/1.1\r\n"); err != nil {
+		return err
+	}
+	bw.WriteString("Host: ")
 	bw.WriteString(host)
-	bw.WriteString("\r\n")
+	if _, err = bw.WriteString("\r\n"); err != nil {
+		return err
+	}
 	fieldHook := trace != nil && trace.WroteHeaderField != nil
 	if fieldHook {
 		trace.WroteHeaderField("Host", []string{host})
@@ -74,7 +84,9 @@ func writeRequest(bw *bufio.Writer, req *http.Request, trace *httptrace.ClientTr
 	if ua != "" {
 		bw.WriteString("User-Agent: ")
 		bw.WriteString(ua)
-		bw.WriteString("\r\n")
+		if _, err = bw.WriteString("\r\n"); err != nil {
+			return err
+		}
 		if fieldHook {
 			trace.WroteHeaderField("User-Agent", []string{ua})
 		}
@@ -88,12 +100,16 @@ func writeRequest(bw *bufio.Writer, req *http.Request, trace *httptrace.ClientTr
 		n := strconv.AppendInt(num[:0], length, 10)
 		bw.WriteString("Content-Length: ")
 		bw.Write(n)
-		bw.WriteString("\r\n")
+		if _, err = bw.WriteString("\r\n"); err != nil {
+			return err
+		}
 		if fieldHook {
 			trace.WroteHeaderField("Content-Length", []string{string(n)})
 		}
 	}
-	writeHeader(bw, req.Header, keys, trace)
+	if err = writeHeader(bw, req.Header, keys, trace); err != nil {
+		return err
+	}
 	if _, err = bw.WriteString("\r\n"); err != nil {
 		return err
 	}
@@ -103,13 +119,39 @@ func writeRequest(bw *bufio.Writer, req *http.Request, trace *httptrace.ClientTr
 	if body == nil {
 		return nil
 	}
-	if req.GetBody == nil {
+	if !inMemory(req.Body) {
+		// Request.Write sends the header ahead of a body that may block.
 		if err = bw.Flush(); err != nil {
 			return err
 		}
 	}
 	closed = true
 	return copyBody(bw, req.Body, length)
+}
+
+// The types io.NopCloser returns.
+var (
+	nopCloserType         = reflect.TypeOf(io.NopCloser(nil))
+	nopCloserWriterToType = reflect.TypeOf(io.NopCloser(struct {
+		io.Reader
+		io.WriterTo
+	}{}))
+)
+
+// inMemory reports whether r is one of the readers net/http knows to be
+// in memory (bytes.Reader, bytes.Buffer, strings.Reader, any of them in
+// io.NopCloser), whose request header Request.Write does not flush ahead
+// of the body.
+func inMemory(r io.Reader) bool {
+	switch r.(type) {
+	case *bytes.Reader, *bytes.Buffer, *strings.Reader:
+		return true
+	}
+	if t := reflect.TypeOf(r); t == nopCloserType || t == nopCloserWriterToType {
+		inner, _ := reflect.ValueOf(r).Field(0).Interface().(io.Reader)
+		return inner != nil && inMemory(inner)
+	}
+	return false
 }
 
 // defaultUserAgent is net/http's User-Agent, sent when the request sets
@@ -226,8 +268,9 @@ func headerKeys(h http.Header, keys []string) ([]string, bool) {
 
 // writeHeader writes the fields of h under keys (from headerKeys) as
 // net/http's Header.writeSubset does for a request: invalid names left
-// out, each value trimmed, the field hook called once per key.
-func writeHeader(bw *bufio.Writer, h http.Header, keys []string, trace *httptrace.ClientTrace) {
+// out, each value trimmed, the field hook called once per key written
+// whole; it returns at the first failed write.
+func writeHeader(bw *bufio.Writer, h http.Header, keys []string, trace *httptrace.ClientTrace) error {
 	fieldHook := trace != nil && trace.WroteHeaderField != nil
 	for _, k := range keys {
 		if !httpguts.ValidHeaderFieldName(k) {
@@ -239,7 +282,9 @@ func writeHeader(bw *bufio.Writer, h http.Header, keys []string, trace *httptrac
 			bw.WriteString(k)
 			bw.WriteString(": ")
 			bw.WriteString(v)
-			bw.WriteString("\r\n")
+			if _, err := bw.WriteString("\r\n"); err != nil {
+				return err
+			}
 			if fieldHook {
 				written = append(written, v)
 			}
@@ -248,4 +293,5 @@ func writeHeader(bw *bufio.Writer, h http.Header, keys []string, trace *httptrac
 			trace.WroteHeaderField(k, written)
 		}
 	}
+	return nil
 }

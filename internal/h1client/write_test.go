@@ -117,6 +117,24 @@ func writeCases() []writeCase {
 			req.Body = http.NoBody
 			return req, nil
 		}},
+		{"in-memory-no-getbody", true, func() (*http.Request, *trackedBody) {
+			req := newReq("POST", "http://h/x", nil, nil)
+			req.Body, req.ContentLength = io.NopCloser(strings.NewReader("hello")), 5
+			return req, nil
+		}},
+		{"streamed-with-getbody", true, func() (*http.Request, *trackedBody) {
+			b := &trackedBody{r: strings.NewReader("hello")}
+			req := newReq("POST", "http://h/x", nil, nil)
+			req.Body, req.ContentLength = b, 5
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("hello")), nil }
+			return req, b
+		}},
+		{"writer-to-body", true, func() (*http.Request, *trackedBody) {
+			req := newReq("POST", "http://h/x", nil, nil)
+			req.Body, req.ContentLength = io.NopCloser(bytes.NewBufferString("hello")), 5
+			return req, nil
+		}},
+		plain("long-value", "GET", "http://h/x", "", map[string][]string{"X-A": {strings.Repeat("a", 300)}, "X-B": {"b"}}),
 		tracked("streamed-body", true, 5, func() *trackedBody { return &trackedBody{r: strings.NewReader("hello")} }),
 		tracked("short-body", true, 9, func() *trackedBody { return &trackedBody{r: strings.NewReader("hello")} }),
 		tracked("long-body", true, 3, func() *trackedBody { return &trackedBody{r: strings.NewReader("hello")} }),
@@ -188,53 +206,91 @@ func plain2(name, method, target string, h map[string][]string) writeCase {
 	}}
 }
 
+// failAfter is a connection that takes n bytes, then fails.
+type failAfter struct {
+	out bytes.Buffer
+	n   int
+}
+
+var errConnReset = errors.New("connection reset")
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.n < 0 {
+		return f.out.Write(p)
+	}
+	if len(p) > f.n {
+		k := f.n
+		f.out.Write(p[:k])
+		f.n = 0
+		return k, errConnReset
+	}
+	f.n -= len(p)
+	return f.out.Write(p)
+}
+
+// sameError reports whether got is want: the same type and text, but
+// for the wrapper Request.Write puts on an error of the body's copy (see
+// writeRequest), where the text alone is compared.
+func sameError(got, want error) bool {
+	if got == nil || want == nil {
+		return got == want
+	}
+	if fmt.Sprintf("%T", want) == "http.requestBodyReadError" {
+		return got.Error() == want.Error()
+	}
+	return fmt.Sprintf("%T", got) == fmt.Sprintf("%T", want) && got.Error() == want.Error()
+}
+
 // TestWriteRequestAsNetHTTP checks that writeRequest writes what
 // req.Write writes, calls the same hooks in the same order, returns the
-// same error and closes the body as often, and that it writes the plain
-// requests itself.
+// same error and closes the body as often, on a connection that takes
+// everything and on ones that fail part way, and that it writes the
+// plain requests itself.
 func TestWriteRequestAsNetHTTP(t *testing.T) {
 	for _, tc := range writeCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			run := func(ours bool) (string, []string, string, int) {
-				req, tb := tc.make()
-				var log []string
-				trace := recordTrace(&log)
-				req = req.WithContext(httptrace.WithClientTrace(context.Background(), trace))
-				if ours {
-					if _, _, _, ok := plainRequest(req, nil); ok != tc.plain {
-						t.Fatalf("plainRequest = %v, want %v", ok, tc.plain)
+		for _, cut := range []int{-1, 0, 10, 70, 130, 200} {
+			t.Run(fmt.Sprintf("%s/cut=%d", tc.name, cut), func(t *testing.T) {
+				run := func(ours bool) (string, []string, error, int) {
+					req, tb := tc.make()
+					var log []string
+					trace := recordTrace(&log)
+					req = req.WithContext(httptrace.WithClientTrace(context.Background(), trace))
+					if ours {
+						if _, _, _, ok := plainRequest(req, nil); ok != tc.plain {
+							t.Fatalf("plainRequest = %v, want %v", ok, tc.plain)
+						}
 					}
+					conn := &failAfter{n: cut}
+					bw := bufio.NewWriterSize(conn, 64)
+					var err error
+					if ours {
+						err = writeRequest(bw, req, trace)
+					} else {
+						err = req.Write(bw)
+					}
+					_ = bw.Flush()
+					closes := -1
+					if tb != nil {
+						closes = tb.closes
+					}
+					return conn.out.String(), log, err, closes
 				}
-				var out bytes.Buffer
-				bw := bufio.NewWriterSize(&out, 64)
-				var err error
-				if ours {
-					err = writeRequest(bw, req, trace)
-				} else {
-					err = req.Write(bw)
+				wantOut, wantLog, wantErr, wantCloses := run(false)
+				gotOut, gotLog, gotErr, gotCloses := run(true)
+				if gotOut != wantOut {
+					t.Errorf("wrote\n%q\nnet/http wrote\n%q", gotOut, wantOut)
 				}
-				_ = bw.Flush()
-				closes := -1
-				if tb != nil {
-					closes = tb.closes
+				if strings.Join(gotLog, "\n") != strings.Join(wantLog, "\n") {
+					t.Errorf("hooks\n%s\nnet/http's\n%s", strings.Join(gotLog, "\n"), strings.Join(wantLog, "\n"))
 				}
-				return out.String(), log, fmt.Sprint(err), closes
-			}
-			wantOut, wantLog, wantErr, wantCloses := run(false)
-			gotOut, gotLog, gotErr, gotCloses := run(true)
-			if gotOut != wantOut {
-				t.Errorf("wrote\n%q\nnet/http wrote\n%q", gotOut, wantOut)
-			}
-			if strings.Join(gotLog, "\n") != strings.Join(wantLog, "\n") {
-				t.Errorf("hooks\n%s\nnet/http's\n%s", strings.Join(gotLog, "\n"), strings.Join(wantLog, "\n"))
-			}
-			if gotErr != wantErr {
-				t.Errorf("error %s, net/http's %s", gotErr, wantErr)
-			}
-			if gotCloses != wantCloses {
-				t.Errorf("body closed %d times, by net/http %d", gotCloses, wantCloses)
-			}
-		})
+				if !sameError(gotErr, wantErr) {
+					t.Errorf("error %T %v, net/http's %T %v", gotErr, gotErr, wantErr, wantErr)
+				}
+				if gotCloses != wantCloses {
+					t.Errorf("body closed %d times, by net/http %d", gotCloses, wantCloses)
+				}
+			})
+		}
 	}
 }
 
