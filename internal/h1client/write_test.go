@@ -250,7 +250,7 @@ func TestWriteRequestAsNetHTTP(t *testing.T) {
 	for _, tc := range writeCases() {
 		for _, cut := range []int{-1, 0, 10, 70, 130, 200} {
 			t.Run(fmt.Sprintf("%s/cut=%d", tc.name, cut), func(t *testing.T) {
-				run := func(ours bool) (string, []string, error, int) {
+				run := func(ours bool) (string, []string, int, error) {
 					req, tb := tc.make()
 					var log []string
 					trace := recordTrace(&log)
@@ -273,10 +273,10 @@ func TestWriteRequestAsNetHTTP(t *testing.T) {
 					if tb != nil {
 						closes = tb.closes
 					}
-					return conn.out.String(), log, err, closes
+					return conn.out.String(), log, closes, err
 				}
-				wantOut, wantLog, wantErr, wantCloses := run(false)
-				gotOut, gotLog, gotErr, gotCloses := run(true)
+				wantOut, wantLog, wantCloses, wantErr := run(false)
+				gotOut, gotLog, gotCloses, gotErr := run(true)
 				if gotOut != wantOut {
 					t.Errorf("wrote\n%q\nnet/http wrote\n%q", gotOut, wantOut)
 				}
