@@ -18,8 +18,8 @@
 // for plain requests and responses, net/http's request writer and
 // response parser: writeRequest writes what Request.Write writes, byte
 // for byte, and readPlain reads a plain response as http.ReadResponse
-// reads it; each leaves every other message to net/http's own. On Linux it reads and writes a socket
-// with raw system calls through the runtime's poller, which spares the
+// reads it; each leaves every other message to net/http's own. On Linux
+// it reads and writes a socket with raw system calls through the runtime's poller, which spares the
 // scheduler's system-call bookkeeping: a process that comes idle between
 // requests, as a paced load generator's does, otherwise wakes the
 // runtime's monitor thread on each read and write (see rawIO).
@@ -43,6 +43,8 @@
 //   - A body closed before its end closes its connection (no drain).
 //   - Idle connections are closed when found too old on reuse and by
 //     CloseIdleConnections; no goroutine watches them.
+//   - At most MaxDialsPerHost dials to a host are in progress at once; a
+//     request beyond them waits for a released connection or a dial.
 package h1client
 
 import (
@@ -408,13 +410,22 @@ func (t *Transport) dial(ctx context.Context, h *host) (*conn, time.Duration, er
 func (t *Transport) dialDone(h *host) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(h.waiters) > 0 {
-		w := h.waiters[0]
-		h.waiters = slices.Delete(h.waiters, 0, 1)
+	if w := h.firstWaiter(); w != nil {
 		w <- nil
 		return
 	}
 	h.dialing--
+}
+
+// firstWaiter takes the first of h's waiters off the queue, or returns
+// nil when none waits. The caller holds Transport.mu.
+func (h *host) firstWaiter() chan *conn {
+	if len(h.waiters) == 0 {
+		return nil
+	}
+	w := h.waiters[0]
+	h.waiters = slices.Delete(h.waiters, 0, 1)
+	return w
 }
 
 var defaultDialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
@@ -450,13 +461,10 @@ func (t *Transport) put(c *conn) {
 	c.idleAt = time.Now()
 	h := c.h
 	t.mu.Lock()
-	switch {
-	case len(h.waiters) > 0:
-		w := h.waiters[0]
-		h.waiters = slices.Delete(h.waiters, 0, 1)
+	if w := h.firstWaiter(); w != nil {
 		w <- c
 		c = nil
-	case len(h.idle) < limit:
+	} else if len(h.idle) < limit {
 		h.idle = append(h.idle, c)
 		c = nil
 	}

@@ -2,6 +2,7 @@ package openaiwire
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -22,21 +23,24 @@ func appendChat(dst []byte, r *ChatRequest) ([]byte, bool) {
 	if len(r.Tools) > 0 || r.ToolChoice != nil || r.ResponseFormat != nil {
 		return dst, false
 	}
+	size := 128 + len(r.Model) // a first guess at the body's length, for one allocation
 	for i := range r.Messages {
 		m := &r.Messages[i]
 		if len(m.ToolCalls) > 0 {
 			return dst, false
 		}
-		if _, ok := m.Content.(string); !ok && m.Content != nil {
+		s, ok := m.Content.(string)
+		if !ok && m.Content != nil {
 			return dst, false
 		}
+		size += 32 + len(m.Role) + len(s) + len(s)/16
 	}
 	for _, f := range [...]*float64{r.Temperature, r.TopP, r.PresencePenalty, r.FrequencyPenalty} {
 		if f != nil && (math.IsNaN(*f) || math.IsInf(*f, 0)) {
 			return dst, false // json.Marshal's error
 		}
 	}
-	b := append(dst, '{')
+	b := append(slices.Grow(dst, size), '{')
 	if r.Model != "" {
 		b = appendJSONString(append(b, `"model":`...), r.Model)
 		b = append(b, ',')

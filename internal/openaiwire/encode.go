@@ -264,26 +264,13 @@ func EncodeChat(g *cloudreq.GenerateInput, o EncodeOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, ok := appendChat(make([]byte, 0, chatSizeHint(&r)), &r)
+	b, ok := appendChat(nil, &r)
 	if !ok {
 		if b, err = json.Marshal(r); err != nil {
 			return nil, err
 		}
 	}
 	return cloudreq.MergeExtra(b, g.Extra)
-}
-
-// chatSizeHint is a first guess at the length of r's body, so that
-// appendChat mostly writes into one allocation.
-func chatSizeHint(r *ChatRequest) int {
-	n := 128 + len(r.Model)
-	for i := range r.Messages {
-		n += 32 + len(r.Messages[i].Role)
-		if s, ok := r.Messages[i].Content.(string); ok {
-			n += len(s) + len(s)/16
-		}
-	}
-	return n
 }
 
 // EncodeCompletion writes the completions body for g. The prompt is the
