@@ -199,6 +199,8 @@ type Load struct {
 	// a send due less than a window after the last wake goes out at the
 	// next, late by less than a window, and each wake serves all the
 	// sends due by then. A wake costs the client more CPU than a send.
+	// Where four mean gaps are shorter than the window, the wakes are
+	// four mean gaps apart, but at least half a window.
 	// Negative: a wake for each send (the lag of the fine timer and the
 	// spin at every rate, at a wake's CPU each).
 	SendWindow Duration `json:"send_window,omitempty" yaml:"send_window,omitempty"`

@@ -447,9 +447,9 @@ func (tg *target) open(ctx context.Context) {
 			break
 		}
 		// A send due since the dispatcher last woke, and less than a
-		// window late, follows the previous one (see worker.hand).
+		// span late, follows the previous one (see worker.hand).
 		after := last
-		if sleep.slept != slept || time.Since(at) >= sleep.window {
+		if sleep.slept != slept || time.Since(at) >= sleep.span() {
 			after = nil
 		}
 		w := workers.get(sendCtx)

@@ -35,6 +35,10 @@ const (
 	// maxSlack bounds the slack, so that one long stall (the machine
 	// busy elsewhere) does not set it for long.
 	maxSlack = time.Millisecond
+	// wakeSends is how many sends a wake serves on average where the
+	// sends are closer than the window: the wakes are this many mean
+	// gaps apart, but no less than half the window (see sleeper.span).
+	wakeSends = 4
 )
 
 // sleeper sleeps until absolute times on one reusable timer and, where
@@ -54,6 +58,9 @@ type sleeper struct {
 	// away or less goes out at once, the worker spinning to its time).
 	// The mean decides, not each gap: Poisson arrivals have short gaps
 	// at any rate, and at 1,000/s each still gets a wake of its own.
+	// Where wakeSends sends are less than a window apart, the wakes are
+	// closer (span): the cost of a wake is then shared by as many sends,
+	// and the lag falls with the rate.
 	window time.Duration
 	// prev is the previous wait's time (for spinShare; zero before the
 	// first), and meanGap the moving mean of the time between two (see
@@ -110,6 +117,20 @@ func (s *sleeper) spinFor(d, sinceLast time.Duration) time.Duration {
 	return min(max(s.spin, s.slack), time.Duration(spinShare*float64(sinceLast)))
 }
 
+// span returns the least time between two of the fine timer's wakes
+// while the sends are closer than the window on average: wakeSends mean
+// gaps, at least half the window and at most the window. With the
+// default 500 µs window that is 500 µs up to 8,000/s, 333 µs at
+// 12,000/s and 250 µs from 16,000/s. Against scripts/loopserver on 2
+// cores at 15,000/s (alternating 10 s runs), the wakes a window apart
+// left the lag p50 / p95 at 0.37-0.40 / 0.52 ms for 26.6-33.2 µs of
+// client CPU per request, the span 0.22 / 0.29 ms for 30.2-38.7 µs; at
+// 4,000/s wakes 250 µs apart (one per send) had cost 71-73 µs per
+// request against 43-45 µs a window apart.
+func (s *sleeper) span() time.Duration {
+	return min(s.window, max(s.window/2, wakeSends*s.meanGap))
+}
+
 // noteWake updates the slack with one wake of the fine timer, over late
 // (0 or less: on time).
 func (s *sleeper) noteWake(over time.Duration) {
@@ -163,11 +184,12 @@ func (s *sleeper) before(ctx context.Context, at time.Time) bool {
 		return s.sleep(ctx, d)
 	}
 	spin := s.spinFor(d, gap)
-	// wake is when to stop sleeping: a spin before at, or the window's
-	// end where the sends are closer than the window and that is later.
+	// wake is when to stop sleeping: a spin before at, or a span after
+	// the last wake where the sends are closer than the window and that
+	// is later.
 	wake := at.Add(-spin)
 	if s.fine != nil && s.meanGap < s.window && time.Until(wake) > 0 {
-		if next := s.woke.Add(s.window); next.After(wake) {
+		if next := s.woke.Add(s.span()); next.After(wake) {
 			wake = next
 		}
 	}

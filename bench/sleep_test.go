@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -94,12 +95,13 @@ func TestSleeperLearnsSlack(t *testing.T) {
 }
 
 // TestSleeperWindow: where the sends are closer than the window on
-// average, the fine timer wakes at most once a window, and the sends due
-// in between go out at the next wake, none early and none later than a
-// window and a wake-up; a send a spin away from a wake goes out at once.
-// Where the mean gap is the window or more (1,000/s, constant or Poisson,
-// whose gaps are often shorter), each wait is a spin before its own time.
-// With a negative window, every wait is.
+// average, the fine timer wakes at most once a span (wakeSends mean gaps,
+// within half the window and the window), and the sends due in between
+// go out at the next wake, none early and none later than a window and a
+// wake-up; a send a spin away from a wake goes out at once. Where the
+// mean gap is the window or more (1,000/s, constant or Poisson, whose
+// gaps are often shorter), each wait is a spin before its own time. With
+// a negative window, every wait is.
 func TestSleeperWindow(t *testing.T) {
 	if f, err := newFineTimer(); err != nil {
 		t.Skipf("no fine timer on this system: %v", err)
@@ -113,12 +115,14 @@ func TestSleeperWindow(t *testing.T) {
 		rate    float64
 		poisson bool
 		window  time.Duration
-		batched bool
+		span    time.Duration // 0: not batched
 	}{
-		{"constant 2000/s", 2000, false, window, true},
-		{"poisson 4000/s", 4000, true, window, true},
-		{"poisson 200/s", 200, true, window, false},
-		{"constant 2000/s, no window", 2000, false, -1, false},
+		{"constant 2000/s", 2000, false, window, window},
+		{"constant 3000/s", 3000, false, window, 4 * time.Second / 3000},
+		{"constant 8000/s", 8000, false, window, window / 2},
+		{"poisson 4000/s", 4000, true, window, window / 2},
+		{"poisson 200/s", 200, true, window, 0},
+		{"constant 2000/s, no window", 2000, false, -1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSleeper(DefaultSendSpin, tc.window)
@@ -151,16 +155,30 @@ func TestSleeperWindow(t *testing.T) {
 				}
 			}
 			assert.Zero(t, early, "sends early")
-			tight := 0 // wakes closer than the window (a wake-up's jitter aside)
+			gapFloor := tc.span
+			if gapFloor == 0 {
+				gapFloor = window
+			}
+			tight := 0 // wakes closer than the span (a wake-up's jitter aside)
 			for i := 1; i < len(wakes); i++ {
-				if wakes[i].Sub(wakes[i-1]) < window-50*time.Microsecond {
+				if wakes[i].Sub(wakes[i-1]) < gapFloor-50*time.Microsecond {
 					tight++
 				}
 			}
-			if tc.batched {
-				assert.Zero(t, tight, "wakes closer than the window")
+			if tc.span > 0 {
+				if !tc.poisson {
+					assert.InDelta(t, float64(tc.span), float64(s.span()), float64(time.Microsecond), "span")
+					var d []time.Duration
+					for i := 1; i < len(wakes); i++ {
+						d = append(d, wakes[i].Sub(wakes[i-1]))
+					}
+					slices.Sort(d)
+					require.NotEmpty(t, d)
+					assert.Less(t, d[len(d)/2], tc.span+300*time.Microsecond, "the median time between wakes: about a span")
+				}
+				assert.Zero(t, tight, "wakes closer than the span")
 				assert.LessOrEqual(t, late, 30, "sends later than a window and a wake-up (of 300; a busy machine wakes some late)")
-				assert.Less(t, len(wakes), 300*int(mean)/int(window)+30, "wakes: a window's worth of sends each")
+				assert.Less(t, len(wakes), 300*int(mean)/int(tc.span)+30, "wakes: a span's worth of sends each")
 			} else {
 				assert.Greater(t, tight, 30, "the wakes kept a window apart with sends farther apart on average")
 				if tc.poisson {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	exectrace "runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -61,7 +62,31 @@ func (c *benchCmd) Run() error {
 		}
 		defer stop()
 	}
+	if c.ExecTrace != "" {
+		stop, err := startExecTrace(c.ExecTrace)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	return c.run(ctx, os.Stdout, os.Stderr)
+}
+
+// startExecTrace starts an execution trace written to path and returns
+// its stop, which ends the trace and closes the file.
+func startExecTrace(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usageError{errcodes.Wrap(err, errcodes.InvalidParam, "bench: --exectrace: "+err.Error())}
+	}
+	if err := exectrace.Start(f); err != nil {
+		_ = f.Close()
+		return nil, errcodes.Wrap(err, errcodes.Internal, "bench: --exectrace: "+err.Error())
+	}
+	return func() {
+		exectrace.Stop()
+		_ = f.Close()
+	}, nil
 }
 
 // startCPUProfile starts a CPU profile written to path and returns its

@@ -51,7 +51,7 @@ type benchCmd struct {
 	MaxInFlight int           `help:"Open loop: cap on requests in flight (sends past it are late, never dropped)." group:"Load"`
 	LateAfter   time.Duration `help:"Schedule lag beyond which a send counts as late (default 10ms)." group:"Load"`
 	SendSpin    time.Duration `help:"Open loop: the last stretch before each send spun through instead of slept, for sends on time to the microsecond (default 50us, more where the timer is seen waking later than that; at most a tenth of the time between sends: rate x spin of a core); negative: the runtime's timer alone." group:"Load"`
-	SendWindow  time.Duration `help:"Open loop: where sends are closer than this on average, wake at most once per window and send all that are due, each late by less than a window; a wake costs more CPU than a send (default 500us); negative: a wake for each send." group:"Load"`
+	SendWindow  time.Duration `help:"Open loop: where sends are closer than this on average, wake at most once per window and send all that are due, each late by less than a window (above four sends a window, every four sends, at least half a window apart); a wake costs more CPU than a send (default 500us); negative: a wake for each send." group:"Load"`
 	HTTPClient  string        `name:"http-client" help:"HTTP/1.1 client for cleartext (http://) targets: sync (requests written and read on the sending goroutine: less client CPU per request) or std (net/http's Transport). https and proxied targets always use net/http's." enum:"sync,std" default:"sync" group:"Load"`
 	Requests    int           `help:"Measured requests per target (default 100 when no --duration; the default run: as many as take about a minute, --requests 100 for the full reference run)." group:"Load"`
 	Duration    time.Duration `help:"Measured duration per target." group:"Load"`
@@ -114,6 +114,10 @@ type benchCmd struct {
 	// CPUProfile writes a Go CPU profile of the whole command here (for
 	// profiling the load generator itself; not in --help).
 	CPUProfile string `name:"cpuprofile" hidden:"" type:"path"`
+	// ExecTrace writes a Go execution trace of the whole command here
+	// (go tool trace: where the load generator's goroutines waited; not
+	// in --help).
+	ExecTrace string `name:"exectrace" hidden:"" type:"path"`
 
 	MetricsAddr string `help:"Serve Prometheus metrics of the run on this address (e.g. :9464)." group:"Telemetry"`
 	OTLP        string `name:"otlp" help:"Export spans and metrics over OTLP/HTTP to this endpoint." group:"Telemetry"`
