@@ -31,16 +31,46 @@ const (
 // and reports whether more bytes followed (the body was cut). It reads at
 // most limit+1 bytes; a limit of math.MaxInt64 reads to the end.
 func ReadLimited(r io.Reader, limit int64) (b []byte, cut bool, err error) {
+	return ReadLimitedSize(r, limit, -1)
+}
+
+// ReadLimitedSize is ReadLimited of a body whose size is known (a
+// response's ContentLength; -1: unknown): its buffer is that size, and
+// one byte more to find the end, where that is within the limit, rather
+// than io.ReadAll's 512 bytes grown as it reads. The loop is io.ReadAll's
+// with the limit in it, so that a read takes no io.LimitReader either.
+func ReadLimitedSize(r io.Reader, limit, size int64) (b []byte, cut bool, err error) {
 	if limit <= 0 {
 		limit = DefaultMaxResponse
 	}
+	most := limit + 1 // read one byte past the limit to tell a cut
 	if limit == math.MaxInt64 {
-		// No room for the extra byte that tells a cut: nothing is cut.
-		b, err = io.ReadAll(r)
-		return b, false, err
+		most = limit // no room for the extra byte: nothing is cut
 	}
-	b, err = io.ReadAll(io.LimitReader(r, limit+1))
-	if int64(len(b)) > limit {
+	n := int64(512)
+	if size >= 0 && size < limit {
+		n = size + 1
+	}
+	b = make([]byte, 0, min(n, most))
+	for int64(len(b)) < most {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append pick the growth
+		}
+		room := b[len(b):cap(b)]
+		if left := most - int64(len(b)); int64(len(room)) > left {
+			room = room[:left]
+		}
+		var k int
+		k, err = r.Read(room)
+		b = b[:len(b)+k]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			break
+		}
+	}
+	if limit != math.MaxInt64 && int64(len(b)) > limit {
 		return b[:limit], true, err
 	}
 	return b, false, err

@@ -91,6 +91,7 @@ type Config struct {
 // safe for concurrent use.
 type Core struct {
 	cfg    Config
+	idKey  string // Config.RequestIDHeader, canonical
 	client *http.Client
 	own    *http.Transport // the transport New built, nil for the caller's client
 }
@@ -102,6 +103,9 @@ func New(cfg Config) *Core {
 		cfg.Actions = []string{cloudreq.ActionInvoke, cloudreq.ActionGenerate}
 	}
 	c := &Core{cfg: cfg}
+	if cfg.RequestIDHeader != "" {
+		c.idKey = http.CanonicalHeaderKey(cfg.RequestIDHeader)
+	}
 	if c.client = cfg.HTTPClient; c.client == nil {
 		c.own = NewTransport()
 		c.client = &http.Client{Transport: c.own}
@@ -169,6 +173,9 @@ type Request struct {
 	// Accept is sent when the payload names none ("": the caller's
 	// headers decide).
 	Accept string
+	// DefaultAccept is sent when neither the payload, Accept nor the
+	// caller's headers name one.
+	DefaultAccept string
 	// Prepare, when set, finishes the request: authentication and the
 	// dialect's own headers.
 	Prepare func(*http.Request)
@@ -176,8 +183,9 @@ type Request struct {
 
 // Do sends one attempt: a POST of the call's body to r.URL with the
 // caller's headers, Content-Type (the payload's, default
-// application/json), Accept (the payload's, else r.Accept), the request
-// id (Config.RequestIDHeader) and what r.Prepare sets. It returns a 2xx
+// application/json), Accept (the payload's, else r.Accept, else the
+// caller's, else r.DefaultAccept), the request id
+// (Config.RequestIDHeader) and what r.Prepare sets. It returns a 2xx
 // response, whose body the caller closes, or the error: the transport's
 // (TransportError), or the error table's for another status (Check).
 func (c *Core) Do(ctx context.Context, call *cloudreq.Call, r Request) (*http.Response, error) {
@@ -189,10 +197,22 @@ func (c *Core) Do(ctx context.Context, call *cloudreq.Call, r Request) (*http.Re
 	if err != nil {
 		return nil, errcodes.Wrap(err, errcodes.InvalidParam, c.cfg.Name+": building the request failed")
 	}
-	SetHeaders(req.Header, call, r.Accept)
-	req.Header.Set("Content-Type", ContentType(call.Payload))
-	if h, id := c.cfg.RequestIDHeader, call.Request.RequestID; h != "" && id != "" && req.Header.Get(h) == "" {
-		req.Header.Set(h, id)
+	h := req.Header
+	addHeaders(h, call)
+	var vals headerValues
+	accept := r.Accept
+	if a := call.Payload.Accept; a != "" {
+		accept = a
+	}
+	if accept == "" && h.Get("Accept") == "" {
+		accept = r.DefaultAccept
+	}
+	if accept != "" {
+		vals.set(h, "Accept", accept)
+	}
+	vals.set(h, "Content-Type", ContentType(call.Payload))
+	if k, id := c.idKey, call.Request.RequestID; k != "" && id != "" && h.Get(k) == "" {
+		vals.set(h, k, id)
 	}
 	if r.Prepare != nil {
 		r.Prepare(req)
@@ -204,14 +224,35 @@ func (c *Core) Do(ctx context.Context, call *cloudreq.Call, r Request) (*http.Re
 	return c.Check(resp)
 }
 
-// SetHeaders adds the call's request headers to h and sets Accept: the
-// payload's, else accept when it is not "".
-func SetHeaders(h http.Header, call *cloudreq.Call, accept string) {
+// headerValues hands out the one-value slices of the headers Do sets
+// from one array, so that they cost one allocation between them rather
+// than one each (as Header.Set's would). Each slice's capacity is its
+// length, so an append to one copies it.
+type headerValues struct{ buf []string }
+
+// set sets header k (canonical) of h to v.
+func (hv *headerValues) set(h http.Header, k, v string) {
+	if len(hv.buf) == cap(hv.buf) {
+		hv.buf = make([]string, 0, 4)
+	}
+	hv.buf = append(hv.buf, v)
+	n := len(hv.buf)
+	h[k] = hv.buf[n-1 : n : n]
+}
+
+// addHeaders adds the call's request headers to h.
+func addHeaders(h http.Header, call *cloudreq.Call) {
 	for k, vs := range call.Request.Header {
 		for _, v := range vs {
 			h.Add(k, v)
 		}
 	}
+}
+
+// SetHeaders adds the call's request headers to h and sets Accept: the
+// payload's, else accept when it is not "".
+func SetHeaders(h http.Header, call *cloudreq.Call, accept string) {
+	addHeaders(h, call)
 	if a := call.Payload.Accept; a != "" {
 		accept = a
 	}
@@ -277,7 +318,7 @@ func (c *Core) Read(resp *http.Response) (*cloudreq.CloudResponse, error) {
 	defer resp.Body.Close()
 	out := c.Head(resp)
 	limit := c.cfg.Limits.MaxResponseBytes
-	body, cut, err := ReadLimited(resp.Body, limit)
+	body, cut, err := ReadLimitedSize(resp.Body, limit, resp.ContentLength)
 	if err != nil {
 		e := TransportError(c.cfg.Provider, err)
 		e.RequestID = out.RequestID

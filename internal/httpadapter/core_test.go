@@ -195,6 +195,46 @@ func TestDo(t *testing.T) {
 	require.NoError(t, err)
 	_, _ = c.Read(resp)
 	assert.Empty(t, got.header.Values("Accept"))
+
+	// DefaultAccept: sent where nothing else names one, the caller's
+	// header (an empty one is none) and Accept before it.
+	for _, tc := range []struct {
+		name    string
+		h       http.Header
+		accept  string
+		payload string
+		want    []string
+	}{
+		{"alone", nil, "", "", []string{"application/json"}},
+		{"caller's", http.Header{"Accept": {"text/plain"}}, "", "", []string{"text/plain"}},
+		{"caller's empty", http.Header{"Accept": {""}}, "", "", []string{"application/json"}},
+		{"Accept", http.Header{"Accept": {"text/plain"}}, "text/event-stream", "", []string{"text/event-stream"}},
+		{"payload's", nil, "text/event-stream", "application/x-mine", []string{"application/x-mine"}},
+	} {
+		call := testCall(cloudreq.ActionInvoke, cloudreq.Payload{Accept: tc.payload}, tc.h)
+		resp, err := c.Do(context.Background(), call, Request{URL: srv.URL, Accept: tc.accept, DefaultAccept: "application/json"})
+		require.NoError(t, err, tc.name)
+		_, _ = c.Read(resp)
+		assert.Equal(t, tc.want, got.header.Values("Accept"), tc.name)
+	}
+}
+
+// TestDoHeaderValues: the header values Do sets share one array, but
+// each is its own: a Prepare that appends to one changes no other.
+func TestDoHeaderValues(t *testing.T) {
+	var got seen
+	srv := recordingServer(t, &got, 200, "application/json", `{}`)
+	c := New(Config{Provider: "p", Name: "pname", RequestIDHeader: "x-request-id"})
+	defer c.Close()
+	call := testCall(cloudreq.ActionInvoke, cloudreq.Payload{}, nil)
+	resp, err := c.Do(context.Background(), call, Request{URL: srv.URL, Accept: "a/b", Prepare: func(r *http.Request) {
+		r.Header["Accept"] = append(r.Header["Accept"], "c/d")
+	}})
+	require.NoError(t, err)
+	_, _ = c.Read(resp)
+	assert.Equal(t, []string{"a/b", "c/d"}, got.header.Values("Accept"))
+	assert.Equal(t, []string{"application/json"}, got.header.Values("Content-Type"))
+	assert.Equal(t, []string{"req-7"}, got.header.Values("X-Request-Id"), "a lower-case RequestIDHeader")
 }
 
 func TestDoErrors(t *testing.T) {

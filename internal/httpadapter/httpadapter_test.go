@@ -2,6 +2,7 @@ package httpadapter
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -222,6 +223,49 @@ func TestStreamEndNotHeldByTheServer(t *testing.T) {
 	case <-time.After(5 * drainWait):
 		t.Fatal("the body was never closed")
 	}
+}
+
+// TestReadLimitedSize: whatever the size said (right, short, long or
+// unknown) and however the reader hands out its bytes, ReadLimitedSize
+// gives what io.ReadAll of an io.LimitReader of limit+1 bytes gives,
+// cut to the limit; with the right size, one allocation.
+func TestReadLimitedSize(t *testing.T) {
+	failing := errors.New("read failed")
+	readers := map[string]func(string) io.Reader{
+		"plain":     func(s string) io.Reader { return strings.NewReader(s) },
+		"one byte":  func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
+		"data+EOF":  func(s string) io.Reader { return iotest.DataErrReader(strings.NewReader(s)) },
+		"half":      func(s string) io.Reader { return iotest.HalfReader(strings.NewReader(s)) },
+		"then fail": func(s string) io.Reader { return io.MultiReader(strings.NewReader(s), iotest.ErrReader(failing)) },
+	}
+	for _, n := range []int{0, 1, 5, 6, 511, 512, 513, 2000} {
+		body := strings.Repeat("x", n)
+		for _, limit := range []int64{1, 5, 6, 512, 1000, math.MaxInt64} {
+			for _, size := range []int64{-1, 0, int64(n), int64(n) - 1, int64(n) + 7} {
+				for name, mk := range readers {
+					want, werr := io.ReadAll(io.LimitReader(mk(body), min(limit, math.MaxInt64-1)+1))
+					wantCut := limit != math.MaxInt64 && int64(len(want)) > limit
+					if wantCut {
+						want = want[:limit]
+					}
+					got, cut, err := ReadLimitedSize(mk(body), limit, size)
+					at := fmt.Sprintf("%d bytes, limit %d, size %d, %s", n, limit, size, name)
+					assert.Equal(t, string(want), string(got), at)
+					assert.Equal(t, wantCut, cut, at)
+					assert.Equal(t, werr, err, at)
+				}
+			}
+		}
+	}
+	full := strings.Repeat("y", 300)
+	r := strings.NewReader(full)
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset(full)
+		if _, _, err := ReadLimitedSize(r, 1<<20, 300); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Equal(t, 1.0, allocs, "allocations with the right size")
 }
 
 // TestReadLimitedNoOverflow: the largest limit means "no limit", not a

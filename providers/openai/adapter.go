@@ -219,12 +219,9 @@ func (a *Adapter) join(base, query, path string) string {
 	return u
 }
 
-// prepareRequest sets Accept (application/json unless the caller's
-// headers or the payload set one) and the API key.
+// prepareRequest sets the API key. (do asks the core for Accept:
+// application/json unless the caller's headers or the payload set one.)
 func (a *Adapter) prepareRequest(req *http.Request) {
-	if req.Header.Get("Accept") == "" {
-		req.Header.Set("Accept", "application/json")
-	}
 	if a.opts.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+a.opts.APIKey)
 	}
@@ -236,7 +233,7 @@ func (a *Adapter) do(ctx context.Context, call *cloudreq.Call, stream bool) (*ht
 	if err != nil {
 		return nil, err
 	}
-	r := httpadapter.Request{URL: u, Prepare: a.prepare}
+	r := httpadapter.Request{URL: u, DefaultAccept: "application/json", Prepare: a.prepare}
 	if stream {
 		r.Accept = "text/event-stream"
 	}
