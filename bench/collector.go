@@ -129,6 +129,10 @@ type call struct {
 	turn, promptTokens int
 	// requestID is the request id the call was given before its hooks.
 	requestID string
+	// s is the call's sample, made at its end: here, in the pooled call,
+	// rather than allocated for each (nothing that is handed it keeps
+	// it past EndCall; see Feedback.End).
+	s latency.Sample
 }
 
 // EndAttempt implements cloudreq.CallObserver.
@@ -144,7 +148,8 @@ func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 		out.OutputTokens = resp.Usage.OutputTokens
 		out.TokenSource = latency.TokenSource(resp.Usage.Source)
 	}
-	s := latency.Measure(tl, out)
+	o.s = latency.Measure(tl, out)
+	s := &o.s
 	if err != nil {
 		o.c.example(err)
 	}
@@ -152,15 +157,15 @@ func (o *call) EndCall(resp *cloudreq.CloudResponse, tl *latency.Timeline, err *
 	if tl != nil && len(tl.Attempts) > 0 {
 		send = tl.Attempts[0].Send
 	}
-	cut := o.c.add(&s, o.tags, send)
+	cut := o.c.add(s, o.tags, send)
 	if o.turn > 0 && !cut {
-		o.c.addTurn(o.turn, o.promptTokens, &s)
+		o.c.addTurn(o.turn, o.promptTokens, s)
 	}
 	if o.c.onSample != nil && !cut {
-		o.c.onSample(&s, resp, o.requestID)
+		o.c.onSample(s, resp, o.requestID)
 	}
 	if o.fb != nil {
-		o.fb.End(&s, cut)
+		o.fb.End(s, cut)
 	}
 	*o = call{}
 	calls.Put(o)

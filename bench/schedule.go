@@ -74,7 +74,8 @@ type Feedback interface {
 	FirstContent(at time.Time)
 	// End is called once, as the request ends, with its measured sample;
 	// cut is set when the run canceled it at its end (Options.Drain): it
-	// then measures the run's stop, not the endpoint.
+	// then measures the run's stop, not the endpoint. s is the run's
+	// until End returns (it is reused): copy what is kept of it.
 	End(s *latency.Sample, cut bool)
 }
 
