@@ -359,13 +359,20 @@ func (tg *target) closed(ctx context.Context) {
 	for range tg.plan.Load.Concurrency {
 		wg.Go(func() {
 			var req cloudreq.CloudRequest
+			// The worker's own context under callCtx: each call's
+			// context (its timeout) is then a child of the worker's,
+			// whose lock and set of children no other worker touches.
+			// A child of callCtx itself locked callCtx's mutex, shared
+			// by every worker, twice a call.
+			wctx, wcancel := context.WithCancel(callCtx)
+			defer wcancel()
 			for stop.Err() == nil {
 				if n := tg.sent.Add(1); lim.Requests > 0 && n > int64(lim.Requests) {
 					return
 				}
 				tg.col.sent.Add(1)
 				tg.fill(&req, time.Time{}, -1)
-				tg.do(callCtx, &req, true)
+				tg.do(wctx, &req, true)
 			}
 		})
 	}
@@ -395,7 +402,7 @@ func (tg *target) open(ctx context.Context) {
 
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	workers := newPool(tg, ld.MaxInFlight)
+	workers := newPool(callCtx, tg, ld.MaxInFlight)
 	start := tg.col.start
 	limit := p.Limits.Duration.D()
 	// Sends due before the duration's end are made until LateAfter past
@@ -460,7 +467,7 @@ func (tg *target) open(ctx context.Context) {
 		n++
 		tg.sent.Add(1)
 		tg.col.sent.Add(1)
-		j := job{ctx: withFeedback(callCtx, sch.Sent(at)), at: at, i: -1}
+		j := job{fb: sch.Sent(at), at: at, i: -1}
 		if tg.shape != nil {
 			j.i = int(tg.shaped.Add(1) - 1) // in send order
 		}
@@ -497,14 +504,14 @@ func (tg *target) open(ctx context.Context) {
 	tg.col.ladderTrace = sch.Finish(min(stopped, reached))
 }
 
-// job is one send an open loop hands to a worker: the call's context
-// (with an Adaptive schedule's Feedback), its intended send time (which
+// job is one send an open loop hands to a worker: an Adaptive
+// schedule's Feedback for it (nil: none), its intended send time (which
 // may be a spin away yet) and its index in send order for the request's
 // shape (-1: none).
 type job struct {
-	ctx context.Context
-	at  time.Time
-	i   int
+	fb Feedback
+	at time.Time
+	i  int
 }
 
 // worker is one of an open loop's senders: a goroutine that makes the
@@ -602,6 +609,9 @@ func (w *worker) next(wk *waker) (job, bool) {
 // starts a new one under the cap, or at the cap waits for one to come
 // free.
 type pool struct {
+	// ctx is the calls' context: each worker's own is a child of it (see
+	// run).
+	ctx context.Context
 	tg  *target
 	max int
 	// wakers: each worker has a waker of its own, and waits on it when
@@ -630,8 +640,8 @@ type pool struct {
 	stillClock atomic.Bool
 }
 
-func newPool(tg *target, max int) *pool {
-	return &pool{tg: tg, max: max, free: make(chan struct{}, 1), wakers: clockMoves()}
+func newPool(ctx context.Context, tg *target, max int) *pool {
+	return &pool{ctx: ctx, tg: tg, max: max, free: make(chan struct{}, 1), wakers: clockMoves()}
 }
 
 // get returns an idle or a new worker, or, at the cap, the first to come
@@ -677,8 +687,12 @@ func (p *pool) get(ctx context.Context) *worker {
 	}
 }
 
-// run makes w's calls until its channel is closed.
+// run makes w's calls until its channel is closed, each in a child of
+// w's own context under the pool's (so that a call's context, its
+// timeout, locks only w's, as in the closed loop).
 func (p *pool) run(w *worker) {
+	wctx, cancel := context.WithCancel(p.ctx)
+	defer cancel()
 	wk := w.wk
 	for {
 		j, ok := w.next(&wk)
@@ -688,7 +702,7 @@ func (p *pool) run(w *worker) {
 		w.took()
 		p.due(j.at)
 		p.tg.fill(&w.req, j.at, j.i)
-		p.tg.do(j.ctx, &w.req, true)
+		p.tg.do(withFeedback(wctx, j.fb), &w.req, true)
 		p.mu.Lock()
 		w.onWaker = wk != nil
 		p.idle = append(p.idle, w)

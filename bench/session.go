@@ -159,12 +159,14 @@ func (tg *target) sessions(ctx context.Context) {
 	for u := range ss.Users {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(tg.plan.Seed, uint64(u)+seedTurn))
+			uctx, ucancel := context.WithCancel(callCtx) // the user's own (see closed)
+			defer ucancel()
 			for stop.Err() == nil {
 				mu.Lock()
 				n := next
 				next++
 				mu.Unlock()
-				if !tg.session(stop, callCtx, n, r) {
+				if !tg.session(stop, uctx, n, r) {
 					return
 				}
 			}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -17,7 +18,7 @@ func TestClockMoves(t *testing.T) {
 	assert.True(t, clockMoves())
 	synctest.Test(t, func(t *testing.T) {
 		assert.False(t, clockMoves())
-		assert.False(t, newPool(nil, 1).wakers)
+		assert.False(t, newPool(context.Background(), nil, 1).wakers)
 	})
 }
 
@@ -128,7 +129,7 @@ func TestPoolCapsItsWakers(t *testing.T) {
 		t.Skipf("no waker on this system: %v", err)
 	}
 	wk.close()
-	p := newPool(nil, maxWakers+10)
+	p := newPool(context.Background(), nil, maxWakers+10)
 	require.True(t, p.wakers)
 	with := 0
 	for range maxWakers + 10 {
@@ -205,7 +206,7 @@ func TestHandAfterDelivers(t *testing.T) {
 	} else {
 		wk.close()
 	}
-	p := newPool(nil, 64)
+	p := newPool(context.Background(), nil, 64)
 	require.True(t, p.wakers)
 	const n = 16
 	ws := make([]*worker, n)
