@@ -50,3 +50,34 @@ func BenchmarkClassify(b *testing.B) {
 		c.Classify(Evidence{Endpoint: "e", Timeline: next()})
 	}
 }
+
+// BenchmarkClassifyConcurrent is BenchmarkClassify with 64 calls in
+// flight: each is sent 0.55 ms after the one before and takes about 35 ms,
+// so the calls recorded before it ended after it was sent (the endpoint
+// state's ring is searched, not its latest end).
+func BenchmarkClassifyConcurrent(b *testing.B) {
+	c := NewClassifier(0, false)
+	rng := rand.New(rand.NewPCG(3, 4))
+	fbs := make([]float64, 1024)
+	for i := range fbs {
+		fbs[i] = math.Exp(math.Log(35) + 0.3*rng.NormFloat64())
+	}
+	tl := call(0, 1, 2, true)
+	a, ch := &tl.Attempts[0], &tl.Chunks[0]
+	n := 0
+	next := func() *Timeline {
+		send, fb := at(float64(n)*0.55), ms(fbs[n&1023])
+		tl.IntendedSend, tl.Start, a.Send, a.GotConn = send, send, send, send
+		a.FirstByte = send.Add(fb)
+		tl.End, a.End, ch.At = a.FirstByte.Add(time.Millisecond), a.FirstByte.Add(time.Millisecond), a.FirstByte.Add(time.Millisecond)
+		n++
+		return tl
+	}
+	for range 1024 {
+		c.Classify(Evidence{Endpoint: "e", Timeline: next()})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Classify(Evidence{Endpoint: "e", Timeline: next()})
+	}
+}

@@ -355,14 +355,18 @@ func (es *endpointState) lastActiveBefore(t time.Time) (last time.Time, seen, kn
 		// Every call ended by t (calls one after another): no scan.
 		return es.latest, true, true
 	}
+	// Newest first: under concurrency a call recorded just before was
+	// most often up at t already, and t is the latest an answer can be,
+	// so the scan ends there.
 	n := min(es.total, recentEnds)
-	for i := 0; i < n; i++ {
+	for k := 1; k <= n; k++ {
+		i := (es.next - k + recentEnds) % recentEnds
 		if es.froms[i].After(t) {
 			continue
 		}
 		e := es.ends[i]
-		if e.After(t) {
-			e = t // up at t
+		if !e.Before(t) {
+			return t, true, true // up at t
 		}
 		if !seen || e.After(last) {
 			last, seen = e, true
