@@ -56,14 +56,14 @@ func (c *benchCmd) Run() error {
 	}()
 	defer bench.TuneGC()()
 	if c.CPUProfile != "" {
-		stop, err := startCPUProfile(c.CPUProfile)
+		stop, err := startProfile("--cpuprofile", c.CPUProfile, pprof.StartCPUProfile, pprof.StopCPUProfile)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
 	if c.ExecTrace != "" {
-		stop, err := startExecTrace(c.ExecTrace)
+		stop, err := startProfile("--exectrace", c.ExecTrace, exectrace.Start, exectrace.Stop)
 		if err != nil {
 			return err
 		}
@@ -72,36 +72,20 @@ func (c *benchCmd) Run() error {
 	return c.run(ctx, os.Stdout, os.Stderr)
 }
 
-// startExecTrace starts an execution trace written to path and returns
-// its stop, which ends the trace and closes the file.
-func startExecTrace(path string) (func(), error) {
+// startProfile starts a profile or trace (start, stop: the runtime's)
+// written to path, named by flag in errors, and returns its stop, which
+// ends it and closes the file.
+func startProfile(flag, path string, start func(io.Writer) error, stop func()) (func(), error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, usageError{errcodes.Wrap(err, errcodes.InvalidParam, "bench: --exectrace: "+err.Error())}
+		return nil, usageError{errcodes.Wrap(err, errcodes.InvalidParam, "bench: "+flag+": "+err.Error())}
 	}
-	if err := exectrace.Start(f); err != nil {
+	if err := start(f); err != nil {
 		_ = f.Close()
-		return nil, errcodes.Wrap(err, errcodes.Internal, "bench: --exectrace: "+err.Error())
+		return nil, errcodes.Wrap(err, errcodes.Internal, "bench: "+flag+": "+err.Error())
 	}
 	return func() {
-		exectrace.Stop()
-		_ = f.Close()
-	}, nil
-}
-
-// startCPUProfile starts a CPU profile written to path and returns its
-// stop, which ends the profile and closes the file.
-func startCPUProfile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, usageError{errcodes.Wrap(err, errcodes.InvalidParam, "bench: --cpuprofile: "+err.Error())}
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close()
-		return nil, errcodes.Wrap(err, errcodes.Internal, "bench: --cpuprofile: "+err.Error())
-	}
-	return func() {
-		pprof.StopCPUProfile()
+		stop()
 		_ = f.Close()
 	}, nil
 }
