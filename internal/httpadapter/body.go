@@ -34,11 +34,17 @@ func ReadLimited(r io.Reader, limit int64) (b []byte, cut bool, err error) {
 	return ReadLimitedSize(r, limit, -1)
 }
 
+// maxSizeHint bounds the buffer ReadLimitedSize makes from a declared
+// size before any of the body has come: a server that declares more than
+// it sends costs at most this much up front.
+const maxSizeHint = 1 << 20
+
 // ReadLimitedSize is ReadLimited of a body whose size is known (a
 // response's ContentLength; -1: unknown): its buffer is that size, and
-// one byte more to find the end, where that is within the limit, rather
-// than io.ReadAll's 512 bytes grown as it reads. The loop is io.ReadAll's
-// with the limit in it, so that a read takes no io.LimitReader either.
+// one byte more to find the end, where that is within the limit (and
+// maxSizeHint), rather than io.ReadAll's 512 bytes grown as it reads.
+// The loop is io.ReadAll's with the limit in it, so that a read takes no
+// io.LimitReader either.
 func ReadLimitedSize(r io.Reader, limit, size int64) (b []byte, cut bool, err error) {
 	if limit <= 0 {
 		limit = DefaultMaxResponse
@@ -49,7 +55,7 @@ func ReadLimitedSize(r io.Reader, limit, size int64) (b []byte, cut bool, err er
 	}
 	n := int64(512)
 	if size >= 0 && size < limit {
-		n = size + 1
+		n = min(size+1, maxSizeHint)
 	}
 	b = make([]byte, 0, min(n, most))
 	for int64(len(b)) < most {

@@ -200,10 +200,7 @@ func (c *Core) Do(ctx context.Context, call *cloudreq.Call, r Request) (*http.Re
 	h := req.Header
 	addHeaders(h, call)
 	var vals headerValues
-	accept := r.Accept
-	if a := call.Payload.Accept; a != "" {
-		accept = a
-	}
+	accept := acceptOf(call, r.Accept)
 	if accept == "" && h.Get("Accept") == "" {
 		accept = r.DefaultAccept
 	}
@@ -253,12 +250,17 @@ func addHeaders(h http.Header, call *cloudreq.Call) {
 // payload's, else accept when it is not "".
 func SetHeaders(h http.Header, call *cloudreq.Call, accept string) {
 	addHeaders(h, call)
-	if a := call.Payload.Accept; a != "" {
-		accept = a
-	}
-	if accept != "" {
+	if accept = acceptOf(call, accept); accept != "" {
 		h.Set("Accept", accept)
 	}
+}
+
+// acceptOf returns the Accept a call asks for: its payload's, else accept.
+func acceptOf(call *cloudreq.Call, accept string) string {
+	if a := call.Payload.Accept; a != "" {
+		return a
+	}
+	return accept
 }
 
 // ContentType returns a payload's Content-Type, default application/json.

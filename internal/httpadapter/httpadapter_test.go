@@ -266,6 +266,13 @@ func TestReadLimitedSize(t *testing.T) {
 		}
 	})
 	assert.Equal(t, 1.0, allocs, "allocations with the right size")
+
+	// A size far past what comes is trusted up to maxSizeHint.
+	got, cut, err := ReadLimitedSize(strings.NewReader("short"), 1<<40, 1<<39)
+	require.NoError(t, err)
+	assert.False(t, cut)
+	assert.Equal(t, "short", string(got))
+	assert.Equal(t, maxSizeHint, cap(got), "the buffer made from the declared size")
 }
 
 // TestReadLimitedNoOverflow: the largest limit means "no limit", not a
