@@ -359,7 +359,7 @@ func TestRequestTimeout(t *testing.T) {
 func TestRequestTimeoutCoversWaits(t *testing.T) {
 	// One slot, held for an hour (emulated) by a stream's second token.
 	p := Profile{Name: "busy", TTFTMs: Dist{1, 0}, TPOTMs: Dist{3600e3, 0}, OutputTokens: Dist{2, 0},
-		Slots: 1, ColdStartMs: Dist{3600e3, 0}, RequestTimeoutMs: 1000}
+		Slots: 1, ColdStartMs: Dist{3600e3, 0}, RequestTimeoutMs: 200e3}
 	s := start(t, Options{TimeScale: 0.001, Seed: 1, Endpoints: []Endpoint{
 		{Name: "busy", Profile: p},
 		{Name: "cold", Profile: p, StartCold: true},
@@ -374,7 +374,9 @@ func TestRequestTimeoutCoversWaits(t *testing.T) {
 
 	for _, name := range []string{"busy", "cold"} {
 		t.Run(name, func(t *testing.T) {
-			// The hour-long wait is 3.6 s at this scale; the timeout is 1 ms.
+			// The hour-long wait is 3.6 s at this scale; the timeout is
+			// 200 ms (1 ms had timed the holding stream out too on a
+			// loaded machine, before its first token).
 			bctx, bcancel := context.WithTimeout(ctx, 2*time.Second)
 			defer bcancel()
 			resp, err := do(bctx, t, s.URL()+"/api/predict/"+name, `{"prompt":"hi"}`, nil)
