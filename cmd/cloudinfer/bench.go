@@ -69,6 +69,13 @@ func (c *benchCmd) Run() error {
 		}
 		defer stop()
 	}
+	if c.MemProfile != "" {
+		stop, err := startMemProfile(c.MemProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	return c.run(ctx, os.Stdout, os.Stderr)
 }
 
@@ -88,6 +95,18 @@ func startProfile(flag, path string, start func(io.Writer) error, stop func()) (
 		stop()
 		_ = f.Close()
 	}, nil
+}
+
+// startMemProfile makes the --memprofile file and returns the stop that
+// writes the allocation profile (counted from the process's start) to it
+// and closes it.
+func startMemProfile(path string) (func(), error) {
+	var w io.Writer
+	return startProfile("--memprofile", path, func(f io.Writer) error { w = f; return nil }, func() {
+		if err := pprof.Lookup("allocs").WriteTo(w, 0); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: --memprofile:", err)
+		}
+	})
 }
 
 func (c *benchCmd) run(ctx context.Context, stdout io.Writer, stderr *os.File) error {

@@ -118,6 +118,10 @@ type benchCmd struct {
 	// (go tool trace: where the load generator's goroutines waited; not
 	// in --help).
 	ExecTrace string `name:"exectrace" hidden:"" type:"path"`
+	// MemProfile writes a Go allocation profile of the whole command
+	// here at its end (go tool pprof -sample_index=alloc_space: where
+	// the load generator's garbage comes from; not in --help).
+	MemProfile string `name:"memprofile" hidden:"" type:"path"`
 
 	MetricsAddr string `help:"Serve Prometheus metrics of the run on this address (e.g. :9464)." group:"Telemetry"`
 	OTLP        string `name:"otlp" help:"Export spans and metrics over OTLP/HTTP to this endpoint." group:"Telemetry"`
