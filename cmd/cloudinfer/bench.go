@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	exectrace "runtime/trace"
 	"slices"
@@ -103,6 +104,9 @@ func startProfile(flag, path string, start func(io.Writer) error, stop func()) (
 func startMemProfile(path string) (func(), error) {
 	var w io.Writer
 	return startProfile("--memprofile", path, func(f io.Writer) error { w = f; return nil }, func() {
+		// The profile is as of the last collection: one now brings in
+		// what was allocated since (as go test -memprofile does).
+		runtime.GC()
 		if err := pprof.Lookup("allocs").WriteTo(w, 0); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: --memprofile:", err)
 		}
