@@ -119,9 +119,15 @@ func report(resp *cloudreq.CloudResponse) {
 }
 
 // serverStart reads X-Emulator-Cold-Start and X-Emulator-Cold-Start-Ms
-// (see StartReport); nil when the flag is absent or unreadable.
+// (see StartReport); nil when the flag is absent or unreadable. An
+// absent flag (any server but the emulator) costs no parse: a failed
+// one allocates its error, on every response.
 func serverStart(h http.Header) *cloudreq.ServerStart {
-	cold, err := strconv.ParseBool(strings.TrimSpace(h.Get(HeaderColdStart)))
+	v := strings.TrimSpace(h.Get(HeaderColdStart))
+	if v == "" {
+		return nil
+	}
+	cold, err := strconv.ParseBool(v)
 	if err != nil {
 		return nil
 	}

@@ -59,6 +59,23 @@ func TestStartReportServerStart(t *testing.T) {
 	}
 }
 
+// TestStartReportOtherServerAllocs: a response from a server that is not
+// the emulator (no emulator headers, a request id of its own) costs the
+// report hook no allocation: it runs on every response of a load run.
+func TestStartReportOtherServerAllocs(t *testing.T) {
+	h := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"abc"}, "Content-Length": {"120"}}
+	hook := emulator.StartReport()
+	ctx, req := context.Background(), &cloudreq.CloudRequest{}
+	resp := &cloudreq.CloudResponse{Header: h}
+	allocs := testing.AllocsPerRun(100, func() {
+		resp.ServerStart, resp.RequestID = nil, ""
+		_ = hook.PostDeserialize(ctx, req, resp, nil)
+	})
+	assert.Zero(t, allocs)
+	assert.Nil(t, resp.ServerStart)
+	assert.Nil(t, resp.Metadata)
+}
+
 func TestStartReportMetadataAndID(t *testing.T) {
 	h := http.Header{}
 	h.Set(emulator.HeaderRequestID, "emu-1")
