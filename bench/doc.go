@@ -70,8 +70,10 @@
 // last) is what the offered rate is checked against.
 //
 // The generator reports what might distort its figures: the schedule lag
-// (actual − intended send) distribution, the count of late sends, and a
-// warning when the client was CPU-bound or fell behind its schedule.
+// (actual − intended send) distribution, the count of late sends, its own
+// garbage collections and their longest pause (TargetResult.GCs and
+// GCPauseMax), and a warning when the client was CPU-bound, fell behind
+// its schedule or was stopped by its collector for over a millisecond.
 // NewProgress draws a live progress bar on a terminal; targets that run at
 // once (Plan.Parallel) share one bar, with their sums.
 //

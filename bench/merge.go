@@ -129,6 +129,8 @@ func (t *TargetResult) merge(o *TargetResult) error {
 	if o.MachineCPU > t.MachineCPU {
 		t.MachineCPU = o.MachineCPU
 	}
+	t.GCs += o.GCs
+	t.GCPauseMax = max(t.GCPauseMax, o.GCPauseMax)
 	if t.Ladder == nil {
 		t.Ladder = o.Ladder
 	}

@@ -999,6 +999,10 @@ func (r *Result) renderCSV(w io.Writer) error {
 		if tr.MachineCPU >= 0 {
 			put("load", "machine-cpu", "share", f(tr.MachineCPU), "")
 		}
+		if tr.GCs > 0 {
+			put("load", "client-gc", "count", strconv.FormatInt(tr.GCs, 10), "collections")
+			put("load", "client-gc-pause", "max", f(float64(tr.GCPauseMax.D())/1e6), "ms")
+		}
 		if tr.Saturated != "" {
 			put("load", "saturated", "reason", tr.Saturated, "")
 		}

@@ -100,6 +100,14 @@ type TargetResult struct {
 	// MachineCPU is the whole machine's CPU use during the run (every
 	// process), as a share of its cores (−1: not measured).
 	MachineCPU float64 `json:"machine_cpu"`
+	// GCs counts the client process's own garbage collections during the
+	// run, and GCPauseMax is the longest stop of the world among them (to
+	// the runtime's histogram bucket, a few percent wide): the sends due
+	// during a pause go out after it, so a pause over a millisecond is in
+	// the schedule lag's tail (see warnings). Merged: the sum of the
+	// collections and the longest pause.
+	GCs        int64    `json:"gcs,omitempty"`
+	GCPauseMax Duration `json:"gc_pause_max,omitempty"`
 	// Recorder holds every measured request's metrics, split by class and
 	// start kind, with the target's name as endpoint; its counts hold the
 	// errors by code.
@@ -452,6 +460,9 @@ const (
 	// RateShortfall is how far below the offered rate the achieved send
 	// rate may fall before a warning.
 	RateShortfall = 0.02
+	// GCPauseWarn is the client's longest garbage-collection pause beyond
+	// which a warning says that the schedule lag includes it.
+	GCPauseWarn = time.Millisecond
 )
 
 // warnings adds the generator's self-checks to tr.
@@ -465,6 +476,11 @@ func (tr *TargetResult) warnings(p *Plan) {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
 			"the machine was busy (%.0f%% of %d cores, this process %.0f%%): other processes competed with the client and its timings",
 			100*tr.MachineCPU, runtime.NumCPU(), 100*max(tr.CPU, 0)))
+	}
+	if tr.GCPauseMax.D() > GCPauseWarn {
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
+			"the client's garbage collector stopped it for up to %v (%d collections during the run): the sends due in a pause went out after it, and the schedule lag's tail includes it",
+			tr.GCPauseMax.D().Round(10*time.Microsecond), tr.GCs))
 	}
 	if tr.Sent > 0 && float64(tr.Late)/float64(tr.Sent) > LateShare {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf(

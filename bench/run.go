@@ -215,6 +215,7 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	sm.mark(ctx) // the measured window's first scrape
 	cpu0 := processCPU()
 	busy0, total0, mok := machineCPU()
+	gc0 := sampleGC()
 	tg.col.begin(time.Now())
 	stopProgress := tg.progress()
 	switch p.Load.Model {
@@ -228,6 +229,8 @@ func runTarget(ctx context.Context, p *Plan, t *Target, opts Options) (*TargetRe
 	stopProgress()
 	tr := tg.col.result()
 	tr.CPU = cpuShare(processCPU()-cpu0, tr.Wall.D())
+	gcs, pause := sampleGC().since(gc0)
+	tr.GCs, tr.GCPauseMax = gcs, Duration(pause)
 	tr.MachineCPU = -1
 	if busy1, total1, ok := machineCPU(); ok && mok && total1 > total0 {
 		tr.MachineCPU = float64(busy1-busy0) / float64(total1-total0)
