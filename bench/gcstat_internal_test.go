@@ -59,11 +59,17 @@ func TestGCSinceLongestPause(t *testing.T) {
 
 func TestGCPauseWarning(t *testing.T) {
 	p := &Plan{}
-	tr := &TargetResult{CPU: -1, MachineCPU: -1, GCs: 3, GCPauseMax: Duration(2340 * time.Microsecond)}
-	tr.warnings(p)
-	require.Len(t, tr.Warnings, 1)
-	assert.Contains(t, tr.Warnings[0], "garbage collector stopped it for up to 2.34ms (3 collections")
-	assert.Empty(t, tr.Saturated, "a pause is a note on the lag, not a saturated client")
+	open := &TargetResult{CPU: -1, MachineCPU: -1, OfferedRate: 100, GCs: 3, GCPauseMax: Duration(2340 * time.Microsecond)}
+	open.warnings(p)
+	require.Len(t, open.Warnings, 1)
+	assert.Contains(t, open.Warnings[0], "garbage collector stopped it for up to 2.34ms (3 collections")
+	assert.Contains(t, open.Warnings[0], "the sends due in a pause went out after it")
+	assert.Empty(t, open.Saturated, "a pause is a note on the lag, not a saturated client")
+
+	closed := &TargetResult{CPU: -1, MachineCPU: -1, GCs: 1, GCPauseMax: Duration(1100 * time.Microsecond)}
+	closed.warnings(p)
+	require.Len(t, closed.Warnings, 1)
+	assert.Contains(t, closed.Warnings[0], "up to 1.1ms (1 collection during the run): a request timed across a pause includes it")
 
 	short := &TargetResult{CPU: -1, MachineCPU: -1, GCs: 9, GCPauseMax: Duration(GCPauseWarn)}
 	short.warnings(p)

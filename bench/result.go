@@ -478,9 +478,17 @@ func (tr *TargetResult) warnings(p *Plan) {
 			100*tr.MachineCPU, runtime.NumCPU(), 100*max(tr.CPU, 0)))
 	}
 	if tr.GCPauseMax.D() > GCPauseWarn {
+		effect := "a request timed across a pause includes it"
+		if tr.OfferedRate > 0 {
+			effect = "the sends due in a pause went out after it, and the schedule lag's tail includes it"
+		}
+		plural := "s"
+		if tr.GCs == 1 {
+			plural = ""
+		}
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
-			"the client's garbage collector stopped it for up to %v (%d collections during the run): the sends due in a pause went out after it, and the schedule lag's tail includes it",
-			tr.GCPauseMax.D().Round(10*time.Microsecond), tr.GCs))
+			"the client's garbage collector stopped it for up to %v (%d collection%s during the run): %s",
+			tr.GCPauseMax.D().Round(10*time.Microsecond), tr.GCs, plural, effect))
 	}
 	if tr.Sent > 0 && float64(tr.Late)/float64(tr.Sent) > LateShare {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf(
