@@ -42,6 +42,19 @@ ROUNDS=${ROUNDS:-1}
 LATE_AFTER=${LATE_AFTER:-10ms}
 case $ROUNDS in '' | *[!0-9]* | 0) echo "ROUNDS=$ROUNDS: want a whole number of runs, 1 or more" >&2; exit 2 ;; esac
 
+# late_ns: LATE_AFTER in nanoseconds, for vegeta's late count (the forms
+# cloudinfer's --late-after takes: a number and ns, us, µs, ms or s).
+late_ns=$(awk -v d="$LATE_AFTER" 'BEGIN{
+	n = d + 0; u = substr(d, length(n "") + 1)
+	f["ns"]=1; f["us"]=1e3; f["µs"]=1e3; f["ms"]=1e6; f["s"]=1e9
+	if (!(u in f) || n <= 0) exit 1
+	printf "%.0f\n", n * f[u]}') || { echo "LATE_AFTER=$LATE_AFTER: want a duration such as 10ms" >&2; exit 2; }
+
+# secs: DURATION in seconds, for the late share (one number and ms, s or m).
+secs=$(awk -v d="$DURATION" 'BEGIN{n = d + 0; u = substr(d, length(n "") + 1); f["ms"]=1e-3; f["s"]=1; f["m"]=60
+	if (!(u in f) || n <= 0) exit 1
+	print n * f[u]}') || { echo "DURATION=$DURATION: want one number and a unit (ms, s or m), such as 10s" >&2; exit 2; }
+
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 server=
@@ -135,14 +148,6 @@ cloudinfer_run() {
 				(l50 == "" ? "-" : l50), (l99 == "" ? "-" : l99), (late == "" ? "-" : late)}' "$tmp/ci.csv"
 }
 
-# late_ns: LATE_AFTER in nanoseconds, for vegeta's late count (the forms
-# cloudinfer's --late-after takes: a number and ns, us, µs, ms or s).
-late_ns=$(awk -v d="$LATE_AFTER" 'BEGIN{
-	n = d + 0; u = substr(d, length(n "") + 1)
-	f["ns"]=1; f["us"]=1e3; f["µs"]=1e3; f["ms"]=1e6; f["s"]=1e9
-	if (!(u in f) || n <= 0) exit 1
-	printf "%.0f\n", n * f[u]}') || { echo "LATE_AFTER=$LATE_AFTER: want a duration such as 10ms" >&2; exit 2; }
-
 # steal_total: the machine's CPU ticks in all and those stolen by the
 # hypervisor so far (/proc/stat's first line).
 steal_total() { awk '$1=="cpu"{t=0; for (i=2; i<=NF; i++) t+=$i; print t, $9; exit}' /proc/stat; }
@@ -172,11 +177,6 @@ on_time() {
 
 # lag RANGE-LO HI: " (lo–hi)" when there were rounds to range over.
 lag_range() { [ "$ROUNDS" -gt 1 ] && [ "$1" != - ] && printf ' (%.3f–%.3f)' "$1" "$2" || true; }
-
-# secs: DURATION in seconds, for the late share (one number and ms, s or m).
-secs=$(awk -v d="$DURATION" 'BEGIN{n = d + 0; u = substr(d, length(n "") + 1); f["ms"]=1e-3; f["s"]=1; f["m"]=60
-	if (!(u in f) || n <= 0) exit 1
-	print n * f[u]}') || { echo "DURATION=$DURATION: want one number and a unit (ms, s or m), such as 10s" >&2; exit 2; }
 
 printf 'machine: %s, %s CPUs; load average before: %s\n' "$(uname -sm)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf 'cloudinfer %s; %s; loopserver -impl %s; duration %s each, %s round(s), median shown; late: lag over %s; closed loop: %s connections\n' \
