@@ -175,7 +175,7 @@ on_time() {
 		print (ok ? "yes" : "no")}'
 }
 
-# lag RANGE-LO HI: " (lo–hi)" when there were rounds to range over.
+# lag_range LO HI: " (lo–hi)" when there were rounds to range over.
 lag_range() { [ "$ROUNDS" -gt 1 ] && [ "$1" != - ] && printf ' (%.3f–%.3f)' "$1" "$2" || true; }
 
 printf 'machine: %s, %s CPUs; load average before: %s\n' "$(uname -sm)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
