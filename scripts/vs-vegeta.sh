@@ -168,7 +168,8 @@ median() {
 
 # on_time RATE SENT/S LATE LAG99 SECONDS: "yes" when the generator sent
 # at least 99% of RATE, fewer than 1% of its sends were late and its lag
-# p99 was under 1 ms; else "no".
+# p99 was under 1 ms (its sends counted as SENT/S times SECONDS); else
+# "no".
 on_time() {
 	awk -v r="$1" -v sent="$2" -v late="$3" -v l99="$4" -v secs="$5" 'BEGIN{
 		n = sent * secs; ok = (sent >= 0.99 * r && l99 != "-" && l99 < 1 && (late == "-" || late < 0.01 * n))
