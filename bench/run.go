@@ -456,6 +456,7 @@ func (tg *target) open(ctx context.Context) {
 		if !sleep.before(sendCtx, at) {
 			break
 		}
+		workers.setCrowded(sleep.crowded())
 		// A send due since the dispatcher last woke, and less than a
 		// span late, follows the previous one (see worker.hand).
 		after := last
@@ -641,6 +642,18 @@ type pool struct {
 	// while it spun (a testing/synctest bubble's): the workers then wait
 	// for their sends on the runtime's timer.
 	stillClock atomic.Bool
+	// crowded is set while the dispatcher's sends are crowded (see
+	// sleeper.crowded): a worker that comes idle then waits on its
+	// channel, not its waker, as the poller's wakes wait for the run
+	// queues to run dry. The dispatcher's alone to set.
+	crowded atomic.Bool
+}
+
+// setCrowded sets crowded to c, where it changes.
+func (p *pool) setCrowded(c bool) {
+	if p.crowded.Load() != c {
+		p.crowded.Store(c)
+	}
 }
 
 func newPool(ctx context.Context, tg *target, max int) *pool {
@@ -706,18 +719,26 @@ func (p *pool) run(w *worker) {
 		p.due(j.at)
 		p.tg.fill(&w.req, j.at, j.i)
 		p.tg.do(withFeedback(wctx, j.fb), &w.req, true)
-		p.mu.Lock()
-		w.onWaker = wk != nil
-		p.idle = append(p.idle, w)
-		if p.waiting {
-			p.waiting = false
-			select {
-			case p.free <- struct{}{}:
-			default:
-			}
-		}
-		p.mu.Unlock()
+		p.comeIdle(w, wk != nil)
 	}
+}
+
+// comeIdle puts w, its call over, back with the idle workers, to wait
+// on its waker where it has one (withWaker) and the sends are not
+// crowded, else on its channel; and frees the dispatcher if it waits for
+// a worker.
+func (p *pool) comeIdle(w *worker, withWaker bool) {
+	p.mu.Lock()
+	w.onWaker = withWaker && !p.crowded.Load()
+	p.idle = append(p.idle, w)
+	if p.waiting {
+		p.waiting = false
+		select {
+		case p.free <- struct{}{}:
+		default:
+		}
+	}
+	p.mu.Unlock()
 }
 
 // due waits until at, the end of a send's wait, which the dispatcher

@@ -80,6 +80,9 @@ type sleeper struct {
 	slack time.Duration
 	// plain: sleep on the runtime's timer alone (no fine timer, no spin).
 	plain bool
+	// backed is the fine timer with the runtime's timer behind it, for
+	// crowded waits (nil until the first; see crowded).
+	backed *backedTimer
 }
 
 // fineTimer is a timer precise to microseconds: wait blocks the goroutine
@@ -204,7 +207,7 @@ func (s *sleeper) before(ctx context.Context, at time.Time) bool {
 	if s.fine != nil {
 		if d := time.Until(wake); d > 0 {
 			s.slept = !s.slept
-			if s.fine.wait(d) != nil {
+			if s.fineWait(d) != nil {
 				s.stopFine() // the runtime's timer and the spin from now on
 			}
 			s.woke = time.Now()
@@ -276,6 +279,129 @@ func (s *sleeper) stopFine() {
 		s.fine.close()
 		s.fine = nil
 	}
+	if s.backed != nil {
+		s.backed.close()
+		s.backed = nil
+	}
+}
+
+// crowded reports whether the sends are wakeSends or more to a window on
+// average (above 8,000/s by the default window), where the wakes are a
+// span apart and each serves several sends. The process is then busy:
+// its workers' calls keep the runtime's run queues full, and the
+// runtime looks at its poller only when a processor's queue runs dry (or
+// its monitor's every 10 ms), so a wake through the poller — the fine
+// timer's, a worker's waker — waited for the queues: in an execution
+// trace at 15,000/s on 2 cores, the dispatcher's timerfd expired and it
+// was made ready 2-4 ms later, the processors running workers all the
+// while. The runtime's own timers and channel hand-overs are run at the
+// processor's next scheduling, so a crowded wait has the runtime's timer
+// behind the fine one, and an idle worker waits on its channel (see
+// pool.crowded). Both cost a thread's wake where a processor is idle,
+// which at lower rates is most of the time, so they are kept for the
+// crowded rates, where a wake's cost is shared by its sends.
+func (s *sleeper) crowded() bool {
+	return s.window > 0 && s.meanGap > 0 && wakeSends*s.meanGap < s.window
+}
+
+// fineWait waits d on the fine timer, and, where the sends are crowded,
+// on the runtime's timer beside it: whichever wakes first ends the wait.
+func (s *sleeper) fineWait(d time.Duration) error {
+	if !s.crowded() {
+		return s.fine.wait(d)
+	}
+	if s.backed == nil {
+		f, err := newFineTimer()
+		if err != nil {
+			return s.fine.wait(d)
+		}
+		s.backed = newBackedTimer(f)
+	}
+	s.backed.wait(d, s.t)
+	return nil
+}
+
+// backedTimer is a fine timer waited on by a goroutine of its own, so
+// that a wait can end on the runtime's timer too: a goroutine parked on
+// a descriptor in the poller cannot also wait on a channel. Its wait and
+// close belong to one goroutine.
+type backedTimer struct {
+	fine fineTimer
+	// req carries the end of the wait to make (buffered 1: a wait never
+	// blocks on it; the helper takes it when its last wait is over).
+	req chan backedWait
+	// done carries the number of each wait the fine timer ended
+	// (buffered 1: the helper never blocks on it; a number that finds it
+	// full is one that the runtime's timer ended first, and is dropped).
+	done   chan uint64
+	n      uint64        // the number of the last wait
+	exited chan struct{} // closed as the helper returns
+}
+
+// backedWait is one wait of a backedTimer: its end and its number.
+type backedWait struct {
+	at time.Time
+	n  uint64
+}
+
+func newBackedTimer(f fineTimer) *backedTimer {
+	b := &backedTimer{fine: f, req: make(chan backedWait, 1), done: make(chan uint64, 1), exited: make(chan struct{})}
+	go b.helper()
+	return b
+}
+
+// helper waits out each wait on the fine timer and reports its number.
+// It returns once req is closed, or the fine timer fails (the runtime's
+// timer then ends every wait).
+func (b *backedTimer) helper() {
+	defer close(b.exited)
+	for w := range b.req {
+		if d := time.Until(w.at); d > 0 {
+			if b.fine.wait(d) != nil {
+				return
+			}
+		}
+		select {
+		case b.done <- w.n:
+		default:
+		}
+	}
+}
+
+// wait waits d: until the fine timer's wake, or t's (stopped, and left
+// stopped), whichever comes first.
+func (b *backedTimer) wait(d time.Duration, t *time.Timer) {
+	select {
+	case <-b.done: // a wait the runtime's timer ended
+	default:
+	}
+	b.n++
+	select {
+	case b.req <- backedWait{time.Now().Add(d), b.n}:
+	default: // the helper still on a wait that is over: t ends this one
+	}
+	t.Reset(d)
+	for {
+		select {
+		case n := <-b.done:
+			if n != b.n {
+				continue // an earlier wait's
+			}
+			t.Stop()
+		case <-t.C:
+		}
+		return
+	}
+}
+
+// close ends the helper, once its wait in progress is over (a crowded
+// wait is a span, under a window), then closes the fine timer: closed
+// before, its descriptor's number could be another's by the time the
+// helper arms it.
+func (b *backedTimer) close() {
+	close(b.req)
+	<-b.exited
+	b.fine.close()
 }
 
 func (s *sleeper) stop() {

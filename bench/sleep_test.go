@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -325,5 +326,115 @@ func TestFineTimerShortWaits(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("a fine timer wait never ended")
+	}
+}
+
+// TestSleeperCrowded: the sends are crowded where wakeSends mean gaps
+// are less than the window, not at or above it, not with no window, and
+// not before the first gap is known.
+func TestSleeperCrowded(t *testing.T) {
+	s := newSleeper(DefaultSendSpin, DefaultSendWindow)
+	defer s.stop()
+	assert.False(t, s.crowded(), "no gap known yet")
+	s.meanGap = DefaultSendWindow/wakeSends - time.Microsecond
+	assert.True(t, s.crowded())
+	s.meanGap = DefaultSendWindow / wakeSends
+	assert.False(t, s.crowded(), "wakeSends gaps make the window: not below it")
+	s.meanGap = time.Millisecond
+	assert.False(t, s.crowded())
+	n := newSleeper(DefaultSendSpin, -1)
+	defer n.stop()
+	n.meanGap = time.Microsecond
+	assert.False(t, n.crowded(), "no window")
+}
+
+// stuckTimer is a fine timer whose first wait wakes late by over (or
+// when quit closes), and whose later ones are on time; it counts its
+// waits and closes.
+type stuckTimer struct {
+	over   time.Duration
+	quit   chan struct{}
+	waits  atomic.Int32
+	closes atomic.Int32
+}
+
+func (s *stuckTimer) wait(d time.Duration) error {
+	if s.waits.Add(1) > 1 {
+		time.Sleep(d)
+		return nil
+	}
+	select {
+	case <-time.After(d + s.over):
+	case <-s.quit:
+	}
+	return nil
+}
+
+func (s *stuckTimer) close() { s.closes.Add(1) }
+
+// TestBackedTimer: a wait whose fine timer wakes late ends on the
+// runtime's timer; the next wait does not end at that late wake (an
+// earlier wait's), nor before its own time; close ends the helper and
+// closes the fine timer once.
+func TestBackedTimer(t *testing.T) {
+	f := &stuckTimer{over: time.Hour, quit: make(chan struct{})}
+	b := newBackedTimer(f)
+	rt := time.NewTimer(time.Hour)
+	rt.Stop()
+	start := time.Now()
+	b.wait(2*time.Millisecond, rt)
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, 2*time.Millisecond)
+	assert.Less(t, took, 30*time.Second, "the wait waited for the fine timer")
+
+	// The helper is still on the first wait: the second is the runtime
+	// timer's alone, and the first's late wake (now) must not end it.
+	start = time.Now()
+	go func() { time.Sleep(5 * time.Millisecond); close(f.quit) }()
+	b.wait(50*time.Millisecond, rt)
+	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond, "an earlier wait's wake ended this one")
+
+	// On time now: the fine timer ends the waits.
+	for range 20 {
+		start = time.Now()
+		b.wait(time.Millisecond, rt)
+		assert.GreaterOrEqual(t, time.Since(start), time.Millisecond)
+	}
+	assert.Greater(t, f.waits.Load(), int32(1), "the helper took no later wait")
+	require.NoError(t, within(t, 10*time.Second, func() error { b.close(); return nil }))
+	assert.Equal(t, int32(1), f.closes.Load())
+	select {
+	case <-b.exited:
+	default:
+		t.Fatal("close left the helper running")
+	}
+}
+
+// TestSleeperCrowdedWaits: at a crowded rate the sleeper's fine waits go
+// through its backed timer, none early, and stop closes it.
+func TestSleeperCrowdedWaits(t *testing.T) {
+	if f, err := newFineTimer(); err != nil {
+		t.Skipf("no fine timer on this system: %v", err)
+	} else {
+		f.close()
+	}
+	s := newSleeper(DefaultSendSpin, DefaultSendWindow)
+	gap := 50 * time.Microsecond // 20,000/s: crowded
+	at := time.Now().Add(time.Millisecond)
+	for i := range 400 {
+		require.True(t, s.before(context.Background(), at))
+		require.True(t, spinUntil(at))
+		require.False(t, time.Now().Before(at), "send %d early", i)
+		at = at.Add(gap)
+	}
+	require.True(t, s.crowded())
+	require.NotNil(t, s.backed, "no crowded wait went through the backed timer")
+	b := s.backed
+	s.stop()
+	assert.Nil(t, s.backed)
+	select {
+	case <-b.exited:
+	default:
+		t.Fatal("stop left the backed timer's helper running")
 	}
 }

@@ -264,3 +264,29 @@ func TestHandAfterDelivers(t *testing.T) {
 	}
 	require.NoError(t, within(t, 10*time.Second, func() error { p.close(); return nil }))
 }
+
+// TestComeIdleCrowded: a worker with a waker that comes idle waits on it,
+// but on its channel while the sends are crowded; one without a waker
+// always on its channel; each is idle again, and frees a waiting
+// dispatcher.
+func TestComeIdleCrowded(t *testing.T) {
+	p := newPool(context.Background(), nil, 4)
+	w := onWaker()
+	p.comeIdle(w, true)
+	assert.True(t, w.onWaker)
+	p.setCrowded(true)
+	p.idle = p.idle[:0]
+	p.comeIdle(w, true)
+	assert.False(t, w.onWaker, "crowded, the worker waits on its waker")
+	p.setCrowded(false)
+	p.idle = p.idle[:0]
+	p.waiting = true
+	p.comeIdle(w, false)
+	assert.False(t, w.onWaker, "a worker with no waker")
+	assert.Equal(t, []*worker{w}, p.idle)
+	select {
+	case <-p.free:
+	default:
+		t.Fatal("the waiting dispatcher was not freed")
+	}
+}
