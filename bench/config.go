@@ -202,7 +202,11 @@ type Load struct {
 	// Where four mean gaps are shorter than the window, the wakes are
 	// four mean gaps apart, but at least half a window.
 	// Negative: a wake for each send (the lag of the fine timer and the
-	// spin at every rate, at a wake's CPU each).
+	// spin at every rate, at a wake's CPU each). Where four sends or
+	// more fall in a window on average, the process is busy, and a wake
+	// through the runtime's poller waits for its run queues: the fine
+	// timer then has the runtime's timer beside it, and idle workers
+	// wait on channels (see docs/measurement.md, "Crowded rates").
 	SendWindow Duration `json:"send_window,omitempty" yaml:"send_window,omitempty"`
 
 	// phase offsets a constant-rate schedule's sends: a shard's (see
