@@ -292,9 +292,9 @@ func (s *sleeper) stopFine() {
 // runtime looks at its poller only when a processor's queue runs dry (or
 // its monitor's every 10 ms), so a wake through the poller — the fine
 // timer's, a worker's waker — waited for the queues: in an execution
-// trace at 15,000/s on 2 cores, the dispatcher's timerfd expired and it
-// was made ready 2-4 ms later, the processors running workers all the
-// while. The runtime's own timers and channel hand-overs are run at the
+// trace at 15,000/s on 2 cores, the dispatcher, parked on its timerfd
+// for a span, was made ready 1.5-4.5 ms after it parked, in most of
+// those waits with both processors running workers. The runtime's own timers and channel hand-overs are run at the
 // processor's next scheduling, so a crowded wait has the runtime's timer
 // behind the fine one, and an idle worker waits on its channel (see
 // pool.crowded). Both cost a thread's wake where a processor is idle,
